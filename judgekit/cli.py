@@ -1,0 +1,162 @@
+"""The `judgekit` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from judgekit.errors import JudgekitError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="LLM-as-judge evaluation without ground truth.")
+cache_app = typer.Typer(no_args_is_help=True, help="Inspect or clear the response cache.")
+cassette_app = typer.Typer(no_args_is_help=True, help="Inspect recorded cassettes.")
+local_app = typer.Typer(no_args_is_help=True, help="Run a local llama.cpp model server.")
+app.add_typer(cache_app, name="cache")
+app.add_typer(cassette_app, name="cassette")
+app.add_typer(local_app, name="local")
+console = Console()
+
+
+@app.command()
+def run(
+    config: Path = typer.Argument(..., help="experiment YAML"),
+    set_: list[str] = typer.Option([], "--set", help="dotted override KEY=VALUE"),
+    model: list[str] = typer.Option([], "--model", help="ROLE=provider/model"),
+    cassette_mode: Optional[str] = typer.Option(None, "--cassette-mode",
+                                                help="none | new | all"),
+    out: Optional[Path] = typer.Option(None, "--out", help="output directory"),
+    seed: Optional[int] = typer.Option(None, "--seed"),
+) -> None:
+    """Run an experiment config and write results.json and report.md."""
+    from judgekit.config import out_dir, resolve
+
+    overrides = {"cassette_mode": cassette_mode, "out": str(out) if out else None, "seed": seed}
+    cfg, runner = resolve(config, set_, model, overrides)
+    directory = out_dir(cfg)
+    summary = runner(cfg, directory)
+    console.print(f"[green]wrote[/green] {directory}/results.json and report.md")
+    if summary.get("headline"):
+        console.print(summary["headline"])
+
+
+@app.command()
+def vbscore(
+    file: Path = typer.Argument(..., help="JSONL of tagged replicas"),
+    alpha: list[float] = typer.Option([0.0, 0.25, 0.5, 0.75, 1.0], "--alpha"),
+    k: Optional[int] = typer.Option(None, "--k", help="use only the top k outputs"),
+    seed: int = typer.Option(0, "--seed"),
+    gain: str = typer.Option("binary", "--gain", help="binary | dcg"),
+    variance: str = typer.Option("bernoulli", "--variance", help="bernoulli | spread"),
+    resamples: int = typer.Option(10_000, "--resamples"),
+    out: Path = typer.Option(..., "--out", help="OUT.json"),
+) -> None:
+    """Score already-tagged outputs (JSONL) with ES and VB over an alpha grid."""
+    from judgekit.vbscore.scorefile import print_table, score_file
+
+    result = score_file(file, alphas=alpha, k=k, seed=seed, gain=gain, variance=variance,
+                        resamples=resamples)
+    from judgekit.runio import write_json
+
+    write_json(out, result)
+    print_table(result, console)
+
+
+@cache_app.command("stats")
+def cache_stats(cache_dir: Optional[Path] = typer.Option(None, "--dir")) -> None:
+    """Entries, hits and misses of the last run, and bytes on disk."""
+    from judgekit.llm.cache import ResponseCache
+
+    c = ResponseCache(cache_dir)
+    s = c.stats()
+    console.print(json.dumps(s.__dict__, indent=2))
+
+
+@cache_app.command("clear")
+def cache_clear(cache_dir: Optional[Path] = typer.Option(None, "--dir")) -> None:
+    """Delete every cached response."""
+    from judgekit.llm.cache import ResponseCache
+
+    n = ResponseCache(cache_dir).clear()
+    console.print(f"removed {n} entries")
+
+
+@cassette_app.command("list")
+def cassette_list(path: Path) -> None:
+    """One line per entry: key, stage template, model, draw, ok."""
+    from judgekit.llm.cassette import load_entries
+
+    for key, e in sorted(load_entries(path).items()):
+        i, r = e["identity"], e["response"]
+        console.print(f"{key[:12]}  {i['template']['name']:<28} {i['provider']}/{i['model']:<20}"
+                      f" draw={i['draw']:<3} ok={r.get('ok')}", highlight=False)
+
+
+@cassette_app.command("verify")
+def cassette_verify(paths: list[Path]) -> None:
+    """Check keys match identities and that nothing looks like a secret."""
+    from judgekit.llm.cassette import verify
+
+    problems = [p for path in paths for p in verify(path)]
+    for p in problems:
+        console.print(f"[red]{p}[/red]")
+    if problems:
+        raise typer.Exit(1)
+    console.print(f"{len(paths)} cassette(s) ok")
+
+
+@cassette_app.command("unused")
+def cassette_unused(config: Path, set_: list[str] = typer.Option([], "--set")) -> None:
+    """Replay CONFIG in mode none and list cassette entries it did not use."""
+    import tempfile
+
+    from judgekit.config import resolve
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg, runner = resolve(config, set_, [], {"cassette_mode": "none", "out": tmp})
+        summary = runner(cfg, Path(tmp))
+    unused = summary.get("unused_cassette_entries", [])
+    for key in unused:
+        console.print(key)
+    console.print(f"{len(unused)} unused entries")
+
+
+@local_app.command("serve")
+def local_serve(
+    port: int = typer.Option(8080, "--port"),
+    model_path: Optional[Path] = typer.Option(None, "--model-path",
+                                              help="GGUF file (default: Gemma 3 270M)"),
+    threads: int = typer.Option(2, "--threads"),
+) -> None:
+    """Serve a GGUF model on 127.0.0.1 (OpenAI-compatible) until interrupted."""
+    from judgekit.local.server import serve_forever
+
+    serve_forever(port=port, model_path=model_path, threads=threads, console=console)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except JudgekitError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Abort:
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

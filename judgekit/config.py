@@ -1,0 +1,154 @@
+"""Experiment configs: YAML validated by Pydantic, dotted-key overrides, dispatch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from judgekit.errors import ConfigError
+
+
+class RunSettings(BaseModel):
+    """Fields every experiment config shares."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str
+    name: str = "experiment"
+    seed: int = 0
+    out: str = "runs/{name}"
+    models: dict[str, str] = Field(default_factory=dict)
+    cassette: str | None = None
+    cassette_mode: Literal["none", "new", "all"] = "new"
+    cache_dir: str | None = None
+    use_cache: bool = True
+    concurrency: int = Field(8, ge=1)
+    timeout: float = Field(120.0, gt=0)
+    base_urls: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("models")
+    @classmethod
+    def _check_models(cls, v: dict[str, str]) -> dict[str, str]:
+        from judgekit.llm.providers import parse_model_string
+
+        for role, model in v.items():
+            try:
+                parse_model_string(model)
+            except ConfigError as exc:
+                raise ValueError(f"role {role}: {exc}") from exc
+        return v
+
+
+def set_dotted(doc: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    cur = doc
+    for p in parts[:-1]:
+        nxt = cur.setdefault(p, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"--set {dotted}: {p} is not a mapping")
+        cur = nxt
+    cur[parts[-1]] = value
+
+
+def parse_assignment(text: str, flag: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise ConfigError(f"{flag} {text!r} must look like KEY=VALUE")
+    key, raw = text.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip(), value
+
+
+def load_raw(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"config file {p} not found")
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config {p}: invalid YAML: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(doc, dict):
+        raise ConfigError(f"config {p}: the top level must be a mapping")
+    doc.setdefault("name", p.stem)
+    return doc
+
+
+def validate(model: type[BaseModel], doc: dict[str, Any], source: str) -> Any:
+    try:
+        return model.model_validate(doc)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
+        msg = e["msg"].removeprefix("Value error, ")
+        extra = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+        raise ConfigError(f"config {source}: field {loc}: {msg}{extra}") from exc
+
+
+Runner = Callable[[Any, Path], dict[str, Any]]
+_METHODS: dict[str, tuple[Callable[[], type[BaseModel]], Callable[[], Runner]]] = {}
+
+
+def register_method(name: str, config_model: Callable[[], type[BaseModel]],
+                    runner: Callable[[], Runner]) -> None:
+    """Register a method's config model and runner (both imported lazily)."""
+    _METHODS[name] = (config_model, runner)
+
+
+def resolve(path: str | Path, sets: list[str], models: list[str], overrides: dict[str, Any]
+            ) -> tuple[Any, Runner]:
+    """Load, override and validate a config; return it with its method's runner."""
+    doc = load_raw(path)
+    for s in sets:
+        k, v = parse_assignment(s, "--set")
+        set_dotted(doc, k, v)
+    for m in models:
+        role, model = parse_assignment(m, "--model")
+        doc.setdefault("models", {})
+        if role not in doc["models"]:
+            known = ", ".join(sorted(doc["models"])) or "none"
+            raise ConfigError(f"--model {role}=...: unknown role {role!r} (roles: {known})")
+        doc["models"][role] = str(model)
+    doc.update({k: v for k, v in overrides.items() if v is not None})
+    method = doc.get("method")
+    if method not in _METHODS:
+        raise ConfigError(f"config {path}: field method: {method!r} is not one of "
+                          f"{', '.join(sorted(_METHODS))}")
+    cfg_model, runner = _METHODS[method]
+    return validate(cfg_model(), doc, str(path)), runner()
+
+
+def out_dir(cfg: RunSettings) -> Path:
+    return Path(cfg.out.format(name=cfg.name))
+
+
+def _lazy(module: str, attr: str) -> Callable[[], Any]:
+    def get() -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), attr)
+    return get
+
+
+register_method("vbscore", _lazy("judgekit.vbscore.config", "VBScoreConfig"),
+                _lazy("judgekit.vbscore.runner", "run"))
+register_method("nodata", _lazy("judgekit.nodata.config", "NoDataConfig"),
+                _lazy("judgekit.nodata.runner", "run"))
+register_method("ondemand", _lazy("judgekit.ondemand.config", "OnDemandConfig"),
+                _lazy("judgekit.ondemand.runner", "run"))
+
+
+def client_for(cfg: RunSettings, *, progress: bool = True) -> Any:
+    """The LLM client a run uses, from the config's operational fields."""
+    from judgekit.llm import Client, ClientSettings
+
+    return Client(ClientSettings(
+        cache_dir=cfg.cache_dir, use_cache=cfg.use_cache, cassette=cfg.cassette,
+        cassette_mode=cfg.cassette_mode, concurrency=cfg.concurrency, timeout=cfg.timeout,
+        base_urls=cfg.base_urls, progress=progress,
+    ))

@@ -1,0 +1,50 @@
+"""One exception hierarchy for judgekit.
+
+User-facing failures (bad config, missing dataset, missing key, cassette miss)
+derive from :class:`JudgekitError`; the CLI prints them as one line and exits 2.
+"""
+
+from __future__ import annotations
+
+
+class JudgekitError(Exception):
+    """Base class of every error judgekit raises on purpose."""
+
+
+class ConfigError(JudgekitError):
+    """An experiment config, override or command-line value is invalid."""
+
+
+class DataError(JudgekitError):
+    """A dataset file is missing or malformed."""
+
+
+class ProviderError(JudgekitError):
+    """A provider could not be reached or answered with an error."""
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 retry_after: float | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+        self.retryable = retryable
+
+
+class MissingKeyError(JudgekitError):
+    """A provider needs an API key that is not set in the environment."""
+
+
+class MissingDependencyError(JudgekitError):
+    """An optional dependency is not installed."""
+
+
+class CassetteMissError(JudgekitError):
+    """Replay-only mode met a request the cassette does not hold."""
+
+
+class TemplateError(JudgekitError):
+    """A prompt template is missing, has an undefined variable, or is unsafe."""
+
+
+class StatsError(JudgekitError, ValueError):
+    """Invalid input to a statistical function (empty set, NaN, bad weights...)."""

@@ -1,0 +1,66 @@
+"""Request identity: one canonical JSON whose sha256 keys the cache and cassettes.
+
+Only what changes the answer belongs here (provider, resolved model, base URL,
+rendered messages, sampling, output schema, template name and content hash,
+draw index). Timeouts, concurrency and retry counts are operational and stay out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_identity(*, provider: str, model: str, base_url: str | None,
+                     messages: list[dict[str, str]], sampling: dict[str, Any],
+                     schema: dict[str, Any] | None, template: str, template_hash: str,
+                     draw: int) -> dict[str, Any]:
+    return {
+        "provider": provider,
+        "model": model,
+        "base_url": base_url,
+        "messages": messages,
+        "sampling": {k: v for k, v in sorted(sampling.items()) if v is not None},
+        "schema": schema,
+        "template": {"name": template, "hash": template_hash},
+        "draw": draw,
+    }
+
+
+def identity_key(identity: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()
+
+
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(obj, list):
+        out = {}
+        for i, v in enumerate(obj):
+            out.update(_flatten(v, f"{prefix}[{i}]"))
+        return out or {prefix: []}
+    return {prefix: obj}
+
+
+def differing_fields(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Dotted paths whose values differ between two identities."""
+    fa, fb = _flatten(a), _flatten(b)
+    return sorted(k for k in set(fa) | set(fb) if fa.get(k, "<absent>") != fb.get(k, "<absent>"))
+
+
+def nearest(identity: dict[str, Any], candidates: list[dict[str, Any]]) -> tuple[int, list[str]]:
+    """Index of the candidate with the fewest differing fields, and those fields."""
+    best, best_diff = -1, []
+    for i, cand in enumerate(candidates):
+        diff = differing_fields(identity, cand)
+        if best < 0 or len(diff) < len(best_diff):
+            best, best_diff = i, diff
+    return best, best_diff

@@ -1,0 +1,71 @@
+"""Anthropic Messages API over HTTP; structured output by a forced tool call."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from judgekit.errors import ProviderError
+from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.types import Completion, ProviderRequest, Usage
+
+API_VERSION = "2023-06-01"
+
+
+def messages_payload(model: str, req: ProviderRequest) -> dict[str, Any]:
+    system = "\n\n".join(m["content"] for m in req.messages if m["role"] == "system")
+    turns = [m for m in req.messages if m["role"] != "system"]
+    s = req.sampling
+    payload: dict[str, Any] = {
+        "model": model,
+        "max_tokens": int(s.get("max_tokens") or 1024),
+        "messages": [{"role": m["role"], "content": m["content"]} for m in turns],
+    }
+    if system:
+        payload["system"] = system
+    for name in ("temperature", "top_p"):
+        if s.get(name) is not None:
+            payload[name] = s[name]
+    if req.schema is not None:
+        payload["tools"] = [{
+            "name": req.schema_name,
+            "description": "Return the answer in exactly this structure.",
+            "input_schema": req.schema,
+        }]
+        payload["tool_choice"] = {"type": "tool", "name": req.schema_name}
+    return payload
+
+
+def parse_messages_response(data: dict[str, Any]) -> Completion:
+    blocks = data.get("content")
+    if not isinstance(blocks, list):
+        raise ProviderError(f"anthropic: response has no content list: {str(data)[:200]}")
+    text = ""
+    for block in blocks:
+        if block.get("type") == "tool_use":
+            text = json.dumps(block.get("input", {}), ensure_ascii=False)
+            break
+        if block.get("type") == "text":
+            text += block.get("text", "")
+    usage = data.get("usage") or {}
+    return Completion(text=text, model=data.get("model", ""),
+                      usage=Usage(int(usage.get("input_tokens", 0)),
+                                  int(usage.get("output_tokens", 0))))
+
+
+@register
+class AnthropicProvider(Provider):
+    name = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(self, model: str, base_url: str | None = None) -> None:
+        super().__init__(model, base_url or os.environ.get("ANTHROPIC_BASE_URL")
+                         or "https://api.anthropic.com")
+
+    async def generate(self, request: ProviderRequest) -> Completion:
+        headers = {"x-api-key": self.api_key(), "anthropic-version": API_VERSION}
+        url = f"{str(self.base_url).rstrip('/')}/v1/messages"
+        data = await self.post_json(url, messages_payload(self.resolve_model(), request),
+                                    headers, request.timeout)
+        return parse_messages_response(data)

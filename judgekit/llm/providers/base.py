@@ -1,0 +1,166 @@
+"""The provider interface and the registry that maps `provider/model` strings to it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, ClassVar
+
+import aiohttp
+
+from judgekit.errors import ConfigError, MissingKeyError, ProviderError
+from judgekit.llm.types import Completion, ProviderRequest
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+class Provider:
+    """One LLM backend. Subclasses implement :meth:`generate`.
+
+    ``identity_base_url`` is what enters the request identity: the base URL for
+    remote servers, a stable name for managed local servers whose port varies.
+    """
+
+    name: ClassVar[str] = ""
+    key_env: ClassVar[str | None] = None
+
+    def __init__(self, model: str, base_url: str | None = None) -> None:
+        self.model = model
+        self.base_url = base_url
+        self._sessions: dict[int, aiohttp.ClientSession] = {}
+
+    @property
+    def identity_base_url(self) -> str | None:
+        return self.base_url
+
+    def resolve_model(self) -> str:
+        return self.model
+
+    async def generate(self, request: ProviderRequest) -> Completion:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def should_retry(self, error: BaseException) -> bool:
+        if isinstance(error, ProviderError):
+            return error.retryable
+        return isinstance(error, (asyncio.TimeoutError, aiohttp.ClientConnectionError))
+
+    def api_key(self) -> str:
+        """Read the key from the environment at call time; it is never stored."""
+        if self.key_env is None:
+            return ""
+        key = os.environ.get(self.key_env, "")
+        if not key:
+            raise MissingKeyError(
+                f"{self.name}/{self.model} needs {self.key_env} in the environment "
+                "(or replay a cassette with --cassette-mode none)"
+            )
+        return key
+
+    def session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        sess = self._sessions.get(id(loop))
+        if sess is None or sess.closed:
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            sess = aiohttp.ClientSession(connector=connector)
+            self._sessions[id(loop)] = sess
+        return sess
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        sess = self._sessions.pop(id(loop), None)
+        if sess is not None:
+            await sess.close()
+
+    async def post_json(self, url: str, payload: dict[str, Any], headers: dict[str, str],
+                        timeout: float) -> dict[str, Any]:
+        """POST JSON and map HTTP errors to ProviderError (retryable or not)."""
+        try:
+            async with self.session().post(
+                url, json=payload, headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as resp:
+                if resp.status >= 400:
+                    body = await resp.text()
+                    raise ProviderError(
+                        f"{self.name}: HTTP {resp.status} from {url}: {_error_message(body)}",
+                        status=resp.status,
+                        retry_after=retry_after_seconds(resp.headers),
+                        retryable=resp.status in RETRYABLE_STATUS,
+                    )
+                data: dict[str, Any] = await resp.json(content_type=None)
+                return data
+        except asyncio.TimeoutError as exc:
+            raise ProviderError(f"{self.name}: timed out after {timeout}s calling {url}",
+                                retryable=True) from exc
+        except aiohttp.ClientConnectionError as exc:
+            raise ProviderError(f"{self.name}: cannot connect to {url}: {exc}",
+                                retryable=True) from exc
+
+
+def _error_message(body: str) -> str:
+    import json
+
+    try:
+        data = json.loads(body)
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            return str(err.get("message", err))[:300]
+        return str(err)[:300]
+    except (ValueError, AttributeError):
+        return body[:300]
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `Retry-After` (delta-seconds form)."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    ra = headers.get("Retry-After") or headers.get("retry-after")
+    if ra:
+        try:
+            return max(0.0, float(ra))
+        except ValueError:
+            from email.utils import parsedate_to_datetime
+            from datetime import datetime, timezone
+
+            try:
+                when = parsedate_to_datetime(ra)
+                return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+_REGISTRY: dict[str, type[Provider]] = {}
+
+
+def register(cls: type[Provider]) -> type[Provider]:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def parse_model_string(model: str) -> tuple[str, str]:
+    if "/" not in model:
+        raise ConfigError(
+            f"model {model!r} must look like provider/name (providers: {', '.join(providers())})"
+        )
+    provider, name = model.split("/", 1)
+    if provider not in _REGISTRY:
+        raise ConfigError(
+            f"unknown provider {provider!r} in model {model!r}; use one of {', '.join(providers())}"
+        )
+    if not name:
+        raise ConfigError(f"model {model!r} has no model name after the provider")
+    return provider, name
+
+
+def providers() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def make_provider(model: str, base_url: str | None = None) -> Provider:
+    provider, name = parse_model_string(model)
+    return _REGISTRY[provider](name, base_url=base_url)

@@ -1,0 +1,63 @@
+"""Anything LiteLLM routes, through ``litellm.acompletion`` (optional extra)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from judgekit.errors import MissingDependencyError, ProviderError
+from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.providers.openai import _mean_entropy_bits
+from judgekit.llm.types import Completion, ProviderRequest, Usage
+
+
+def import_litellm() -> Any:
+    # litellm fetches a remote price map at import unless told not to.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        import litellm
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "litellm/ models need litellm: pip install 'judgekit[litellm]'") from exc
+    return litellm
+
+
+@register
+class LiteLLMProvider(Provider):
+    name = "litellm"
+
+    async def generate(self, request: ProviderRequest) -> Completion:
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {
+            k: v for k, v in request.sampling.items()
+            if v is not None and k in ("temperature", "top_p", "max_tokens", "seed", "logprobs",
+                                       "top_logprobs")
+        }
+        if request.schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.schema},
+            }
+        if self.base_url:
+            kwargs["api_base"] = self.base_url
+        try:
+            resp = await litellm.acompletion(model=self.model, messages=request.messages,
+                                             timeout=request.timeout, num_retries=0, **kwargs)
+        except Exception as exc:  # litellm maps every provider's errors to its own types
+            status = getattr(exc, "status_code", None)
+            retryable = status in (408, 429, 500, 502, 503, 504, 529) or \
+                type(exc).__name__ in ("Timeout", "APIConnectionError", "RateLimitError",
+                                       "ServiceUnavailableError", "InternalServerError")
+            raise ProviderError(f"litellm/{self.model}: {type(exc).__name__}: {exc}",
+                                status=status, retryable=retryable) from exc
+        choice = resp.choices[0]
+        usage = getattr(resp, "usage", None)
+        lp = getattr(choice, "logprobs", None)
+        return Completion(
+            text=choice.message.content or "",
+            model=getattr(resp, "model", self.model) or self.model,
+            usage=Usage(getattr(usage, "prompt_tokens", 0) or 0,
+                        getattr(usage, "completion_tokens", 0) or 0),
+            mean_token_entropy=_mean_entropy_bits(lp.model_dump() if hasattr(lp, "model_dump")
+                                                  else lp),
+        )

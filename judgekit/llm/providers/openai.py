@@ -1,0 +1,94 @@
+"""OpenAI Chat Completions over HTTP (aiohttp), with JSON-schema structured output.
+
+The SDK's default httpx transport costs several times the floor at high
+concurrency (see benchmarks/client_overhead.py), so judgekit speaks the
+documented HTTP API directly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from judgekit.errors import ProviderError
+from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.types import Completion, ProviderRequest, Usage
+
+
+def chat_payload(model: str, req: ProviderRequest, *, schema_mode: str = "json_schema",
+                 max_tokens_field: str = "max_tokens") -> dict[str, Any]:
+    """The /chat/completions request body for ``req``."""
+    payload: dict[str, Any] = {"model": model, "messages": req.messages}
+    s = req.sampling
+    for name in ("temperature", "top_p", "seed"):
+        if s.get(name) is not None:
+            payload[name] = s[name]
+    if s.get("max_tokens") is not None:
+        payload[max_tokens_field] = s["max_tokens"]
+    if s.get("logprobs"):
+        payload["logprobs"] = True
+        payload["top_logprobs"] = int(s.get("top_logprobs") or 5)
+    if req.schema is not None:
+        if schema_mode == "json_schema":
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": req.schema_name, "schema": req.schema, "strict": False},
+            }
+        elif schema_mode == "json_object":
+            payload["response_format"] = {"type": "json_object", "schema": req.schema}
+    return payload
+
+
+def parse_chat_response(data: dict[str, Any], provider: str) -> Completion:
+    try:
+        choice = data["choices"][0]
+        text = choice["message"].get("content") or ""
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ProviderError(f"{provider}: response has no choices[0].message: {str(data)[:200]}")\
+            from exc
+    usage = data.get("usage") or {}
+    return Completion(
+        text=text,
+        model=data.get("model", ""),
+        usage=Usage(int(usage.get("prompt_tokens", 0) or 0),
+                    int(usage.get("completion_tokens", 0) or 0)),
+        mean_token_entropy=_mean_entropy_bits(choice.get("logprobs")),
+    )
+
+
+def _mean_entropy_bits(logprobs: Any) -> float | None:
+    """Mean per-token entropy in bits over the returned top-k alternatives."""
+    if not logprobs or not logprobs.get("content"):
+        return None
+    ents = []
+    for tok in logprobs["content"]:
+        tops = tok.get("top_logprobs") or []
+        if not tops:
+            continue
+        ps = [math.exp(t["logprob"]) for t in tops]
+        z = sum(ps)
+        ents.append(-sum((p / z) * math.log2(p / z) for p in ps if p > 0))
+    return sum(ents) / len(ents) if ents else None
+
+
+@register
+class OpenAIProvider(Provider):
+    name = "openai"
+    key_env = "OPENAI_API_KEY"
+    schema_mode = "json_schema"
+    max_tokens_field = "max_completion_tokens"
+
+    def __init__(self, model: str, base_url: str | None = None) -> None:
+        super().__init__(model, base_url or os.environ.get("OPENAI_BASE_URL")
+                         or "https://api.openai.com/v1")
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key()}"}
+
+    async def generate(self, request: ProviderRequest) -> Completion:
+        payload = chat_payload(self.resolve_model(), request, schema_mode=self.schema_mode,
+                               max_tokens_field=self.max_tokens_field)
+        url = f"{str(self.base_url).rstrip('/')}/chat/completions"
+        data = await self.post_json(url, payload, self.headers(), request.timeout)
+        return parse_chat_response(data, self.name)

@@ -1,0 +1,40 @@
+"""A prompt stage: template + input variables + Pydantic output model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One structured LLM step.
+
+    Args:
+        name: stage name used in statistics and reports.
+        template: file name under prompts/ (e.g. "tagger.j2").
+        output: the Pydantic model the answer must validate against.
+        sampling: default sampling parameters (temperature, max_tokens, ...).
+    """
+
+    name: str
+    template: str
+    output: type[BaseModel]
+    sampling: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        return self.output.model_json_schema()
+
+
+@dataclass
+class Call:
+    """One invocation of a stage: variables, model string, draw index, sampling."""
+
+    variables: dict[str, Any]
+    model: str
+    draw: int = 0
+    sampling: dict[str, Any] | None = None

@@ -1,0 +1,48 @@
+"""Parsing structured outputs: JSON, possibly fenced, validated by Pydantic."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+
+
+class ParseFailure(Exception):
+    """The text did not hold a valid instance of the output model."""
+
+
+def extract_json(text: str) -> Any:
+    """Parse JSON from raw text, a ```json fenced block, or the first {...} span."""
+    candidates = [text.strip()]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    last: Exception | None = None
+    for cand in candidates:
+        if not cand:
+            continue
+        try:
+            return json.loads(cand)
+        except json.JSONDecodeError as exc:
+            last = exc
+    raise ParseFailure(f"no JSON object found ({last})" if last else "empty response")
+
+
+def parse_output(text: str, model: type[BaseModel]) -> BaseModel:
+    data = extract_json(text)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '<root>'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ParseFailure(f"JSON does not match the schema: {errors}") from exc
+
+
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()

@@ -1,0 +1,98 @@
+"""Prompt templates: prompts/*.j2 rendered through one sandboxed Jinja environment.
+
+A template renders to text. A line ``<<<user>>>`` separates the system message
+(above) from the user message (below); without it the whole text is the user
+message. Judged text must enter as data inside delimiters, e.g. with the
+``data`` filter: ``{{ output | data("OUTPUT") }}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import StrictUndefined, TemplateNotFound, UndefinedError
+from jinja2.exceptions import SecurityError, TemplateSyntaxError
+from jinja2.sandbox import SandboxedEnvironment
+
+from judgekit.errors import TemplateError
+from judgekit.resources import resource_dir
+
+USER_MARK = "<<<user>>>"
+
+
+def _data_block(value: object, name: str = "DATA") -> str:
+    text = str(value)
+    # The closing delimiter inside the data would end the block early; neutralise it.
+    text = text.replace(f"</{name}>", f"</ {name}>")
+    return f"<{name}>\n{text}\n</{name}>"
+
+
+class TemplateLibrary:
+    """Loads and renders templates from a folder through a SandboxedEnvironment."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = Path(folder) if folder else resource_dir("prompts")
+        from jinja2 import FileSystemLoader
+
+        self.env = SandboxedEnvironment(
+            loader=FileSystemLoader(str(self.folder)),
+            undefined=StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=True,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["data"] = _data_block
+        self._hashes: dict[str, str] = {}
+
+    def content_hash(self, name: str) -> str:
+        if name not in self._hashes:
+            path = self.folder / name
+            if not path.exists():
+                raise TemplateError(f"template {name!r} not found in {self.folder}")
+            self._hashes[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        return self._hashes[name]
+
+    def render(self, name: str, variables: dict[str, object]) -> list[dict[str, str]]:
+        """Render template ``name`` to chat messages."""
+        try:
+            text = self._template(name).render(**variables)
+        except TemplateNotFound as exc:
+            raise TemplateError(f"template {name!r} not found in {self.folder}") from exc
+        except UndefinedError as exc:
+            raise TemplateError(f"template {name!r}: {exc}; pass that variable") from exc
+        except SecurityError as exc:
+            raise TemplateError(f"template {name!r} tried an unsafe operation: {exc}") from exc
+        return split_messages(text)
+
+    def render_string(self, source: str, variables: dict[str, object]) -> str:
+        try:
+            return self.env.from_string(source).render(**variables)
+        except SecurityError as exc:
+            raise TemplateError(f"template string tried an unsafe operation: {exc}") from exc
+        except UndefinedError as exc:
+            raise TemplateError(f"template string: {exc}") from exc
+
+    def _template(self, name: str):  # noqa: ANN202 - jinja Template
+        try:
+            return _compiled(self.env, name)
+        except TemplateSyntaxError as exc:
+            raise TemplateError(f"template {name!r} line {exc.lineno}: {exc.message}") from exc
+
+
+@lru_cache(maxsize=256)
+def _compiled(env: SandboxedEnvironment, name: str):  # noqa: ANN202
+    return env.get_template(name)
+
+
+def split_messages(text: str) -> list[dict[str, str]]:
+    if USER_MARK in text:
+        system, user = text.split(USER_MARK, 1)
+        msgs = []
+        if system.strip():
+            msgs.append({"role": "system", "content": system.strip()})
+        msgs.append({"role": "user", "content": user.strip()})
+        return msgs
+    return [{"role": "user", "content": text.strip()}]
