@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -28,10 +27,10 @@ def run(
     config: Path = typer.Argument(..., help="experiment YAML"),
     set_: list[str] = typer.Option([], "--set", help="dotted override KEY=VALUE"),
     model: list[str] = typer.Option([], "--model", help="ROLE=provider/model"),
-    cassette_mode: Optional[str] = typer.Option(None, "--cassette-mode",
+    cassette_mode: str | None = typer.Option(None, "--cassette-mode",
                                                 help="none | new | all"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output directory"),
-    seed: Optional[int] = typer.Option(None, "--seed"),
+    out: Path | None = typer.Option(None, "--out", help="output directory"),
+    seed: int | None = typer.Option(None, "--seed"),
 ) -> None:
     """Run an experiment config and write results.json and report.md."""
     from judgekit.config import out_dir, resolve
@@ -49,7 +48,7 @@ def run(
 def vbscore(
     file: Path = typer.Argument(..., help="JSONL of tagged replicas"),
     alpha: list[float] = typer.Option([0.0, 0.25, 0.5, 0.75, 1.0], "--alpha"),
-    k: Optional[int] = typer.Option(None, "--k", help="use only the top k outputs"),
+    k: int | None = typer.Option(None, "--k", help="use only the top k outputs"),
     seed: int = typer.Option(0, "--seed"),
     gain: str = typer.Option("binary", "--gain", help="binary | dcg"),
     variance: str = typer.Option("bernoulli", "--variance", help="bernoulli | spread"),
@@ -68,7 +67,7 @@ def vbscore(
 
 
 @cache_app.command("stats")
-def cache_stats(cache_dir: Optional[Path] = typer.Option(None, "--dir")) -> None:
+def cache_stats(cache_dir: Path | None = typer.Option(None, "--dir")) -> None:
     """Entries, hits and misses of the last run, and bytes on disk."""
     from judgekit.llm.cache import ResponseCache
 
@@ -78,7 +77,7 @@ def cache_stats(cache_dir: Optional[Path] = typer.Option(None, "--dir")) -> None
 
 
 @cache_app.command("clear")
-def cache_clear(cache_dir: Optional[Path] = typer.Option(None, "--dir")) -> None:
+def cache_clear(cache_dir: Path | None = typer.Option(None, "--dir")) -> None:
     """Delete every cached response."""
     from judgekit.llm.cache import ResponseCache
 
@@ -129,7 +128,7 @@ def cassette_unused(config: Path, set_: list[str] = typer.Option([], "--set")) -
 @local_app.command("serve")
 def local_serve(
     port: int = typer.Option(8080, "--port"),
-    model_path: Optional[Path] = typer.Option(None, "--model-path",
+    model_path: Path | None = typer.Option(None, "--model-path",
                                               help="GGUF file (default: Gemma 3 270M)"),
     threads: int = typer.Option(2, "--threads"),
 ) -> None:

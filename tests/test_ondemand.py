@@ -10,7 +10,6 @@ import pytest
 from judgekit.ondemand.estimators import (
     MixingWeights,
     adaptive_sample_size,
-    joint_precision,
     percentile,
     product_variance,
     weights_for,

@@ -58,7 +58,7 @@ def differing_fields(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 
 def nearest(identity: dict[str, Any], candidates: list[dict[str, Any]]) -> tuple[int, list[str]]:
     """Index of the candidate with the fewest differing fields, and those fields."""
-    best, best_diff = -1, []
+    best, best_diff = -1, list[str]()
     for i, cand in enumerate(candidates):
         diff = differing_fields(identity, cand)
         if best < 0 or len(diff) < len(best_diff):

@@ -46,6 +46,7 @@ class TemplateLibrary:
         )
         self.env.filters["data"] = _data_block
         self._hashes: dict[str, str] = {}
+        self._globals: dict[str, dict[str, object]] = {}
 
     def content_hash(self, name: str) -> str:
         if name not in self._hashes:
@@ -58,7 +59,14 @@ class TemplateLibrary:
     def render(self, name: str, variables: dict[str, object]) -> list[dict[str, str]]:
         """Render template ``name`` to chat messages."""
         try:
-            text = self._template(name).render(**variables)
+            tmpl = self._template(name)
+            # Template.render merges the globals ChainMap into a new dict on every call;
+            # a prepared plain dict makes this hot path (cached replay) several times cheaper.
+            g = self._globals.get(name)
+            if g is None:
+                g = self._globals[name] = dict(tmpl.globals)
+            ctx = tmpl.new_context({**g, **variables}, shared=True)
+            text = self.env.concat(tmpl.root_render_func(ctx))  # type: ignore[attr-defined]
         except TemplateNotFound as exc:
             raise TemplateError(f"template {name!r} not found in {self.folder}") from exc
         except UndefinedError as exc:

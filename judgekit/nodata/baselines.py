@@ -3,15 +3,15 @@ pairwise Cohen's kappa and percent agreement."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 
 
-def ensemble(labels: dict[str, Sequence[int]], truth: Sequence[int] | None = None,
-             scores: dict[str, Sequence[float]] | None = None) -> dict[str, Any]:
+def ensemble(labels: Mapping[str, Sequence[int]], truth: Sequence[int] | None = None,
+             scores: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
     """Aggregate judges' binary labels by majority vote and by average score.
 
     ``scores`` (probabilities of label 1) are averaged when given; otherwise the

@@ -9,10 +9,6 @@ from judgekit.nodata.config import NoDataConfig
 
 
 def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
-    if cfg.experiment == "synthetic":
-        from judgekit.nodata import synthetic
+    from judgekit.nodata import synthetic
 
-        return synthetic.run(cfg, out)
-    from judgekit.nodata import audit
-
-    return audit.run(cfg, out)
+    return synthetic.run(cfg, out)

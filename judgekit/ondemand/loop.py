@@ -87,7 +87,10 @@ class LabellingLoop:
                     "joint": float(joint[i])} for i, s in enumerate(names)}
 
 
-def llm_labeller(client: Any, model: str, rubric: str) -> Callable[[list[Instance]], dict[str, bool]]:
+Labeller = Callable[[list[Instance]], dict[str, bool]]
+
+
+def llm_labeller(client: Any, model: str, rubric: str) -> Labeller:
     """Label instances with an LLM judge stage (prompts/ondemand_judge.j2)."""
     from judgekit.llm import Call, Stage
 

@@ -59,8 +59,9 @@ def _report(r: dict[str, Any], cfg: OnDemandConfig) -> str:
         md_table(["estimator", "precision bias", "max abs bias", "bias on unique system",
                   "recall bias", "max abs recall bias", "precision CI width", "recall CI width",
                   "precision coverage", "recall coverage"], rows),
-        f"Joint / simple median width: precision {r['joint_to_simple_width_ratio']['precision']:.2f}"
-        f" (paper about 0.45), recall {r['joint_to_simple_width_ratio']['recall']:.2f}.",
+        "Joint / simple median width: precision "
+        f"{r['joint_to_simple_width_ratio']['precision']:.2f} (paper about 0.45), recall "
+        f"{r['joint_to_simple_width_ratio']['recall']:.2f}.",
         "## Adaptive sampling",
         md_table(["system #", "samples asked", "new labels"],
                  [[i + 1, a, b] for i, (a, b) in enumerate(zip(r["adaptive"],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ def save(fig: Any, path: Path) -> None:
     _plt().close(fig)
 
 
-def lines(path: Path, series: dict[str, tuple[Sequence[float], Sequence[float]]], *,
+def lines(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
           xlabel: str, ylabel: str, title: str, ylim: tuple[float, float] | None = None) -> None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -84,7 +84,7 @@ def combined(scores: Sequence[float] | None, violated: Sequence[Sequence[str]] |
     logits = np.zeros(n) if scores is None else np.asarray(scores, float) / temperature
     if violated is not None:
         logits = logits - violation_penalty(violated, weights)
-    return softmax(logits, 1.0)
+    return softmax(list(logits), 1.0)
 
 
 def truncate(p: np.ndarray, *, tau: float | None = None, top_k: int | None = None,
@@ -211,6 +211,8 @@ def build(candidates: Sequence[Candidate], *, temperature: float = 1.0,
     d = dedup(candidates, p, aliases=aliases, embed=embed)
     if truncation == "none":
         return d
+    if value is None:
+        raise StatsError(f"truncation {truncation} needs a value")
     kw = {truncation: int(value) if truncation == "top_k" else value}
     keep, q, rule = truncate(d.probs, **kw)  # type: ignore[arg-type]
     return Distribution([d.labels[i] for i in keep], q, [d.members[i] for i in keep], rule)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,7 +48,7 @@ def query_seed(seed: int, index: int) -> np.random.Generator:
 
 
 def aggregate_query(query_id: str, es_reps: Sequence[float],
-                    vb_reps: dict[float, Sequence[float]], *, level: float = 0.95,
+                    vb_reps: Mapping[float, Sequence[float]], *, level: float = 0.95,
                     resamples: int = 10_000, rng: np.random.Generator | int = 0,
                     correct: Sequence[bool] | None = None) -> QueryAggregate:
     """Mean of replica VB (VB_hat), VB of the mean ES (Jensen), and both intervals."""

@@ -123,8 +123,8 @@ def retry_after_seconds(headers: Any) -> float | None:
         try:
             return max(0.0, float(ra))
         except ValueError:
-            from email.utils import parsedate_to_datetime
             from datetime import datetime, timezone
+            from email.utils import parsedate_to_datetime
 
             try:
                 when = parsedate_to_datetime(ra)

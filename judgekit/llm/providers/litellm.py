@@ -58,6 +58,6 @@ class LiteLLMProvider(Provider):
             model=getattr(resp, "model", self.model) or self.model,
             usage=Usage(getattr(usage, "prompt_tokens", 0) or 0,
                         getattr(usage, "completion_tokens", 0) or 0),
-            mean_token_entropy=_mean_entropy_bits(lp.model_dump() if hasattr(lp, "model_dump")
-                                                  else lp),
+            mean_token_entropy=_mean_entropy_bits(
+                lp.model_dump() if lp is not None and hasattr(lp, "model_dump") else lp),
         )

@@ -8,6 +8,7 @@ managed llama.cpp server, started on demand (see judgekit.local).
 from __future__ import annotations
 
 import os
+from typing import ClassVar
 
 from judgekit.llm.providers.base import register
 from judgekit.llm.providers.openai import OpenAIProvider
@@ -19,7 +20,7 @@ MANAGED_MODELS = {"gemma-3-270m"}
 @register
 class LocalProvider(OpenAIProvider):
     name = "local"
-    key_env = None
+    key_env: ClassVar[str | None] = None
     max_tokens_field = "max_tokens"
 
     def __init__(self, model: str, base_url: str | None = None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 from judgekit.errors import ProviderError
 from judgekit.llm.providers.base import Provider, register
@@ -75,7 +75,7 @@ def _mean_entropy_bits(logprobs: Any) -> float | None:
 @register
 class OpenAIProvider(Provider):
     name = "openai"
-    key_env = "OPENAI_API_KEY"
+    key_env: ClassVar[str | None] = "OPENAI_API_KEY"
     schema_mode = "json_schema"
     max_tokens_field = "max_completion_tokens"
 

@@ -1,0 +1,165 @@
+"""Client overhead: N structured calls at concurrency C against a loopback server with a
+fixed delay, through judgekit (cache off), bare aiohttp (the floor), the default
+AsyncOpenAI client and litellm.acompletion; then cached replay throughput.
+
+Usage: python benchmarks/client_overhead.py [--n 2000] [--concurrency 64] [--delay 0.05]
+The last line is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+HERE = Path(__file__).resolve().parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(port: int, delay: float) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, str(HERE / "fake_server.py"), str(port), str(delay)])
+    for _ in range(200):
+        try:
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions",
+                                         data=b"{}", method="POST")
+            urllib.request.urlopen(req, timeout=1).read()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("benchmark server did not start")
+
+
+def messages(i: int) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "Answer with JSON."},
+            {"role": "user", "content": f"Question {i}: capital of France?"}]
+
+
+async def bare_aiohttp(url: str, n: int, conc: int) -> float:
+    import aiohttp
+
+    sem = asyncio.Semaphore(conc)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as sess:
+        async def one(i: int) -> None:
+            async with sem, sess.post(f"{url}/chat/completions",
+                                      json={"model": "bench", "messages": messages(i)}) as r:
+                data = await r.json()
+                json.loads(data["choices"][0]["message"]["content"])
+
+        t = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - t
+
+
+async def openai_default(url: str, n: int, conc: int) -> float | None:
+    try:
+        from openai import AsyncOpenAI
+    except ImportError:
+        return None
+    client = AsyncOpenAI(base_url=url, api_key="not-needed", max_retries=0)
+    sem = asyncio.Semaphore(conc)
+
+    async def one(i: int) -> None:
+        async with sem:
+            r = await client.chat.completions.create(model="bench", messages=messages(i))
+            json.loads(r.choices[0].message.content or "")
+
+    t = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    dt = time.perf_counter() - t
+    await client.close()
+    return dt
+
+
+async def litellm_calls(url: str, n: int, conc: int) -> float | None:
+    try:
+        import litellm
+    except ImportError:
+        return None
+    sem = asyncio.Semaphore(conc)
+
+    async def one(i: int) -> None:
+        async with sem:
+            r = await litellm.acompletion(model="openai/bench", messages=messages(i),
+                                          api_base=url, api_key="not-needed", num_retries=0)
+            json.loads(r.choices[0].message.content)
+
+    t = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return time.perf_counter() - t
+
+
+def judgekit_calls(url: str, n: int, conc: int, cache_dir: str | None) -> tuple[float, object]:
+    from pydantic import BaseModel
+
+    from judgekit.llm import Call, Client, ClientSettings, Stage
+    from judgekit.llm.templates import TemplateLibrary
+
+    class Answer(BaseModel):
+        answer: str
+        confidence: float
+
+    stage = Stage("bench", "bench.j2", Answer)
+    client = Client(ClientSettings(use_cache=cache_dir is not None, cache_dir=cache_dir,
+                                   concurrency=conc, base_urls={"local": url}, progress=False),
+                    templates=TemplateLibrary(HERE / "prompts"))
+    calls = [Call({"i": i, "question": "capital of France?"}, "local/bench") for i in range(n)]
+    t = time.perf_counter()
+    res = client.map_sync(stage, calls)
+    dt = time.perf_counter() - t
+    assert all(r.ok for r in res)
+    return dt, client
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--delay", type=float, default=0.05)
+    a = ap.parse_args()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    proc = start_server(port, a.delay)
+    try:
+        ideal = a.n / a.concurrency * a.delay
+        asyncio.run(bare_aiohttp(url, 200, a.concurrency))  # warm-up
+        jk, _ = judgekit_calls(url, a.n, a.concurrency, None)
+        floor = asyncio.run(bare_aiohttp(url, a.n, a.concurrency))
+        oa = asyncio.run(openai_default(url, a.n, a.concurrency))
+        ll = asyncio.run(litellm_calls(url, a.n, a.concurrency))
+        with tempfile.TemporaryDirectory() as tmp:
+            judgekit_calls(url, a.n, a.concurrency, tmp)[1].close()  # fill the cache
+            replay, client = judgekit_calls(url, a.n, a.concurrency, tmp)
+            client.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    figures = {
+        "n": a.n, "concurrency": a.concurrency, "delay_s": a.delay, "ideal_s": ideal,
+        "judgekit_s": round(jk, 3), "aiohttp_s": round(floor, 3),
+        "openai_default_s": None if oa is None else round(oa, 3),
+        "litellm_s": None if ll is None else round(ll, 3),
+        "judgekit_over_aiohttp": round(jk / floor, 3),
+        "replay_calls_per_s": round(a.n / replay, 1),
+    }
+    for k, v in figures.items():
+        print(f"{k:>24}: {v}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

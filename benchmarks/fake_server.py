@@ -1,0 +1,33 @@
+"""An OpenAI-compatible chat server on 127.0.0.1 answering valid structured JSON
+after a fixed delay. Run as a separate process by the benchmarks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+from aiohttp import web
+
+BODY = {
+    "id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": "bench",
+    "choices": [{"index": 0, "finish_reason": "stop",
+                 "message": {"role": "assistant",
+                             "content": json.dumps({"answer": "Paris", "confidence": 0.9})}}],
+    "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30},
+}
+
+
+def main(port: int, delay: float) -> None:
+    async def handle(request: web.Request) -> web.Response:
+        await request.read()
+        await asyncio.sleep(delay)
+        return web.json_response(BODY)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), float(sys.argv[2]))
