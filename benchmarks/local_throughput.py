@@ -3,7 +3,6 @@ a fixed structured prompt at concurrency 1 and 2. Last line: JSON figures."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time

@@ -135,6 +135,8 @@ def _lazy(module: str, attr: str) -> Callable[[], Any]:
     return get
 
 
+register_method("vbscore", _lazy("judgekit.vbscore.config", "VBScoreConfig"),
+                _lazy("judgekit.vbscore.runner", "run"))
 register_method("nodata", _lazy("judgekit.nodata.config", "NoDataConfig"),
                 _lazy("judgekit.nodata.runner", "run"))
 register_method("ondemand", _lazy("judgekit.ondemand.config", "OnDemandConfig"),

@@ -113,7 +113,8 @@ class Client:
         if record is None:
             req = ProviderRequest(model=provider.resolve_model(), messages=messages,
                                   sampling=samp, schema=stage.schema, schema_name=stage.name,
-                                  base_url=provider.base_url, timeout=self.settings.timeout)
+                                  base_url=provider.base_url, timeout=self.settings.timeout,
+                                  draw=draw)
             async with self._limit(provider):
                 record = await self._structured(provider, req, stage)
             record = scrub(record)
@@ -311,7 +312,7 @@ def _with_messages(req: ProviderRequest, messages: list[dict[str, str]]) -> Prov
         return req
     return ProviderRequest(model=req.model, messages=messages, sampling=req.sampling,
                            schema=req.schema, schema_name=req.schema_name,
-                           base_url=req.base_url, timeout=req.timeout)
+                           base_url=req.base_url, timeout=req.timeout, draw=req.draw)
 
 
 class _progress:

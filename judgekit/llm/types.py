@@ -34,6 +34,7 @@ class ProviderRequest:
     schema_name: str = "output"
     base_url: str | None = None
     timeout: float = 60.0
+    draw: int = 0  # for scripted mocks only; real providers never send it
 
 
 @dataclass
@@ -57,7 +58,7 @@ class StageResult(Generic[T]):
     stage: str
     key: str
     ok: bool
-    value: T | None
+    value: Any  # an instance of the output model, or None when ok is False
     raw: str
     attempts: int
     usage: Usage

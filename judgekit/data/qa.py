@@ -1,0 +1,190 @@
+"""Question datasets for the VB-Score case study, from a path or the Hugging Face hub.
+
+Every loader maps its format to :class:`Query`: an id, the query text, the
+context the interpretation generator sees (answer options, candidates), and
+the gold answer with accepted variants.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from judgekit.errors import DataError
+
+DATASETS = ("truthfulqa", "winograd", "arc", "demo")
+
+
+@dataclass
+class Query:
+    id: str
+    text: str
+    context: str = ""
+    gold: str | None = None
+    accepted: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        raise DataError(f"dataset file {path} not found; give its path or set hf: true")
+    return path
+
+
+def load_truthfulqa(path: Path) -> list[Query]:
+    """TruthfulQA CSV: Question, Best Answer, Correct/Incorrect Answers ("; "-separated)."""
+    out = []
+    with _require(path).open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        need = {"Question", "Best Answer", "Correct Answers", "Incorrect Answers"}
+        missing = need - set(reader.fieldnames or [])
+        if missing:
+            raise DataError(f"{path}: missing TruthfulQA column(s) {', '.join(sorted(missing))}")
+        for i, row in enumerate(reader):
+            out.append(Query(
+                id=f"truthfulqa-{i}", text=row["Question"].strip(), gold=row["Best Answer"].strip(),
+                accepted=_split(row["Correct Answers"]), rejected=_split(row["Incorrect Answers"]),
+                context=f"Category: {row.get('Category', '').strip()}"))
+    return out
+
+
+def _split(cell: str) -> list[str]:
+    return [a.strip() for a in cell.split(";") if a.strip()]
+
+
+def _text(el: ET.Element | None) -> str:
+    return " ".join("".join(el.itertext()).split()) if el is not None else ""
+
+
+def winograd_letter(raw: str) -> int:
+    """'A', ' B. ', 'A.' -> 0 or 1 (the WSC XML has stray spaces and dots)."""
+    letter = raw.strip().rstrip(".").strip().upper()
+    if letter not in ("A", "B"):
+        raise DataError(f"unexpected Winograd correctAnswer {raw!r}")
+    return 0 if letter == "A" else 1
+
+
+def load_winograd(path: Path) -> list[Query]:
+    """The original Winograd Schema Collection XML (ISO-8859-1)."""
+    try:
+        root = ET.parse(_require(path)).getroot()
+    except ET.ParseError as exc:
+        raise DataError(f"{path}: not valid WSC XML ({exc})") from exc
+    out = []
+    for i, s in enumerate(root.iter("schema")):
+        t = s.find("text")
+        if t is None:
+            raise DataError(f"{path}: schema {i} has no <text>")
+        sentence = " ".join(x for x in (_text(t.find("txt1")), _text(t.find("pron")),
+                                        _text(t.find("txt2"))) if x)
+        pron = _text(t.find("pron"))
+        answers = [_text(a) for a in s.iter("answer")]
+        if len(answers) != 2:
+            raise DataError(f"{path}: schema {i} needs two <answer> elements")
+        gold = answers[winograd_letter(_text(s.find("correctAnswer")))]
+        out.append(Query(
+            id=f"wsc-{i}", text=f'In "{sentence}", who or what does "{pron}" refer to?',
+            context=f"Candidates: {answers[0]}; {answers[1]}", gold=gold, accepted=[gold],
+            rejected=[a for a in answers if a != gold]))
+    return out
+
+
+def load_arc(path: Path) -> list[Query]:
+    """AI2 ARC JSONL: {"id", "question": {"stem", "choices": [{"text", "label"}]}, "answerKey"}."""
+    out = []
+    for n, line in enumerate(_require(path).read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            choices = {c["label"]: c["text"] for c in rec["question"]["choices"]}
+            gold = choices[rec["answerKey"]]
+            stem = rec["question"]["stem"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DataError(f"{path} line {n}: not an ARC record ({exc})") from exc
+        opts = "; ".join(f"{k}) {v}" for k, v in choices.items())
+        out.append(Query(id=str(rec["id"]), text=stem, context=f"Options: {opts}", gold=gold,
+                         accepted=[gold, rec["answerKey"]],
+                         rejected=[v for v in choices.values() if v != gold]))
+    return out
+
+
+def load_demo(path: Path) -> list[Query]:
+    """Our own ambiguous entity queries (YAML list of {id, query, note})."""
+    doc = yaml.safe_load(_require(path).read_text(encoding="utf-8"))
+    if not isinstance(doc, list):
+        raise DataError(f"{path}: expected a list of queries")
+    try:
+        return [Query(id=str(q["id"]), text=str(q["query"]), context=str(q.get("note", "")))
+                for q in doc]
+    except KeyError as exc:
+        raise DataError(f"{path}: every demo query needs {exc}") from exc
+
+
+_HF = {"truthfulqa": ("truthful_qa", "generation", "validation"),
+       "winograd": ("winograd_wsc", "wsc273", "test"),
+       "arc": ("allenai/ai2_arc", "ARC-Challenge", "test")}
+
+
+def load_hf(name: str) -> list[Query]:
+    """Load from the Hugging Face hub with `datasets` (optional extra `hf`)."""
+    try:
+        import datasets
+    except ImportError as exc:
+        raise DataError("hf: true needs the datasets package: pip install 'judgekit[hf]'") \
+            from exc
+    repo, config, split = _HF[name]
+    rows: Any = datasets.load_dataset(repo, config, split=split)
+    out = []
+    for i, r in enumerate(rows):
+        if name == "truthfulqa":
+            out.append(Query(f"truthfulqa-{i}", r["question"], gold=r["best_answer"],
+                             accepted=list(r["correct_answers"]),
+                             rejected=list(r["incorrect_answers"])))
+        elif name == "winograd":
+            opts = list(r["options"])
+            gold = opts[int(r["label"])]
+            text = f'In "{r["text"]}", who or what does "{r["pronoun"]}" refer to?'
+            out.append(Query(f"wsc-{i}", text, context="Candidates: " + "; ".join(opts),
+                             gold=gold, accepted=[gold]))
+        else:
+            ch = dict(zip(r["choices"]["label"], r["choices"]["text"]))
+            out.append(Query(r["id"], r["question"], context="Options: " + "; ".join(
+                f"{k}) {v}" for k, v in ch.items()), gold=ch[r["answerKey"]],
+                accepted=[ch[r["answerKey"]], r["answerKey"]]))
+    return out
+
+
+_LOADERS = {"truthfulqa": load_truthfulqa, "winograd": load_winograd, "arc": load_arc,
+            "demo": load_demo}
+
+
+def load_dataset_queries(name: str, path: str | Path | None, hf: bool = False) -> list[Query]:
+    if name not in _LOADERS:
+        raise DataError(f"unknown dataset {name!r}; use one of {', '.join(DATASETS)}")
+    if hf and name != "demo":
+        return load_hf(name)
+    if path is None:
+        raise DataError(f"dataset {name}: give a path (or hf: true)")
+    return _LOADERS[name](Path(path))
+
+
+def sample_queries(queries: list[Query], n: int, seed: int, name: str) -> list[Query]:
+    """n queries drawn without replacement with a seeded Generator, in file order."""
+    if n > len(queries):
+        raise DataError(f"dataset {name}: n = {n} is larger than its {len(queries)} queries")
+    rng = np.random.default_rng(np.random.SeedSequence([seed, sum(map(ord, name))]))
+    idx = sorted(rng.choice(len(queries), size=n, replace=False).tolist())
+    return [queries[i] for i in idx]
+
+
+def normalise_answer(text: str) -> str:
+    return re.sub(r"\W+", " ", text.casefold()).strip()

@@ -1,0 +1,144 @@
+"""report.md and figures of the VB-Score case study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from judgekit.report.figures import _plt, save
+from judgekit.runio import md_table
+from judgekit.vbscore.config import VBScoreConfig
+
+
+def _ci(ci: list[float | None]) -> str:
+    return "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _f(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def markdown(cfg: VBScoreConfig, res: dict[str, Any], calls: dict[str, Any]) -> str:
+    a = cfg.alpha
+    t1 = [[d["name"], _f(d["vb"]), _ci(d["vb_ci"]), _f(d["es"]), _f(d["accuracy"]),
+           _f(d["p_value"]) + (f" ({d.get('t_test_note')})" if d.get("t_test_note") else ""),
+           d["n_queries"], d["replicas"]] for d in res["datasets"]]
+    alphas = [repr(x) for x in cfg.alphas]
+    grid = [[d["name"], *[_f(d.get("vb_by_alpha", {}).get(x)) for x in alphas]]
+            for d in res["datasets"]]
+    pq = [[q["dataset"], q["query_id"], q["replicas"], _f(q["es"]), _f(q["vb"][repr(a)]),
+           _ci(q["vb_ci"][repr(a)]), _f(q["vb_of_mean_es"][repr(a)]), _f(q["accuracy"]),
+           _f(q["response_diversity"])] for q in res["queries"]]
+    stage_rows = [[name, s["calls"], s["provider_calls"], s["cached"], s["failed"],
+                   s["attempts"], s["prompt_tokens"], s["completion_tokens"]]
+                  for name, s in calls["stages"].items()]
+    n_rep = sum(q["replicas"] for q in res["queries"]) or 1
+    return "\n\n".join([
+        "# VB-Score case study",
+        f"System under test: `{cfg.models['system']}`; judge (interpretations, tagging, "
+        f"correctness): `{cfg.models['judge']}`. B = {cfg.replicas} replicas, "
+        f"{cfg.interpretations} interpretations, k = {cfg.k}, alpha = {a}, seed = {cfg.seed}. "
+        f"Intervals: {cfg.level:.0%} percentile bootstrap ({cfg.resamples} resamples); "
+        "collection level resamples queries with their replicas. VB is reported raw (it "
+        "can be negative).",
+        "## Table 1",
+        md_table(["dataset", f"VB (alpha={a})", "95% CI", "ES", "accuracy",
+                  "p (VB vs ES, paired t)", "queries", "B"], t1),
+        "## VB over the alpha grid",
+        md_table(["dataset", *[f"VB_{x}" for x in alphas]], grid),
+        "## Per query",
+        md_table(["dataset", "query", "replicas", "ES", "VB", "VB 95% CI", "VB(mean ES)",
+                  "accuracy", "diversity"], pq),
+        "## Calls and failures",
+        f"Total calls {calls['total']} (provider {calls['provider_calls']}, cached "
+        f"{calls['cached']}), failed after 5 attempts {calls['failed']}; "
+        f"{calls['total'] / n_rep:.2f} calls per scored replica. Tokens: prompt "
+        f"{calls['prompt_tokens']}, completion {calls['completion_tokens']}; cost "
+        f"{_cost(calls['cost_usd'])}.",
+        md_table(["stage", "calls", "provider", "cached", "failed", "attempts",
+                  "prompt tokens", "completion tokens"], stage_rows),
+        "Replicas excluded from scores (never scored as zero): " +
+        (", ".join(f"{k}: {v}" for k, v in res["failures_by_stage"].items()) or "none") + ".",
+    ]) + "\n"
+
+
+def figures(cfg: VBScoreConfig, res: dict[str, Any], out: Path) -> None:
+    rows = [d for d in res["datasets"] if d["vb"] is not None]
+    if not rows:
+        return
+    plt = _plt()
+    names = [d["name"] for d in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    _vb_vs_es(ax, rows, names, cfg.alpha)
+    save(fig, out / "vb_vs_es.png")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    _alpha(ax, rows, cfg)
+    save(fig, out / "vb_vs_alpha.png")
+    fig, axs = plt.subplots(2, 2, figsize=(11, 8))
+    _vb_vs_es(axs[0, 0], rows, names, cfg.alpha)
+    _baselines(axs[0, 1], rows, names)
+    _uncertainty(axs[1, 0], rows, names)
+    _alpha(axs[1, 1], rows, cfg)
+    fig.tight_layout()
+    save(fig, out / "four_panel.png")
+    qs = res["queries"]
+    fig, ax = plt.subplots(figsize=(7, max(3, 0.35 * len(qs) + 1)))
+    key = repr(cfg.alpha)
+    for i, q in enumerate(qs):
+        lo, hi = q["vb_ci"][key]
+        ax.plot([lo, hi], [i, i], color="tab:blue")
+        ax.plot(q["vb"][key], i, "o", color="tab:blue")
+        ax.plot(q["es"], i, "x", color="tab:orange")
+    ax.set_yticks(range(len(qs)), [f"{q['dataset']}:{q['query_id']}" for q in qs], fontsize=7)
+    ax.set_xlabel(f"VB_{cfg.alpha} (o, 95% CI) and ES (x)")
+    ax.set_title("Per-query forest plot")
+    save(fig, out / "forest.png")
+
+
+def _vb_vs_es(ax: Any, rows: list[dict[str, Any]], names: list[str], alpha: float) -> None:
+    x = range(len(rows))
+    vb = [d["vb"] for d in rows]
+    err = [[d["vb"] - d["vb_ci"][0] for d in rows], [d["vb_ci"][1] - d["vb"] for d in rows]]
+    ax.errorbar([i - 0.1 for i in x], vb, yerr=err, fmt="o", capsize=4, label=f"VB_{alpha}")
+    ax.plot([i + 0.1 for i in x], [d["es"] for d in rows], "s", label="ES")
+    ax.set_xticks(list(x), names)
+    ax.set_title("VB vs ES (95% CI)")
+    ax.legend(fontsize=8)
+
+
+def _baselines(ax: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
+    import numpy as np
+
+    x = np.arange(len(rows))
+    for off, key in ((-0.25, "vb"), (0.0, "es"), (0.25, "accuracy")):
+        ax.bar(x + off, [d[key] if d[key] is not None else 0 for d in rows], 0.25, label=key)
+    ax.set_xticks(x, names)
+    ax.set_title("Baselines (accuracy 0 where no gold)")
+    ax.legend(fontsize=8)
+
+
+def _uncertainty(ax: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
+    import numpy as np
+
+    x = np.arange(len(rows))
+    ent = [d["mean_token_entropy"] or 0 for d in rows]
+    div = [d["response_diversity"] or 0 for d in rows]
+    ax.bar(x - 0.15, ent, 0.3, label="mean token entropy (bits; 0 = n/a)")
+    ax.bar(x + 0.15, div, 0.3, label="response diversity")
+    ax.set_xticks(x, names)
+    ax.set_title("Uncertainty")
+    ax.legend(fontsize=8)
+
+
+def _alpha(ax: Any, rows: list[dict[str, Any]], cfg: VBScoreConfig) -> None:
+    for d in rows:
+        ax.plot(cfg.alphas, [d["vb_by_alpha"][repr(a)] for a in cfg.alphas], marker="o",
+                label=d["name"])
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("VB")
+    ax.set_title("VB against alpha")
+    ax.legend(fontsize=8)
+
+
+def _cost(v: float | None) -> str:
+    return "n/a (unknown prices)" if v is None else f"${v:.4f}"

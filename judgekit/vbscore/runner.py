@@ -1,0 +1,244 @@
+"""The VB-Score case study: interpretations, system answers and open-world tagging
+over Monte Carlo replicas, scored with ES / VB_alpha and bootstrap intervals."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judgekit.config import client_for
+from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
+from judgekit.llm import Call, Client, StageResult
+from judgekit.runio import write_json, write_text
+from judgekit.vbscore import stages
+from judgekit.vbscore.config import VBScoreConfig
+from judgekit.vbscore.distribution import Candidate, build
+from judgekit.vbscore.metric import binary_gains, score
+from judgekit.vbscore.replicas import aggregate_collection, aggregate_query, query_seed
+
+_TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
+
+
+def _seed(*parts: int) -> int:
+    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0] % (2**31))
+
+
+def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
+    data: dict[str, list[Query]] = {}
+    for spec in cfg.datasets:  # load and sample everything first: bad data fails before any call
+        qs = load_dataset_queries(spec.name, spec.path, spec.hf)
+        data[spec.name] = sample_queries(qs, spec.n, cfg.seed, spec.name)
+    client = client_for(cfg)
+    try:
+        raw = asyncio.run(_collect_all(cfg, client, data))
+    finally:
+        client.close()
+    results = score_all(cfg, data, raw)
+    results["calls"] = {"total": client.summary()["total"],
+                        "cached": client.summary()["cached"],
+                        "failed": client.summary()["failed"],
+                        "provider_calls": client.summary()["provider_calls"],
+                        "prompt_tokens": client.summary()["prompt_tokens"],
+                        "completion_tokens": client.summary()["completion_tokens"],
+                        "cost_usd": client.summary()["cost_usd"],
+                        "per_stage": {k: {kk: v[kk] for kk in ("calls", "cached", "failed",
+                                                               "attempts")}
+                                      for k, v in client.summary()["stages"].items()}}
+    if client.cassette is not None:
+        results["unused_cassette_entries"] = client.cassette.unused()
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "results.json", {k: v for k, v in results.items()
+                                      if k != "unused_cassette_entries"})
+    from judgekit.vbscore.report import figures, markdown
+
+    write_text(out / "report.md", markdown(cfg, results, client.summary()))
+    figures(cfg, results, out)
+    head = "; ".join(f"{d['name']}: VB {d['vb']:.3f} ES {d['es']:.3f}"
+                     for d in results["datasets"] if d["vb"] is not None)
+    return {"headline": head,
+            "unused_cassette_entries": results.get("unused_cassette_entries", [])}
+
+
+async def _collect_all(cfg: VBScoreConfig, client: Client, data: dict[str, list[Query]]
+                       ) -> dict[str, Any]:
+    out = {}
+    for name, queries in data.items():
+        out[name] = await _collect(cfg, client, name, queries)
+    await client.aclose_providers()
+    return out
+
+
+async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[Query]
+                   ) -> dict[str, Any]:
+    judge, system = cfg.models["judge"], cfg.models["system"]
+    istage = stages.interpretation_stage(cfg.interpretation_temperature, cfg.max_tokens)
+    sstage = stages.system_stage(cfg.system_temperature, cfg.max_tokens)
+    pairs = [(qi, q, b) for qi, q in enumerate(queries) for b in range(cfg.replicas)]
+    icalls = [Call({"query": q.text, "context": q.context, "n": cfg.interpretations}, judge,
+                   draw=b, sampling={"seed": _seed(cfg.seed, qi, b, 1)}) for qi, q, b in pairs]
+    samp = {"logprobs": True} if cfg.logprobs else {}
+    scalls = [Call({"query": q.text, "context": q.context, "k": cfg.k}, system, draw=b,
+                   sampling={"seed": _seed(cfg.seed, qi, b, 2), **samp}) for qi, q, b in pairs]
+    ires, sres = await asyncio.gather(client.map(istage, icalls, description=f"{name} interp"),
+                                      client.map(sstage, scalls, description=f"{name} system"))
+    tag_idx, tcalls = [], []
+    for i, (_qi, q, b) in enumerate(pairs):
+        if ires[i].ok and sres[i].ok:
+            tag_idx.append(i)
+            tcalls.append(Call({"query": q.text,
+                                "interpretations": [it.label for it in
+                                                    ires[i].value.interpretations],
+                                "answers": sres[i].value.answers[: cfg.k]}, judge, draw=b))
+    tres = await client.map(stages.tagger_stage(cfg.max_tokens), tcalls,
+                            description=f"{name} tagging")
+    tags: dict[int, StageResult[Any]] = dict(zip(tag_idx, tres))
+    correctness = await _check_answers(cfg, client, queries, pairs, sres, judge)
+    return {"pairs": pairs, "interp": ires, "system": sres, "tags": tags,
+            "correct": correctness}
+
+
+async def _check_answers(cfg: VBScoreConfig, client: Client, queries: list[Query],
+                         pairs: list[tuple[int, Query, int]], sres: list[StageResult[Any]],
+                         judge: str) -> dict[tuple[int, str], bool | None]:
+    """One correctness call per distinct (normalised) top answer of a query with gold."""
+    wanted: dict[tuple[int, str], str] = {}
+    for (qi, q, _), r in zip(pairs, sres):
+        if q.gold is not None and r.ok and r.value.answers:
+            top = r.value.answers[0]
+            wanted.setdefault((qi, normalise_answer(top)), top)
+    keys = sorted(wanted)
+    calls = [Call({"query": queries[qi].text, "gold": queries[qi].gold,
+                   "accepted": queries[qi].accepted, "rejected": queries[qi].rejected,
+                   "answer": wanted[(qi, norm)]}, judge) for qi, norm in keys]
+    res = await client.map(stages.correctness_stage(128), calls, description="correctness")
+    return {k: (r.value.correct if r.ok else None) for k, r in zip(keys, res)}
+
+
+def parse_tag(tag: str, n: int) -> int | None:
+    """'E2', 'e2', '2', 'E2: ...' -> index 1; 'none' or out of range -> None."""
+    m = _TAG.match(tag)
+    if not m:
+        return None
+    i = int(m.group(1)) - 1
+    return i if 0 <= i < n else None
+
+
+def score_replica(cfg: VBScoreConfig, interp: Any, answers: list[str], tags: list[str]
+                  ) -> dict[str, Any]:
+    items = interp.interpretations
+    cands = [Candidate(it.label, score=it.score, kb_id=it.canonical_id, violated=it.violates)
+             for it in items]
+    dist = build(cands, temperature=cfg.softmax_temperature)
+    group = {m: lab for lab, ms in zip(dist.labels, dist.members) for m in ms}
+    idx = [parse_tag(t, len(items)) for t in tags]
+    linked = [group[items[i].label] if i is not None else None for i in idx]
+    gains = binary_gains(dist.labels, linked, cfg.k)
+    s = score(dist.probs, gains, cfg.alphas, cfg.variance)
+    return {"interpretations": [it.model_dump() for it in items],
+            "distribution": dist.as_dict(), "outputs": answers[: cfg.k], "tags": tags,
+            "linked": linked, "gains": gains.tolist(), "es": s.es,
+            "vb": {repr(a): v for a, v in s.vb.items()}, "robustness": s.robustness,
+            "top_intent": dist.labels[s.top_intent], "top_coverage": s.top_coverage}
+
+
+def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, Any]
+              ) -> dict[str, Any]:
+    from judgekit.vbscore.uncertainty import response_diversity
+
+    datasets, per_query, failures = [], [], []
+    for di, (name, queries) in enumerate(data.items()):
+        r = raw[name]
+        reps: dict[int, list[dict[str, Any]]] = {qi: [] for qi in range(len(queries))}
+        for i, (qi, q, b) in enumerate(r["pairs"]):
+            fail = _failure(r, i)
+            if fail:
+                failures.append({"dataset": name, "query_id": q.id, "replica": b, **fail})
+                continue
+            sres, tres = r["system"][i], r["tags"][i]
+            answers = sres.value.answers[: cfg.k]
+            if len(tres.value.tags) != len(answers):
+                failures.append({"dataset": name, "query_id": q.id, "replica": b,
+                                 "stage": "tagger", "error": f"{len(tres.value.tags)} tags "
+                                 f"for {len(answers)} answers"})
+                continue
+            rec = score_replica(cfg, r["interp"][i].value, answers, tres.value.tags)
+            top = normalise_answer(answers[0]) if answers else ""
+            rec.update(replica=b, draw=b, seeds={"interpretations": _seed(cfg.seed, qi, b, 1),
+                                                 "system": _seed(cfg.seed, qi, b, 2)},
+                       correct=r["correct"].get((qi, top)),
+                       token_entropy=sres.mean_token_entropy)
+            reps[qi].append(rec)
+        aggs, qrows = [], []
+        for qi, q in enumerate(queries):
+            rs = reps[qi]
+            if not rs:
+                continue
+            corr = [x["correct"] for x in rs if x["correct"] is not None]
+            agg = aggregate_query(q.id, [x["es"] for x in rs],
+                                  {a: [x["vb"][repr(a)] for x in rs] for a in cfg.alphas},
+                                  level=cfg.level, resamples=cfg.resamples,
+                                  rng=query_seed(cfg.seed, di * 10_000 + qi),
+                                  correct=corr if q.gold is not None and corr else None)
+            aggs.append(agg)
+            ents = [x["token_entropy"] for x in rs if x["token_entropy"] is not None]
+            qrows.append({"dataset": name, "query_id": q.id, "query": q.text, "gold": q.gold,
+                          "replicas": len(rs), "es": agg.es, "es_ci": agg.es_ci.as_list(),
+                          "vb": {repr(a): v for a, v in agg.vb.items()},
+                          "vb_of_mean_es": {repr(a): v for a, v in agg.vb_of_mean_es.items()},
+                          "vb_ci": {repr(a): c.as_list() for a, c in agg.vb_ci.items()},
+                          "vb_ci_normal": {repr(a): c.as_list()
+                                           for a, c in agg.vb_ci_normal.items()},
+                          "accuracy": agg.accuracy,
+                          "mean_token_entropy": float(np.mean(ents)) if ents else None,
+                          "response_diversity": response_diversity(
+                              [x["outputs"][0] for x in rs if x["outputs"]]),
+                          "replica_records": rs})
+        per_query += qrows
+        datasets.append(_dataset_row(cfg, name, aggs, qrows, len(queries)))
+    return {"method": "vbscore", "seed": cfg.seed, "alpha": cfg.alpha, "alphas": cfg.alphas,
+            "replicas": cfg.replicas, "k": cfg.k, "datasets": datasets, "queries": per_query,
+            "failures": failures,
+            "failures_by_stage": _count(failures)}
+
+
+def _failure(r: dict[str, Any], i: int) -> dict[str, Any] | None:
+    for stage, res in (("interpretations", r["interp"][i]), ("system", r["system"][i]),
+                       ("tagger", r["tags"].get(i))):
+        if res is None:
+            continue
+        if not res.ok:
+            return {"stage": stage, "attempts": res.attempts, "error": res.error,
+                    "raw": res.raw[:300]}
+    return None
+
+
+def _count(failures: list[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in failures:
+        out[f["stage"]] = out.get(f["stage"], 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _dataset_row(cfg: VBScoreConfig, name: str, aggs: list[Any], qrows: list[dict[str, Any]],
+                 n: int) -> dict[str, Any]:
+    a = cfg.alpha
+    if not aggs:
+        return {"name": name, "vb": None, "vb_ci": [None, None], "es": None, "accuracy": None,
+                "p_value": None, "n_queries": 0, "queries_excluded": n,
+                "replicas": cfg.replicas}
+    coll = aggregate_collection(aggs, level=cfg.level, resamples=cfg.resamples, seed=cfg.seed)
+    ents = [q["mean_token_entropy"] for q in qrows if q["mean_token_entropy"] is not None]
+    divs = [q["response_diversity"] for q in qrows if q["response_diversity"] is not None]
+    return {"name": name, "vb": coll.vb[a], "vb_ci": coll.vb_ci[a].as_list(), "es": coll.es,
+            "es_ci": coll.es_ci.as_list(), "accuracy": coll.accuracy,
+            "p_value": coll.t_test[a]["p_value"], "t_test_note": coll.t_test[a]["note"],
+            "n_queries": coll.n_queries, "queries_excluded": n - coll.n_queries,
+            "replicas": cfg.replicas,
+            "vb_by_alpha": {repr(x): v for x, v in coll.vb.items()},
+            "vb_ci_by_alpha": {repr(x): c.as_list() for x, c in coll.vb_ci.items()},
+            "mean_token_entropy": float(np.mean(ents)) if ents else None,
+            "response_diversity": float(np.mean(divs)) if divs else None}
