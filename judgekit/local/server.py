@@ -61,7 +61,8 @@ class LocalServer:
         self.port = port or _free_port()
         self.threads, self.n_ctx = threads, n_ctx
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log_path = Path(os.environ.get("JUDGEKIT_LOCAL_LOG", "")) or None
+        log = os.environ.get("JUDGEKIT_LOCAL_LOG")
+        self.log_path = Path(log) if log else None
 
     @property
     def base_url(self) -> str:

@@ -11,7 +11,7 @@ from judgekit.config import RunSettings
 
 class NoDataConfig(RunSettings):
     method: Literal["nodata"] = "nodata"
-    experiment: Literal["synthetic"] = "synthetic"
+    experiment: Literal["synthetic", "llm"] = "synthetic"
     rounds: int = Field(3, ge=1)
     phi: list[float] = Field(default_factory=lambda: [0.1, 0.4, 0.7])
     eps: float = Field(0.0, ge=0.0, le=0.5)
@@ -23,6 +23,17 @@ class NoDataConfig(RunSettings):
     generator_lie_p: float = Field(0.1, ge=0, le=1)
     escape_rounds: list[int] = Field(default_factory=lambda: [1, 2, 3, 4])
     escape_items: int = Field(400, ge=10)
+    # LLM judge audit (experiment: llm)
+    data_path: str | None = None
+    rubric: str = "west_frisian_ip.yaml"
+    verifier_rubric: str = "west_frisian_ip.yaml"
+    rubric_label: Literal["IP", "OOP"] = "IP"
+    sample_size: int = Field(20, ge=1)
+    start: int = Field(0, ge=0)
+    criterion_mode: Literal["all", "per_criterion"] = "all"
+    ensemble: list[str] = Field(default_factory=list)
+    max_tokens: int = Field(256, ge=16)
+    generator_max_tokens: int = Field(1024, ge=16)
 
     @model_validator(mode="after")
     def _check(self) -> NoDataConfig:
@@ -30,6 +41,16 @@ class NoDataConfig(RunSettings):
             raise ValueError(f"every phi must lie in [0, 1], got {self.phi}")
         known = {"dt_decimal", "dt_bits", "lie_sigma", "lie_f", "lie_generator"}
         bad = [e for e in self.evaluators if e not in known]
-        if bad:
+        if self.experiment == "synthetic" and bad:
             raise ValueError(f"unknown evaluator {bad[0]!r}; use {', '.join(sorted(known))}")
+        if self.experiment == "llm":
+            for role in ("evaluator", "verifier"):
+                if role not in self.models:
+                    raise ValueError(f"models.{role} is required for the LLM audit")
+            unknown = set(self.models) - {"evaluator", "verifier", "generator"}
+            if unknown:
+                raise ValueError(f"unknown role {sorted(unknown)[0]!r}; roles are evaluator, "
+                                 "verifier and generator")
+            if not self.data_path:
+                raise ValueError("data_path (the judged-items JSON) is required")
         return self

@@ -9,6 +9,10 @@ from judgekit.nodata.config import NoDataConfig
 
 
 def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
-    from judgekit.nodata import synthetic
+    if cfg.experiment == "synthetic":
+        from judgekit.nodata import synthetic
 
-    return synthetic.run(cfg, out)
+        return synthetic.run(cfg, out)
+    from judgekit.nodata import audit
+
+    return audit.run(cfg, out)

@@ -1,0 +1,324 @@
+"""Experiment 2: auditing an LLM judge with the No-Data Algorithm on judged items
+(West Frisian, or any judged dataset with a rubric).
+
+Per item: the evaluator labels x against its rubric (with reasons); each round it
+commits a paraphrase x' (generation keyed by round); the verifier scores the
+total rubric of x (once per item, reused across rounds and phi) and of x' with
+its own rubric; a seeded challenge compares them. Flips per phi reuse the same
+protocol outcomes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judgekit.config import client_for
+from judgekit.data.judged import JudgedItem, load_judged
+from judgekit.llm import Call, Client
+from judgekit.nodata import llm_stages as st
+from judgekit.nodata.baselines import ensemble
+from judgekit.nodata.config import NoDataConfig
+from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
+from judgekit.nodata.rubric import Rubric, load_rubric
+from judgekit.report.figures import lines
+from judgekit.runio import md_table, write_json, write_text
+
+REFUSAL = re.compile(r"\b(I can(?:no|')t|I'm sorry|I am sorry|as an AI|I am unable|"
+                     r"I'm unable)\b", re.IGNORECASE)
+
+
+def _aggregator_text(r: Rubric) -> str:
+    return ("1 if every criterion is 1, else 0" if r.aggregator == "all"
+            else "1 if most criteria are 1, else 0")
+
+
+def _vars(item: JudgedItem, rubric: Rubric) -> dict[str, Any]:
+    return {"prompt": item.Prompt, "output": item.Output, "rubric": rubric,
+            "criteria": rubric.criteria, "aggregator_text": _aggregator_text(rubric)}
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.counts: dict[str, dict[str, int]] = {}
+
+    def add(self, stage: str, kind: str) -> None:
+        s = self.counts.setdefault(stage, {})
+        s[kind] = s.get(kind, 0) + 1
+
+
+async def _evaluate(cfg: NoDataConfig, client: Client, items: list[JudgedItem], rubric: Rubric,
+                    model: str, problems: Counter, stage_name: str = "evaluator"
+                    ) -> list[dict[str, Any] | None]:
+    ids = rubric.ids()
+    if cfg.criterion_mode == "per_criterion":
+        calls = [Call({"prompt": it.Prompt, "output": it.Output, "criterion": c}, model)
+                 for it in items for c in rubric.criteria]
+        res = await client.map(st.evaluator_one(cfg.max_tokens), calls, description=stage_name)
+        out: list[dict[str, Any] | None] = []
+        for i in range(len(items)):
+            chunk = res[i * len(ids):(i + 1) * len(ids)]
+            if not all(r.ok for r in chunk):
+                problems.add(stage_name, "parse_failures")
+                out.append(None)
+                continue
+            crit = [{"id": c, "value": r.value.value, "reason": r.value.reason}
+                    for c, r in zip(ids, chunk)]
+            out.append({"label": rubric.aggregate([c["value"] for c in crit]), "criteria": crit})
+        return out
+    res = await client.map(st.evaluator_all(cfg.max_tokens),
+                           [Call(_vars(it, rubric), model) for it in items],
+                           description=stage_name)
+    out = []
+    for r in res:
+        if not r.ok:
+            problems.add(stage_name, "parse_failures")
+            out.append(None)
+            continue
+        got = {c.id: c for c in r.value.criteria}
+        if set(got) != set(ids):
+            problems.add(stage_name, "wrong_criteria")
+            out.append(None)
+            continue
+        out.append({"label": r.value.label, "criteria": [
+            {"id": c, "value": got[c].value, "reason": got[c].reason} for c in ids]})
+    return out
+
+
+def _items_of(rubric: Rubric) -> list[dict[str, str]]:
+    out = []
+    for c in rubric.criteria:
+        out += [{"id": cl.id, "description": cl.description} for cl in c.clauses]
+        out.append({"id": c.id, "description": c.description})
+    return out
+
+
+async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]],
+                  rubric: Rubric, model: str, problems: Counter
+                  ) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
+    total_ids, top_ids = rubric.total_ids(), rubric.ids()
+    calls = [Call({"prompt": p, "output": o, "rubric": rubric, "items": _items_of(rubric)},
+                  model) for p, o in texts]
+    res = await client.map(st.verifier(cfg.max_tokens), calls, description="verifier")
+    out: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = []
+    for r in res:
+        if not r.ok:
+            problems.add("verifier", "parse_failures")
+            out.append(None)
+            continue
+        got = {c.id: c.value for c in r.value.criteria}
+        if not set(total_ids) <= set(got):
+            problems.add("verifier", "wrong_criteria")
+            out.append(None)
+            continue
+        out.append((tuple(got[c] for c in total_ids), tuple(got[c] for c in top_ids)))
+    return out
+
+
+async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
+                 ev_rubric: Rubric, ver_rubric: Rubric) -> dict[str, Any]:
+    problems = Counter()
+    evaluator = cfg.models["evaluator"]
+    gen_model = cfg.models.get("generator", evaluator)
+    verifier = cfg.models["verifier"]
+    evals = await _evaluate(cfg, client, items, ev_rubric, evaluator, problems)
+    vx = await _verify(cfg, client, [(it.Prompt, it.Output) for it in items], ver_rubric,
+                       verifier, problems)
+    challenges = [np.random.default_rng(np.random.SeedSequence([cfg.seed, i]))
+                  .integers(1, 3, size=cfg.rounds).tolist() for i in range(len(items))]
+    records: dict[int, EVRecord] = {}
+    active = [i for i in range(len(items)) if evals[i] is not None and vx[i] is not None]
+    excluded = {i: "evaluator" if evals[i] is None else "verifier"
+                for i in range(len(items)) if i not in active}
+    for i in active:
+        records[i] = EVRecord(label=int(evals[i]["label"]), success=True,  # type: ignore[index]
+                              final_label=int(evals[i]["label"]))  # type: ignore[index]
+    for rnd in range(cfg.rounds):
+        calls = [Call({**_vars(items[i], ev_rubric), "label": records[i].label,
+                       "criteria": evals[i]["criteria"]}, gen_model, draw=rnd)  # type: ignore[index]
+                 for i in active]
+        res = await client.map(st.generator(cfg.generator_max_tokens), calls,
+                               description=f"generator round {rnd + 1}")
+        to_verify, still = [], []
+        for i, r in zip(active, res):
+            rec = records[i]
+            rec.challenges.append(challenges[i][rnd])
+            if not r.ok:
+                problems.add("generator", "parse_failures")
+            elif not r.value.Output.strip():
+                problems.add("generator", "empty_paraphrases")
+            elif REFUSAL.search(r.value.Output):
+                problems.add("generator", "refusals")
+            if not r.ok or not r.value.Output.strip():
+                rec.x_primes.append(None)
+                rec.success, rec.failed_round, rec.failed_challenge = False, rnd, challenges[i][rnd]
+                continue
+            rec.x_primes.append({"Prompt": r.value.Prompt, "Output": r.value.Output})
+            to_verify.append((i, (r.value.Prompt, r.value.Output)))
+        vxp = await _verify(cfg, client, [t for _, t in to_verify], ver_rubric, verifier,
+                            problems)
+        for (i, _), v in zip(to_verify, vxp):
+            rec = records[i]
+            if v is None:
+                excluded[i] = "verifier"
+                records.pop(i)
+                continue
+            ch = challenges[i][rnd]
+            total_x, top_x = vx[i]  # type: ignore[misc]
+            if challenge_passes(ch, total_x, v[0], top_x, v[1], cfg.eps):
+                still.append(i)
+            else:
+                rec.success, rec.failed_round, rec.failed_challenge = False, rnd, ch
+        active = still
+    ens = {}
+    for m in cfg.ensemble:
+        if m == evaluator:
+            ens[m] = evals
+        else:
+            ens[m] = await _evaluate(cfg, client, items, ev_rubric, m, problems, "ensemble")
+    await client.aclose_providers()
+    return {"evals": evals, "vx": vx, "records": records, "excluded": excluded,
+            "problems": problems.counts, "ensemble": ens}
+
+
+def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
+    items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size)
+    ev_rubric, ver_rubric = load_rubric(cfg.rubric), load_rubric(cfg.verifier_rubric)
+    client = client_for(cfg)
+    try:
+        raw = asyncio.run(_audit(cfg, client, items, ev_rubric, ver_rubric))
+    finally:
+        client.close()
+    calls = client.summary()
+    recs = raw["records"]
+    kept = sorted(recs)
+    truth = [items[i].Label for i in kept]
+    has_truth = all(t is not None for t in truth) and bool(kept)
+    n_fail = sum(v for s in raw["problems"].values() for k, v in s.items()
+                 if k in ("parse_failures", "wrong_criteria"))
+    runs = []
+    for phi in cfg.phi:
+        final = apply_flips([recs[i] for i in kept], phi, cfg.seed)
+        s = summarise(final, truth if has_truth else None, phi=phi, rounds=cfg.rounds)
+        runs.append({"rubric": cfg.rubric_label, "evaluator": cfg.models["evaluator"],
+                     "phi": phi, "rounds": cfg.rounds, "success_rate": s.success_rate,
+                     "flip_rate": s.flip_rate, "accuracy": s.accuracy, "f1": s.f1,
+                     "known_accuracy": s.known_accuracy, "known_f1": s.known_f1,
+                     "bound": s.bound, "n_items": s.n, "parse_failures": n_fail})
+    results = {
+        "method": "nodata", "experiment": "llm", "seed": cfg.seed, "data": cfg.data_path,
+        "start": cfg.start, "sample_size": cfg.sample_size, "rubric": ev_rubric.name,
+        "verifier_rubric": ver_rubric.name, "models": cfg.models, "runs": runs,
+        "known": _known(items, raw["evals"], ev_rubric),
+        "problems_by_stage": raw["problems"],
+        "excluded_items": {str(k): v for k, v in sorted(raw["excluded"].items())},
+        "items": [_item_record(i, items[i], raw) for i in range(len(items))],
+        "calls": {"total": calls["total"], "cached": calls["cached"], "failed": calls["failed"],
+                  "provider_calls": calls["provider_calls"],
+                  "per_item": calls["total"] / max(1, len(items)),
+                  "tokens_per_item": (calls["prompt_tokens"] + calls["completion_tokens"])
+                  / max(1, len(items)),
+                  "per_stage": {k: {kk: v[kk] for kk in ("calls", "cached", "failed")}
+                                for k, v in calls["stages"].items()}},
+        "baseline": _baseline(items, raw["ensemble"]),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "results.json", results)
+    write_text(out / "report.md", _report(cfg, results))
+    lines(out / "success_vs_phi.png",
+          {cfg.rubric_label: ([r["phi"] for r in runs], [r["success_rate"] for r in runs])},
+          xlabel="phi", ylabel="success rate", ylim=(-0.02, 1.02),
+          title=f"No-Data audit of {cfg.models['evaluator']}")
+    r0 = runs[0]
+    unused = client.cassette.unused() if client.cassette is not None else []
+    return {"headline": f"{cfg.rubric_label}: success {r0['success_rate']:.1%} over "
+                        f"{r0['n_items']} items", "unused_cassette_entries": unused}
+
+
+def _item_record(i: int, item: JudgedItem, raw: dict[str, Any]) -> dict[str, Any]:
+    rec = raw["records"].get(i)
+    ev = raw["evals"][i]
+    return {"index": i, "label": item.Label, "evaluator": ev,
+            "verifier_x": list(raw["vx"][i][0]) if raw["vx"][i] else None,
+            "excluded": raw["excluded"].get(i),
+            "success": None if rec is None else rec.success,
+            "failed_round": None if rec is None else rec.failed_round,
+            "failed_challenge": None if rec is None else rec.failed_challenge,
+            "challenges": None if rec is None else rec.challenges,
+            "x_primes": None if rec is None else rec.x_primes}
+
+
+def _known(items: list[JudgedItem], evals: list[Any], rubric: Rubric) -> dict[str, Any]:
+    from sklearn.metrics import accuracy_score, f1_score
+
+    pairs = [(it, e) for it, e in zip(items, evals) if e is not None and it.Label is not None]
+    if not pairs:
+        return {}
+    y = [it.Label for it, _ in pairs]
+    p = [e["label"] for _, e in pairs]
+    per = {}
+    for c in rubric.ids():
+        got = [(it.criterion_values()[c], next(x["value"] for x in e["criteria"] if x["id"] == c))
+               for it, e in pairs if c in it.criterion_values()]
+        if got:
+            per[c] = float(np.mean([a == b for a, b in got]))
+    return {"n": len(pairs), "accuracy": float(accuracy_score(y, p)),
+            "f1": float(f1_score(y, p, zero_division=0)), "per_criterion_accuracy": per}
+
+
+def _baseline(items: list[JudgedItem], ens: dict[str, list[Any]]) -> dict[str, Any] | None:
+    if len(ens) < 2:
+        return None
+    ok = [i for i in range(len(items)) if all(v[i] is not None for v in ens.values())]
+    if not ok:
+        return None
+    labels = {m: [v[i]["label"] for i in ok] for m, v in ens.items()}
+    truth = [items[i].Label for i in ok]
+    known = [int(t) for t in truth if t is not None]
+    return {"n_items": len(ok), **ensemble(labels, known if len(known) == len(ok) else None)}
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}"
+
+
+def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
+    k = r["known"]
+    rows = [[x["rubric"], x["phi"], _pct(k.get("accuracy")), _pct(k.get("f1")),
+             _pct(x["accuracy"]), _pct(x["f1"]), _pct(x["success_rate"]), _pct(x["flip_rate"]),
+             _pct(x["bound"]), x["n_items"]] for x in r["runs"]]
+    per = [[c, _pct(v)] for c, v in k.get("per_criterion_accuracy", {}).items()]
+    probs = [[s, ", ".join(f"{kk}: {vv}" for kk, vv in d.items())]
+             for s, d in r["problems_by_stage"].items()] or [["all", "none"]]
+    parts = [
+        f"# No-Data audit of `{cfg.models['evaluator']}`",
+        f"Data: {r['data']} items {r['start']}..{r['start'] + r['sample_size'] - 1}; evaluator "
+        f"rubric {r['rubric']} ({cfg.rubric_label}), verifier `{cfg.models['verifier']}` with "
+        f"rubric {r['verifier_rubric']}; r = {cfg.rounds}, seed = {cfg.seed}. phi: flip on "
+        "failure with probability phi (the paper's meaning).",
+        "## Table 3 layout (percent)",
+        md_table(["rubric", "phi", "known acc", "known F1", "No-Data acc", "No-Data F1",
+                  "successes", "flips", "Thm 5.2 bound", "items"], rows),
+        "Paper (GPT-4.1 on 515 items): IP successes 86-88%, OOP about 1%.",
+        "## Per-criterion accuracy of the evaluator against human labels",
+        md_table(["criterion", "accuracy"], per) if per else "No human criterion labels.",
+        "## Failures by stage (excluded, never scored as a default)",
+        md_table(["stage", "counts"], probs),
+        f"Excluded items: {len(r['excluded_items'])}. Calls: {r['calls']['total']} "
+        f"({r['calls']['per_item']:.1f} per item, {r['calls']['tokens_per_item']:.0f} tokens "
+        f"per item; cached {r['calls']['cached']}).",
+    ]
+    b = r.get("baseline")
+    if b:
+        parts += ["## Ensemble baseline (Table 9 layout)",
+                  md_table(["judges", "mean kappa", "percent agreement", "average acc",
+                            "majority acc"],
+                           [[", ".join(b["judges"]), b["mean_kappa"],
+                             _pct(b["mean_percent_agreement"]),
+                             _pct(b.get("average", {}).get("accuracy")),
+                             _pct(b.get("majority", {}).get("accuracy"))]])]
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,137 @@
+"""The LLM judge audit end to end on the mock provider: truthful vs lying evaluators."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+
+from judgekit.data.judged import load_judged
+from judgekit.errors import DataError
+from judgekit.llm.providers import mock
+
+from .conftest import ROOT, shared_file
+
+IDS = ["c1", "c2a", "c2b", "c3", "c4", "c5"]
+MARK = re.compile(r"\[(c\w+)\]")
+
+
+def _block(text: str, name: str) -> str:
+    return text.split(f"<{name}>\n")[1].split(f"\n</{name}>")[0]
+
+
+def verifier(req):
+    """Scores a criterion 1 iff the response carries its [id] marker."""
+    out = _block(req.messages[-1]["content"], "RESPONSE")
+    marks = set(MARK.findall(out))
+    items = re.findall(r"^- (c\w+):", req.messages[-1]["content"], re.M)
+    return {"criteria": [{"id": i, "value": int(i in marks)} for i in items]}
+
+
+def evaluator(lying: bool):
+    def respond(req):
+        user = req.messages[1]["content"] if len(req.messages) > 1 else ""
+        if req.schema_name == "evaluator":
+            out = _block(user, "RESPONSE")
+            marks = set(MARK.findall(out))
+            crit = [{"id": i, "value": int(i in marks), "reason": "seen"} for i in IDS]
+            return {"criteria": crit, "label": int(all(c["value"] for c in crit))}
+        if req.schema_name == "generator":
+            out = _block(user, "RESPONSE")
+            if lying:  # a paraphrase that ignores the criteria
+                rng = random.Random(f"{out}{req.draw}")
+                marks = "".join(f"[{i}]" for i in IDS if rng.random() < 0.5)
+                return {"Prompt": "p", "Output": f"rewritten {marks}"}
+            return {"Prompt": "p", "Output": "rewritten " + "".join(
+                f"[{m}]" for m in MARK.findall(out))}
+        raise AssertionError(req.schema_name)
+    return respond
+
+
+def make_items(tmp_path, n=30):
+    rng = random.Random(0)
+    items = []
+    for k in range(n):
+        marks = [i for i in IDS if rng.random() < 0.7]
+        items.append({"Prompt": f"question {k}", "Output": f"answer {k} " + "".join(
+            f"[{m}]" for m in marks), "Source": "test", "Label": int(len(marks) == 6),
+            "Rubric": {i: int(i in marks) for i in IDS}})
+    p = tmp_path / "items.json"
+    p.write_text(json.dumps(items))
+    return p
+
+
+def run_audit(tmp_path, lying: bool, **extra):
+    from judgekit.config import resolve
+
+    mock.register_script("ev", evaluator(lying))
+    mock.register_script("ver", verifier)
+    cfg = {"method": "nodata", "experiment": "llm", "seed": 2, "rounds": 3,
+           "phi": [0.1, 0.3, 0.7], "data_path": str(make_items(tmp_path)), "sample_size": 30,
+           "models": {"evaluator": "mock/ev", "verifier": "mock/ver"},
+           "cache_dir": str(tmp_path / f"cache{lying}"), "out": str(tmp_path / "out")}
+    cfg.update(extra)
+    path = tmp_path / "cfg.yaml"
+    path.write_text(json.dumps(cfg))
+    c, runner = resolve(path, [], [], {})
+    runner(c, tmp_path / "out")
+    return json.loads((tmp_path / "out" / "results.json").read_text())
+
+
+def test_truthful_evaluator_passes(tmp_path):
+    res = run_audit(tmp_path, lying=False)
+    assert [r["phi"] for r in res["runs"]] == [0.1, 0.3, 0.7]
+    for r in res["runs"]:
+        assert r["success_rate"] >= 0.95 and r["flip_rate"] == 0.0
+        assert r["n_items"] == 30 and r["parse_failures"] == 0
+        assert set(r) >= {"rubric", "evaluator", "phi", "success_rate", "flip_rate",
+                          "accuracy", "f1", "n_items", "parse_failures"}
+    assert res["known"]["accuracy"] == 1.0
+    assert res["known"]["per_criterion_accuracy"]["c4"] == 1.0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Table 3" in report and "per item" in report
+
+
+def test_lying_evaluator_is_caught(tmp_path):
+    res = run_audit(tmp_path, lying=True)
+    for r in res["runs"]:
+        assert r["success_rate"] <= 0.1
+    flips = [r["flip_rate"] for r in res["runs"]]
+    assert flips[0] < flips[-1]
+    # the verifier's scoring of x is computed once per item and reused (cache)
+    per = res["calls"]["per_stage"]
+    assert per["verifier"]["calls"] <= 30 + 30 * 3
+
+
+def test_generator_failures_are_counted(tmp_path):
+    def bad_gen(req):
+        if req.schema_name == "generator":
+            return {"Prompt": "p", "Output": "  "}
+        return evaluator(False)(req)
+
+    mock.register_script("ev2", bad_gen)
+    res = run_audit(tmp_path, lying=False, models={"evaluator": "mock/ev2",
+                                                   "verifier": "mock/ver"})
+    assert res["problems_by_stage"]["generator"]["empty_paraphrases"] == 30
+    assert res["runs"][0]["success_rate"] == 0.0
+
+
+def test_judged_loader_reads_shared_sample_and_rejects_bad_items(tmp_path):
+    items = load_judged(shared_file("no_data_algorithm", "west_frisian_sample.json"), 0, 5)
+    assert len(items) == 5 and items[0].Label == 0
+    assert items[0].criterion_values()["c4"] == 0
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"Prompt": "p", "Output": "o", "Label": 3}]))
+    with pytest.raises(DataError, match="item 0: field Label"):
+        load_judged(bad)
+
+
+def test_rubric_files_ship_and_validate():
+    from judgekit.nodata.rubric import load_rubric
+
+    ip = load_rubric(ROOT / "rubrics" / "west_frisian_ip.yaml")
+    oop = load_rubric("west_frisian_oop.yaml")
+    assert ip.ids() == oop.ids() == IDS
+    assert "c4a" in oop.total_ids() and oop.aggregator == "all"
