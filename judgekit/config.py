@@ -9,7 +9,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from judgekit.errors import ConfigError
+from judgekit.errors import ConfigError, describe_validation
 
 
 class RunSettings(BaseModel):
@@ -83,11 +83,7 @@ def validate(model: type[BaseModel], doc: dict[str, Any], source: str) -> Any:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
-        msg = e["msg"].removeprefix("Value error, ")
-        extra = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise ConfigError(f"config {source}: field {loc}: {msg}{extra}") from exc
+        raise ConfigError(f"config {source}: {describe_validation(exc)}") from exc
 
 
 Runner = Callable[[Any, Path], dict[str, Any]]

@@ -48,3 +48,12 @@ class TemplateError(JudgekitError):
 
 class StatsError(JudgekitError, ValueError):
     """Invalid input to a statistical function (empty set, NaN, bad weights...)."""
+
+
+def describe_validation(exc: Exception) -> str:
+    """'field a.b: message (and N more)' for a pydantic ValidationError."""
+    errors = exc.errors()  # type: ignore[attr-defined]
+    e = errors[0]
+    loc = ".".join(str(x) for x in e["loc"]) or "<root>"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"field {loc}: {e['msg'].removeprefix('Value error, ')}{more}"

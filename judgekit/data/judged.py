@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from judgekit.errors import DataError
+from judgekit.errors import DataError, describe_validation
 
 
 class JudgedItem(BaseModel):
@@ -31,7 +31,8 @@ class JudgedItem(BaseModel):
                 if not k.endswith("_reason") and isinstance(v, int)}
 
 
-def load_judged(path: str | Path, start: int = 0, limit: int | None = None) -> list[JudgedItem]:
+def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
+                indices: list[int] | None = None) -> list[JudgedItem]:
     p = Path(path)
     if not p.exists():
         raise DataError(f"judged-items file {p} not found")
@@ -41,16 +42,20 @@ def load_judged(path: str | Path, start: int = 0, limit: int | None = None) -> l
         raise DataError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
     if not isinstance(doc, list):
         raise DataError(f"{p}: expected a JSON list of judged items")
-    chosen = doc[start: None if limit is None else start + limit]
-    if limit is not None and len(chosen) < limit:
-        raise DataError(f"{p}: sample_size {limit} from item {start} exceeds its {len(doc)} items")
+    if indices is not None:
+        bad = [i for i in indices if not 0 <= i < len(doc)]
+        if bad:
+            raise DataError(f"{p}: item index {bad[0]} is outside 0..{len(doc) - 1}")
+        chosen = [(i, doc[i]) for i in indices]
+    else:
+        chosen = list(enumerate(doc))[start: None if limit is None else start + limit]
+        if limit is not None and len(chosen) < limit:
+            raise DataError(f"{p}: sample_size {limit} from item {start} exceeds its "
+                            f"{len(doc)} items")
     out = []
-    for i, raw in enumerate(chosen, start=start):
+    for i, raw in chosen:
         try:
             out.append(JudgedItem.model_validate(raw))
         except ValidationError as exc:
-            e = exc.errors()[0]
-            loc = ".".join(str(x) for x in e["loc"])
-            raise DataError(f"{p}: item {i}: field {loc}: "
-                            f"{e['msg'].removeprefix('Value error, ')}") from exc
+            raise DataError(f"{p}: item {i}: {describe_validation(exc)}") from exc
     return out

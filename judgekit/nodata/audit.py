@@ -186,7 +186,7 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
 
 
 def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
-    items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size)
+    items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size, cfg.indices)
     ev_rubric, ver_rubric = load_rubric(cfg.rubric), load_rubric(cfg.verifier_rubric)
     client = client_for(cfg)
     try:
@@ -211,7 +211,8 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                      "bound": s.bound, "n_items": s.n, "parse_failures": n_fail})
     results = {
         "method": "nodata", "experiment": "llm", "seed": cfg.seed, "data": cfg.data_path,
-        "start": cfg.start, "sample_size": cfg.sample_size, "rubric": ev_rubric.name,
+        "start": cfg.start, "sample_size": len(items), "indices": cfg.indices,
+        "rubric": ev_rubric.name,
         "verifier_rubric": ver_rubric.name, "models": cfg.models, "runs": runs,
         "known": _known(items, raw["evals"], ev_rubric),
         "problems_by_stage": raw["problems"],
@@ -288,6 +289,7 @@ def _pct(v: float | None) -> str:
 
 def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
     k = r["known"]
+    span = r["indices"] or f"from {r['start']}"
     rows = [[x["rubric"], x["phi"], _pct(k.get("accuracy")), _pct(k.get("f1")),
              _pct(x["accuracy"]), _pct(x["f1"]), _pct(x["success_rate"]), _pct(x["flip_rate"]),
              _pct(x["bound"]), x["n_items"]] for x in r["runs"]]
@@ -296,7 +298,7 @@ def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
              for s, d in r["problems_by_stage"].items()] or [["all", "none"]]
     parts = [
         f"# No-Data audit of `{cfg.models['evaluator']}`",
-        f"Data: {r['data']} items {r['start']}..{r['start'] + r['sample_size'] - 1}; evaluator "
+        f"Data: {r['data']} items {span} ({r['sample_size']} items); evaluator "
         f"rubric {r['rubric']} ({cfg.rubric_label}), verifier `{cfg.models['verifier']}` with "
         f"rubric {r['verifier_rubric']}; r = {cfg.rounds}, seed = {cfg.seed}. phi: flip on "
         "failure with probability phi (the paper's meaning).",

@@ -30,6 +30,7 @@ class NoDataConfig(RunSettings):
     rubric_label: Literal["IP", "OOP"] = "IP"
     sample_size: int = Field(20, ge=1)
     start: int = Field(0, ge=0)
+    indices: list[int] | None = None
     criterion_mode: Literal["all", "per_criterion"] = "all"
     ensemble: list[str] = Field(default_factory=list)
     max_tokens: int = Field(256, ge=16)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judgekit.errors import ConfigError
+from judgekit.errors import ConfigError, describe_validation
 
 
 class Clause(BaseModel):
@@ -101,10 +101,7 @@ def load_rubric(path: str | Path) -> Rubric:
     except yaml.YAMLError as exc:
         raise ConfigError(f"rubric {p}: invalid YAML: {str(exc).splitlines()[0]}") from exc
     except ValidationError as exc:
-        e = exc.errors()[0]
-        loc = ".".join(str(x) for x in e["loc"]) or "<root>"
-        raise ConfigError(f"rubric {p}: field {loc}: "
-                          f"{e['msg'].removeprefix('Value error, ')}") from exc
+        raise ConfigError(f"rubric {p}: {describe_validation(exc)}") from exc
 
 
 class RuleRubric:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError, model_validator
 
-from judgekit.errors import DataError, JudgekitError
+from judgekit.errors import DataError, JudgekitError, describe_validation
 from judgekit.vbscore.distribution import Candidate, build
 from judgekit.vbscore.metric import binary_gains, dcg_gains, score
 from judgekit.vbscore.replicas import aggregate_collection, aggregate_query, query_seed
@@ -52,10 +52,7 @@ def read_replicas(path: Path) -> OrderedDict[str, list[ReplicaLine]]:
         except json.JSONDecodeError as exc:
             raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
         except ValidationError as exc:
-            e = exc.errors()[0]
-            loc = ".".join(str(x) for x in e["loc"])
-            raise DataError(f"{path} line {n}: field {loc}: "
-                            f"{e['msg'].removeprefix('Value error, ')}") from exc
+            raise DataError(f"{path} line {n}: {describe_validation(exc)}") from exc
         groups.setdefault(rec.query_id, []).append(rec)
     if not groups:
         raise DataError(f"{path}: no replica lines")

@@ -1,0 +1,58 @@
+"""CLI: cache and cassette commands, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.llm import Client, ClientSettings, Stage
+from judgekit.llm.providers import mock
+from judgekit.llm.templates import TemplateLibrary
+
+from .conftest import TEST_PROMPTS
+from .test_client import GOOD, Answer
+
+
+def _record(tmp_path):
+    mock.register_script("cli", lambda req: GOOD)
+    cas = tmp_path / "c.json"
+    client = Client(ClientSettings(cache_dir=tmp_path / "cache", cassette=cas, progress=False),
+                    templates=TemplateLibrary(TEST_PROMPTS))
+    client.run_sync(Stage("answer", "answer.j2", Answer), {"question": "q"}, model="mock/cli")
+    client.run_sync(Stage("answer", "answer.j2", Answer), {"question": "q"}, model="mock/cli")
+    client.close()
+    return cas
+
+
+def test_cache_stats_and_clear(tmp_path):
+    _record(tmp_path)
+    r = CliRunner().invoke(app, ["cache", "stats", "--dir", str(tmp_path / "cache")])
+    stats = json.loads(r.output)
+    assert stats["entries"] == 1 and stats["hits"] == 0 and stats["misses"] == 1
+    assert stats["bytes"] > 0
+    r = CliRunner().invoke(app, ["cache", "clear", "--dir", str(tmp_path / "cache")])
+    assert "removed" in r.output
+
+
+def test_cassette_list_and_verify(tmp_path):
+    cas = _record(tmp_path)
+    r = CliRunner().invoke(app, ["cassette", "list", str(cas)])
+    assert "answer.j2" in r.output and "mock/cli" in r.output
+    r = CliRunner().invoke(app, ["cassette", "verify", str(cas)])
+    assert r.exit_code == 0 and "ok" in r.output
+    doc = json.loads(cas.read_text())
+    doc["entries"][0]["identity"]["draw"] = 9
+    cas.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["cassette", "verify", str(cas)])
+    assert r.exit_code == 1 and "does not match" in r.output
+
+
+def test_committed_cassettes_verify():
+    from .conftest import ROOT
+
+    files = sorted((ROOT / "cassettes").glob("*.json"))
+    if files:
+        r = CliRunner().invoke(app, ["cassette", "verify", *map(str, files)])
+        assert r.exit_code == 0, r.output
