@@ -108,3 +108,22 @@ def test_labelling_loop_with_mock_judge_labels_each_instance_once(tmp_path):
     assert set(loop.judged) == set(loop.samples["A"]) | set(loop.samples["B"])
     est = loop.estimates()
     assert set(est) == {"A", "B"} and 0 <= est["A"]["joint"] <= 1
+
+
+def test_label_experiment_from_files(tmp_path):
+    from judgekit.config import resolve
+
+    for name, ids in (("a", range(0, 8)), ("b", range(4, 12))):
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(
+            json.dumps({"id": f"x{i}", "text": f"t{i}"}) for i in ids))
+    (tmp_path / "labels.jsonl").write_text("\n".join(
+        json.dumps({"id": f"x{i}", "label": int(i % 2 == 0)}) for i in range(12)))
+    cfg = {"method": "ondemand", "experiment": "label", "samples_per_system": 30,
+           "system_outputs": {"a": str(tmp_path / "a.jsonl"), "b": str(tmp_path / "b.jsonl")},
+           "labels_file": str(tmp_path / "labels.jsonl"), "out": str(tmp_path / "o")}
+    (tmp_path / "c.yaml").write_text(json.dumps(cfg))
+    c, runner = resolve(tmp_path / "c.yaml", [], [], {})
+    runner(c, tmp_path / "o")
+    res = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert res["labels_used"] <= 12 and set(res["estimates"]) == {"a", "b"}
+    assert abs(res["estimates"]["a"]["joint"] - 0.5) < 0.25

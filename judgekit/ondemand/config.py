@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from judgekit.config import RunSettings
 
 
 class OnDemandConfig(RunSettings):
     method: Literal["ondemand"] = "ondemand"
-    experiment: Literal["simulation"] = "simulation"
+    experiment: Literal["simulation", "label"] = "simulation"
     systems: int = Field(8, ge=2)
     samples_per_system: int = Field(100, ge=2)
     recall_samples: int = Field(200, ge=2)
@@ -21,3 +21,16 @@ class OnDemandConfig(RunSettings):
     adaptive_budget: int = Field(100, ge=2)
     adaptive_orders: int = Field(10, ge=1)
     adaptive_rtol: float = Field(0.0, ge=0, lt=1)
+    # experiment: label — real system outputs, labelled by an LLM judge or a labels file
+    system_outputs: dict[str, str] = Field(default_factory=dict)
+    labels_file: str | None = None
+    rubric_text: str = "The instance is factually correct."
+
+    @model_validator(mode="after")
+    def _check(self) -> OnDemandConfig:
+        if self.experiment == "label":
+            if len(self.system_outputs) < 1:
+                raise ValueError("system_outputs: give at least one name: path/to/outputs.jsonl")
+            if self.labels_file is None and "judge" not in self.models:
+                raise ValueError("set models.judge (an LLM labeller) or labels_file")
+        return self

@@ -14,6 +14,8 @@ from judgekit.runio import md_table, write_json, write_text
 
 
 def run(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:
+    if cfg.experiment == "label":
+        return run_labelling(cfg, out)
     sim = simulate(cfg.seed, cfg.repeats, cfg.samples_per_system, cfg.recall_samples,
                    cfg.systems, cfg.resamples, cfg.level)
     ad = adaptive_curve(cfg.seed, cfg.systems, cfg.adaptive_budget, cfg.adaptive_orders,
@@ -72,3 +74,44 @@ def _report(r: dict[str, Any], cfg: OnDemandConfig) -> str:
 
 
 __all__ = ["run", "np"]
+
+
+def run_labelling(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:
+    """Sample each system's outputs, label only unseen instances, estimate precision."""
+    from judgekit.config import client_for
+    from judgekit.ondemand.loop import (
+        LabellingLoop,
+        file_labeller,
+        llm_labeller,
+        read_system_outputs,
+    )
+
+    systems = {name: read_system_outputs(Path(p)) for name, p in cfg.system_outputs.items()}
+    client = None
+    if cfg.labels_file:
+        labeller = file_labeller(Path(cfg.labels_file))
+    else:
+        client = client_for(cfg)
+        labeller = llm_labeller(client, cfg.models["judge"], cfg.rubric_text)
+    loop = LabellingLoop(systems, labeller, seed=cfg.seed)
+    try:
+        for name in systems:
+            loop.sample(name, cfg.samples_per_system)
+    finally:
+        if client is not None:
+            client.close()
+    est = loop.estimates()
+    results = {"method": "ondemand", "experiment": "label", "seed": cfg.seed,
+               "samples_per_system": cfg.samples_per_system, "estimates": est,
+               "labels_used": len(loop.judged),
+               "samples_drawn": sum(len(s) for s in loop.samples.values()),
+               "calls": client.summary() if client is not None else None}
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "results.json", results)
+    rows = [[s, v["simple"], v["joint"]] for s, v in est.items()]
+    write_text(out / "report.md", "\n\n".join([
+        "# On-demand precision from sampled labels",
+        f"{results['samples_drawn']} samples drawn, {results['labels_used']} distinct "
+        "instances labelled (each at most once across systems).",
+        md_table(["system", "simple precision", "joint precision"], rows)]) + "\n")
+    return {"headline": f"{results['labels_used']} labels for {len(systems)} systems"}
