@@ -135,3 +135,20 @@ def test_rubric_files_ship_and_validate():
     oop = load_rubric("west_frisian_oop.yaml")
     assert ip.ids() == oop.ids() == IDS
     assert "c4a" in oop.total_ids() and oop.aggregator == "all"
+
+
+def per_criterion(req):
+    """Evaluator and verifier answering one criterion per call; truthful generator."""
+    user = req.messages[1]["content"]
+    if req.schema_name in ("evaluator", "verifier"):
+        cid = re.search(r"^(?:Criterion|Rubric item) (c\w+):", user, re.M).group(1)
+        return {"value": int(f"[{cid}]" in _block(user, "RESPONSE")), "reason": "seen"}
+    return evaluator(False)(req)
+
+
+def test_per_criterion_mode(tmp_path):
+    mock.register_script("one", per_criterion)
+    res = run_audit(tmp_path, lying=False, criterion_mode="per_criterion",
+                    models={"evaluator": "mock/one", "verifier": "mock/one"})
+    assert res["runs"][0]["success_rate"] == 1.0 and res["known"]["accuracy"] == 1.0
+    assert res["calls"]["per_stage"]["evaluator"]["calls"] == 30 * 6

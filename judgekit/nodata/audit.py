@@ -101,6 +101,8 @@ async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]
                   rubric: Rubric, model: str, problems: Counter
                   ) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
     total_ids, top_ids = rubric.total_ids(), rubric.ids()
+    if cfg.criterion_mode == "per_criterion":
+        return await _verify_each(cfg, client, texts, rubric, model, problems)
     calls = [Call({"prompt": p, "output": o, "rubric": rubric, "items": _items_of(rubric)},
                   model) for p, o in texts]
     res = await client.map(st.verifier(cfg.max_tokens), calls, description="verifier")
@@ -116,6 +118,28 @@ async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]
             out.append(None)
             continue
         out.append((tuple(got[c] for c in total_ids), tuple(got[c] for c in top_ids)))
+    return out
+
+
+async def _verify_each(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]],
+                       rubric: Rubric, model: str, problems: Counter
+                       ) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
+    """One verifier call per item of the total rubric (easier for small models)."""
+    items = _items_of(rubric)
+    calls = [Call({"prompt": p, "output": o, "item": it}, model) for p, o in texts
+             for it in items]
+    res = await client.map(st.verifier_one(cfg.max_tokens), calls, description="verifier")
+    out: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = []
+    top = set(rubric.ids())
+    for i in range(len(texts)):
+        chunk = res[i * len(items):(i + 1) * len(items)]
+        if not all(r.ok for r in chunk):
+            problems.add("verifier", "parse_failures")
+            out.append(None)
+            continue
+        vals = {it["id"]: r.value.value for it, r in zip(items, chunk)}
+        out.append((tuple(vals[it["id"]] for it in items),
+                    tuple(vals[c] for c in rubric.ids() if c in top)))
     return out
 
 

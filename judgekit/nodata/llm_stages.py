@@ -48,6 +48,11 @@ def generator(max_tokens: int) -> Stage:
                  sampling={"temperature": 0.7, "max_tokens": max_tokens})
 
 
+def verifier_one(max_tokens: int) -> Stage:
+    return Stage("verifier", "nodata_verifier_one.j2", EvaluatorOne,
+                 sampling={"temperature": 0.0, "max_tokens": max_tokens})
+
+
 def verifier(max_tokens: int) -> Stage:
     return Stage("verifier", "nodata_verifier.j2", VerifierScores,
                  sampling={"temperature": 0.0, "max_tokens": max_tokens})
