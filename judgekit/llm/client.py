@@ -299,10 +299,12 @@ class Client:
             st.failed += 1
             st.failures.append({"key": res.key[:12], "attempts": res.attempts,
                                 "error": res.error, "raw": res.raw[:300]})
-        if res.source != "provider":
-            return
+        # Tokens count every result (a replay reports what the recorded calls used);
+        # cost counts only what this run paid a provider for.
         st.prompt_tokens += res.usage.prompt_tokens
         st.completion_tokens += res.usage.completion_tokens
+        if res.source != "provider":
+            return
         c = cost_usd(model, res.usage.prompt_tokens, res.usage.completion_tokens)
         st.cost_usd = None if c is None or st.cost_usd is None else st.cost_usd + c
 

@@ -241,7 +241,10 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
         "known": _known(items, raw["evals"], ev_rubric),
         "problems_by_stage": raw["problems"],
         "excluded_items": {str(k): v for k, v in sorted(raw["excluded"].items())},
-        "items": [_item_record(i, items[i], raw) for i in range(len(items))],
+        "verifier_note": "the challenges are only as strong as the verifier: a verifier that "
+                         "scores every criterion 0 lets any paraphrase pass",
+        "items": [_item_record(i, pos, items[i], raw) for i, pos in enumerate(
+            cfg.indices or range(cfg.start, cfg.start + len(items)))],
         "calls": {"total": calls["total"], "cached": calls["cached"], "failed": calls["failed"],
                   "provider_calls": calls["provider_calls"],
                   "per_item": calls["total"] / max(1, len(items)),
@@ -264,10 +267,11 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                         f"{r0['n_items']} items", "unused_cassette_entries": unused}
 
 
-def _item_record(i: int, item: JudgedItem, raw: dict[str, Any]) -> dict[str, Any]:
+def _item_record(i: int, position: int, item: JudgedItem, raw: dict[str, Any]
+                 ) -> dict[str, Any]:
     rec = raw["records"].get(i)
     ev = raw["evals"][i]
-    return {"index": i, "label": item.Label, "evaluator": ev,
+    return {"index": position, "label": item.Label, "evaluator": ev,
             "verifier_x": list(raw["vx"][i][0]) if raw["vx"][i] else None,
             "excluded": raw["excluded"].get(i),
             "success": None if rec is None else rec.success,
