@@ -305,3 +305,13 @@ def _call(q: str):
     from judgekit.llm import Call
 
     return Call({"question": q}, "openai/gpt-4.1-mini")
+
+
+def test_fast_identity_key_equals_canonical():
+    from judgekit.llm.identity import canonical_json, identity_key, request_identity
+
+    ident = request_identity(provider="openai", model="m", base_url=None,
+                             messages=[{"role": "user", "content": "é"}],
+                             sampling={"temperature": 0.5}, schema=STAGE.schema,
+                             template="answer.j2", template_hash="abc", draw=2)
+    assert identity_key(ident, canonical_json(STAGE.schema)) == identity_key(ident)

@@ -106,7 +106,7 @@ class Client:
             schema=stage.schema, template=stage.template,
             template_hash=self.templates.content_hash(stage.template), draw=draw,
         )
-        key = identity_key(identity)
+        key = identity_key(identity, stage.schema_json)
         st = self.stats.setdefault(stage.name, StageStats())
         st.calls += 1
         record, source = self._lookup(key, identity)

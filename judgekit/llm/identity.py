@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from typing import Any
 
 
@@ -32,8 +33,23 @@ def request_identity(*, provider: str, model: str, base_url: str | None,
     }
 
 
-def identity_key(identity: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()
+_SCHEMA_SLOT = f"\x00judgekit-schema-{uuid.uuid4().hex}\x00"
+_SCHEMA_SLOT_JSON = json.dumps(_SCHEMA_SLOT)
+
+
+def identity_key(identity: dict[str, Any], schema_json: str | None = None) -> str:
+    """sha256 of the canonical JSON of ``identity``.
+
+    ``schema_json`` (the canonical JSON of ``identity["schema"]``, computed once per
+    stage) spares re-encoding the schema on every call; the key is the same.
+    """
+    if schema_json is None:
+        text = canonical_json(identity)
+    else:
+        text = canonical_json({**identity, "schema": _SCHEMA_SLOT})
+        head, sep, tail = text.rpartition(f'"schema":{_SCHEMA_SLOT_JSON}')
+        text = f'{head}"schema":{schema_json}{tail}' if sep else canonical_json(identity)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:

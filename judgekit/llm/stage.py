@@ -29,6 +29,12 @@ class Stage:
     def schema(self) -> dict[str, Any]:
         return self.output.model_json_schema()
 
+    @cached_property
+    def schema_json(self) -> str:
+        from judgekit.llm.identity import canonical_json
+
+        return canonical_json(self.schema)
+
 
 @dataclass
 class Call:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jinja2 import StrictUndefined, TemplateNotFound, UndefinedError
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
+from jinja2.runtime import new_context
 from jinja2.sandbox import SandboxedEnvironment
 
 from judgekit.errors import TemplateError
@@ -65,7 +66,7 @@ class TemplateLibrary:
             g = self._globals.get(name)
             if g is None:
                 g = self._globals[name] = dict(tmpl.globals)
-            ctx = tmpl.new_context({**g, **variables}, shared=True)
+            ctx = new_context(self.env, tmpl.name, tmpl.blocks, {**g, **variables}, True, g)
             text = self.env.concat(tmpl.root_render_func(ctx))  # type: ignore[attr-defined]
         except TemplateNotFound as exc:
             raise TemplateError(f"template {name!r} not found in {self.folder}") from exc
