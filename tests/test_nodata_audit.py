@@ -152,3 +152,18 @@ def test_per_criterion_mode(tmp_path):
                     models={"evaluator": "mock/one", "verifier": "mock/one"})
     assert res["runs"][0]["success_rate"] == 1.0 and res["known"]["accuracy"] == 1.0
     assert res["calls"]["per_stage"]["evaluator"]["calls"] == 30 * 6
+
+
+def test_ensemble_baseline(tmp_path):
+    def contrarian(req):
+        out = evaluator(False)(req)
+        if req.schema_name == "evaluator":
+            out["label"] = 1 - out["label"]
+        return out
+
+    mock.register_script("ev3", contrarian)
+    res = run_audit(tmp_path, lying=False, ensemble=["mock/ev", "mock/ev3", "mock/ev"])
+    b = res["baseline"]
+    assert b["judges"] == ["mock/ev", "mock/ev3"]
+    assert b["pairs"][0]["percent_agreement"] == 0.0
+    assert "Table 9" in (tmp_path / "out" / "report.md").read_text()
