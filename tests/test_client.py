@@ -25,8 +25,8 @@ GOOD = json.dumps({"answer": "Paris", "confidence": 0.9})
 
 @pytest.fixture(autouse=True)
 def keys(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-key-0123456789abcdef")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-0123456789abcdef")
+    monkeypatch.setenv("OPENAI_API_KEY", "tk-openai-1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "tk-anthro-1")
 
 
 def oa(client, fake_api):
@@ -41,7 +41,7 @@ async def test_openai_request_and_response_mapping(fake_api, make_client):
     await client.aclose_providers()
     req = fake_api.requests[0]
     assert req["path"] == "/v1/chat/completions"
-    assert req["headers"]["Authorization"] == "Bearer sk-test-openai-key-0123456789abcdef"
+    assert req["headers"]["Authorization"] == "Bearer tk-openai-1"
     body = req["json"]
     assert body["model"] == "gpt-4.1-mini"
     assert body["messages"][0] == {"role": "system", "content": "You answer questions as JSON."}
@@ -63,7 +63,7 @@ async def test_anthropic_request_and_response_mapping(fake_api, make_client):
     await client.aclose_providers()
     req = fake_api.requests[0]
     assert req["path"] == "/v1/messages"
-    assert req["headers"]["x-api-key"] == "sk-ant-test-key-0123456789abcdef"
+    assert req["headers"]["x-api-key"] == "tk-anthro-1"
     assert req["headers"]["anthropic-version"] == "2023-06-01"
     body = req["json"]
     assert body["system"] == "You answer questions as JSON."
@@ -206,7 +206,7 @@ async def test_timeout_and_concurrency_are_not_identity(fake_api, make_client, t
 
 
 def test_cassette_replays_without_key_or_network(fake_api, make_client, tmp_path, monkeypatch):
-    sentinel = "sk-SENTINEL-do-not-leak-0123456789"
+    sentinel = "SENTINEL-do-not-leak-0123456789"
     monkeypatch.setenv("OPENAI_API_KEY", sentinel)
     fake_api.default = Reply(body=openai_body(GOOD))
     cas = tmp_path / "cassettes" / "t.json"
