@@ -53,13 +53,14 @@ def vbscore(
     gain: str = typer.Option("binary", "--gain", help="binary | dcg"),
     variance: str = typer.Option("bernoulli", "--variance", help="bernoulli | spread"),
     resamples: int = typer.Option(10_000, "--resamples"),
+    clip: bool = typer.Option(False, "--clip", help="clip VB to [0, 1] (labelled in OUT)"),
     out: Path = typer.Option(..., "--out", help="OUT.json"),
 ) -> None:
     """Score already-tagged outputs (JSONL) with ES and VB over an alpha grid."""
     from judgekit.vbscore.scorefile import print_table, score_file
 
     result = score_file(file, alphas=alpha, k=k, seed=seed, gain=gain, variance=variance,
-                        resamples=resamples)
+                        resamples=resamples, clip=clip)
     from judgekit.runio import write_json
 
     write_json(out, result)

@@ -247,3 +247,18 @@ def test_score_file_bad_line(tmp_path):
                  '"outputs": []}\n')
     with pytest.raises(DataError, match="line 1: field interpretations.0"):
         score_file(f, alphas=[0.5], k=None, seed=0)
+
+
+def test_score_file_clip_is_explicit(tmp_path):
+    from judgekit.vbscore.scorefile import score_file
+
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(json.dumps({
+        "query_id": "q", "replica": b, "interpretations": [{"id": "A", "prob": 0.2},
+                                                           {"id": "B", "prob": 0.8}],
+        "outputs": [{"tag": "A"}]}) for b in range(3)))
+    raw = score_file(f, alphas=[1.0], k=None, seed=0)
+    clipped = score_file(f, alphas=[1.0], k=None, seed=0, clip=True)
+    assert raw["queries"][0]["vb"]["1.0"] == pytest.approx(-0.2)
+    assert clipped["queries"][0]["vb"]["1.0"] == 0.0
+    assert clipped["settings"]["vb_clipped_to_unit_interval"] is True

@@ -60,7 +60,8 @@ def read_replicas(path: Path) -> OrderedDict[str, list[ReplicaLine]]:
 
 
 def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gain: str = "binary",
-               variance: str = "bernoulli", resamples: int = 10_000) -> dict[str, Any]:
+               variance: str = "bernoulli", resamples: int = 10_000,
+               clip: bool = False) -> dict[str, Any]:
     if any(a < 0 for a in alphas):
         raise JudgekitError(f"--alpha values must be >= 0, got {alphas}")
     gain_fn = {"binary": binary_gains, "dcg": dcg_gains}.get(gain)
@@ -79,7 +80,7 @@ def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gai
             label_of = {m: lab for lab, ms in zip(dist.labels, dist.members) for m in ms}
             tags = [label_of.get(o.tag, o.tag) if o.tag else None for o in rep.outputs]
             g = gain_fn(dist.labels, tags, k)
-            s = score(dist.probs, g, alphas, variance)  # type: ignore[arg-type]
+            s = score(dist.probs, g, alphas, variance, clip)  # type: ignore[arg-type]
             es.append(s.es)
             for a in alphas:
                 vbs[a].append(s.vb[a])
@@ -91,7 +92,8 @@ def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gai
     fmt = _alpha_key
     return {
         "settings": {"alphas": alphas, "k": k, "seed": seed, "gain": gain, "variance": variance,
-                     "resamples": resamples, "interval": "95% percentile bootstrap"},
+                     "resamples": resamples, "interval": "95% percentile bootstrap",
+                     "vb_clipped_to_unit_interval": clip},
         "queries": [{
             "query_id": q.query_id, "replicas": q.replicas, "es": q.es,
             "vb": {fmt(a): v for a, v in q.vb.items()},
