@@ -121,6 +121,7 @@ class TreeEvaluator:
 
 ALL_STRINGS = [format(i, f"0{N_BITS}b") for i in range(2**N_BITS)]
 _INDEX: dict[tuple[str, Any], list[str]] = {}
+_BUILT: set[str] = set()
 
 
 def sample_matching(key_name: str, key: Any, target: Any, rng: np.random.Generator) -> str:
@@ -130,10 +131,10 @@ def sample_matching(key_name: str, key: Any, target: Any, rng: np.random.Generat
     distribution; indexing the 4,096 strings by key once makes it O(1).
     """
     bucket_key = (key_name, target)
-    if (key_name, "__built__") not in _INDEX:
+    if key_name not in _BUILT:
         for s in ALL_STRINGS:
             _INDEX.setdefault((key_name, key(s)), []).append(s)
-        _INDEX[(key_name, "__built__")] = []
+        _BUILT.add(key_name)
     bucket = _INDEX.get(bucket_key)
     if not bucket:
         raise DataError(f"no 12-bit string has {key_name} = {target}")

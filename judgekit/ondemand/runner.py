@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from judgekit.ondemand.config import OnDemandConfig
 from judgekit.ondemand.simulation import adaptive_curve, simulate
 from judgekit.report.figures import lines
@@ -71,9 +69,6 @@ def _report(r: dict[str, Any], cfg: OnDemandConfig) -> str:
         f"Adaptive total {r['adaptive_total']:.0f} against {r['fixed_total']} with a fixed "
         f"budget of {cfg.adaptive_budget} per system.",
     ]) + "\n"
-
-
-__all__ = ["run", "np"]
 
 
 def run_labelling(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:

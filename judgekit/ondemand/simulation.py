@@ -89,7 +89,6 @@ def one_repeat(pop: Population, rng: np.random.Generator, n: int, n0: int, resam
     for j, s in enumerate(samples):
         jp_boot += w[:, [j]] * stratified_boot_means(P[:, s] * f[s] / Q[:, s], resamples, rng)
     # joint recall = theta * nu
-    pool = g.any(axis=0).astype(float) if g.ndim == 2 else g
     pool = pop.members.any(axis=0).astype(float)
     theta_vals = pool[s0][None, :]
     theta = float(theta_vals.mean())

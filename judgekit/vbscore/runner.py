@@ -38,16 +38,13 @@ def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
     finally:
         client.close()
     results = score_all(cfg, data, raw)
-    results["calls"] = {"total": client.summary()["total"],
-                        "cached": client.summary()["cached"],
-                        "failed": client.summary()["failed"],
-                        "provider_calls": client.summary()["provider_calls"],
-                        "prompt_tokens": client.summary()["prompt_tokens"],
-                        "completion_tokens": client.summary()["completion_tokens"],
-                        "cost_usd": client.summary()["cost_usd"],
+    summary = client.summary()
+    results["calls"] = {**{k: summary[k] for k in ("total", "cached", "failed", "provider_calls",
+                                                   "prompt_tokens", "completion_tokens",
+                                                   "cost_usd")},
                         "per_stage": {k: {kk: v[kk] for kk in ("calls", "cached", "failed",
                                                                "attempts")}
-                                      for k, v in client.summary()["stages"].items()}}
+                                      for k, v in summary["stages"].items()}}
     if client.cassette is not None:
         results["unused_cassette_entries"] = client.cassette.unused()
     out.mkdir(parents=True, exist_ok=True)
@@ -55,7 +52,7 @@ def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
                                       if k != "unused_cassette_entries"})
     from judgekit.vbscore.report import figures, markdown
 
-    write_text(out / "report.md", markdown(cfg, results, client.summary()))
+    write_text(out / "report.md", markdown(cfg, results, summary))
     figures(cfg, results, out)
     head = "; ".join(f"{d['name']}: VB {d['vb']:.3f} ES {d['es']:.3f}"
                      for d in results["datasets"] if d["vb"] is not None)

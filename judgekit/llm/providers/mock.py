@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Union
 
 from pydantic import BaseModel
 
@@ -82,8 +82,3 @@ class MockProvider(Provider):
         prompt_words = sum(len(m["content"].split()) for m in request.messages)
         return Completion(text=text, model=f"mock/{self.model}",
                           usage=Usage(prompt_words, len(text.split())))
-
-
-def scripted(fn: Callable[[ProviderRequest], Any]) -> Callable[[ProviderRequest], Any]:
-    """Decorator form for a callable script (readability in tests)."""
-    return fn
