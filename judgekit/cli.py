@@ -11,7 +11,8 @@ from rich.console import Console
 
 from judgekit.errors import JudgekitError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  pretty_exceptions_enable=False,
                   help="LLM-as-judge evaluation without ground truth.")
 cache_app = typer.Typer(no_args_is_help=True, help="Inspect or clear the response cache.")
 cassette_app = typer.Typer(no_args_is_help=True, help="Inspect recorded cassettes.")
@@ -19,7 +20,21 @@ local_app = typer.Typer(no_args_is_help=True, help="Run a local llama.cpp model 
 app.add_typer(cache_app, name="cache")
 app.add_typer(cassette_app, name="cassette")
 app.add_typer(local_app, name="local")
-console = Console()
+console = Console(markup=False, highlight=False, soft_wrap=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from judgekit import __version__
+
+        print(f"judgekit {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """LLM-as-judge evaluation without ground truth."""
 
 
 @app.command()
@@ -39,9 +54,15 @@ def run(
     cfg, runner = resolve(config, set_, model, overrides)
     directory = out_dir(cfg)
     summary = runner(cfg, directory)
-    console.print(f"[green]wrote[/green] {directory}/results.json and report.md")
+    console.print(f"wrote {directory}/results.json and report.md")
     if summary.get("headline"):
         console.print(summary["headline"])
+    failed = summary.get("failed_calls") or {}
+    if failed:
+        total = sum(failed.values())
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(failed.items()))
+        console.print(f"{total} call(s) failed and were excluded from scores ({kinds}); "
+                      f"see {directory}/failures.jsonl. Rerunning retries exactly those calls.")
 
 
 @app.command()
@@ -89,12 +110,12 @@ def cache_clear(cache_dir: Path | None = typer.Option(None, "--dir")) -> None:
 @cassette_app.command("list")
 def cassette_list(path: Path) -> None:
     """One line per entry: key, stage template, model, draw, ok."""
-    from judgekit.llm.cassette import load_entries
+    from judgekit.llm.cassette import read_entries as load_entries
 
     for key, e in sorted(load_entries(path).items()):
         i, r = e["identity"], e["response"]
-        console.print(f"{key[:12]}  {i['template']['name']:<28} {i['provider']}/{i['model']:<20}"
-                      f" draw={i['draw']:<3} ok={r.get('ok')}", highlight=False)
+        print(f"{key[:12]}  {i['template']['name']:<28} {i['provider']}/{i['model']:<20}"
+              f" draw={i['draw']:<3} ok={r.get('ok')}")
 
 
 @cassette_app.command("verify")
@@ -104,8 +125,9 @@ def cassette_verify(paths: list[Path]) -> None:
 
     problems = [p for path in paths for p in verify(path)]
     for p in problems:
-        console.print(f"[red]{p}[/red]")
+        _err(p)
     if problems:
+        _err(f"{len(problems)} problem(s) in {len(paths)} cassette(s)")
         raise typer.Exit(1)
     console.print(f"{len(paths)} cassette(s) ok")
 
@@ -139,23 +161,59 @@ def local_serve(
     serve_forever(port=port, model_path=model_path, threads=threads, console=console)
 
 
-def main() -> None:
-    try:
-        app(standalone_mode=False)
-    except JudgekitError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except typer.Abort:
-        sys.exit(130)
-    except SystemExit:
-        raise
-    except Exception as exc:  # click usage errors
-        import click
+def _usage_error(exc: BaseException) -> bool:
+    """Click's usage and parameter errors, from whichever copy of click typer uses
+    (typer 0.29 vendors its own): they carry ``exit_code`` and ``show``."""
+    return callable(getattr(exc, "show", None)) and isinstance(getattr(exc, "exit_code", None),
+                                                                int)
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+
+def _err(message: str) -> None:
+    """One literal line on stderr: no markup interpretation, keys scrubbed."""
+    from judgekit.llm.secrets import scrub_text
+
+    sys.stderr.write(scrub_text(message).rstrip("\n") + "\n")
+    sys.stderr.flush()
+
+
+def _interrupted() -> int:
+    from judgekit.llm.client import persisted_calls
+
+    n = persisted_calls()
+    _err(f"interrupted: {n} answered call(s) from this run are kept in the cache/cassette; "
+         "rerun the same command to resume without paying for them again")
+    return 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console entry point; returns (and exits with) the command's status.
+
+    0 success, 1 a failed check or run, 2 a usage or input error, 130 interrupted.
+    """
+    code = _main(argv)
+    sys.exit(code)
+
+
+def _main(argv: list[str] | None) -> int:
+    try:
+        rv = app(args=argv, standalone_mode=False, prog_name="judgekit")
+    except JudgekitError as exc:
+        _err(f"error: {exc}")
+        return 2
+    except KeyboardInterrupt:
+        return _interrupted()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except Exception as exc:
+        if type(exc).__name__ == "Abort":  # click turns Ctrl-C into Abort
+            return _interrupted()
+        if _usage_error(exc):
+            exc.show()  # type: ignore[attr-defined]
+            return int(exc.exit_code)  # type: ignore[attr-defined]
+        if isinstance(getattr(exc, "__cause__", None), KeyboardInterrupt):
+            return _interrupted()
         raise
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":

@@ -28,7 +28,19 @@ class RunSettings(BaseModel):
     use_cache: bool = True
     concurrency: int = Field(8, ge=1)
     timeout: float = Field(120.0, gt=0)
+    call_deadline: float = Field(600.0, gt=0)
+    max_failures: int | float | None = 0.25
     base_urls: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("max_failures")
+    @classmethod
+    def _check_budget(cls, v: Any) -> Any:
+        from judgekit.llm.client import normalise_budget
+
+        try:
+            return normalise_budget(v)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from exc
 
     @field_validator("models")
     @classmethod
@@ -146,5 +158,6 @@ def client_for(cfg: RunSettings, *, progress: bool = True) -> Any:
     return Client(ClientSettings(
         cache_dir=cfg.cache_dir, use_cache=cfg.use_cache, cassette=cfg.cassette,
         cassette_mode=cfg.cassette_mode, concurrency=cfg.concurrency, timeout=cfg.timeout,
+        call_deadline=cfg.call_deadline, max_failures=cfg.max_failures,
         base_urls=cfg.base_urls, progress=progress,
     ))

@@ -20,14 +20,33 @@ class DataError(JudgekitError):
 
 
 class ProviderError(JudgekitError):
-    """A provider could not be reached or answered with an error."""
+    """A provider could not be reached or answered with an error.
+
+    ``kind`` is the failure kind a call ends with when this error is final:
+    ``transport`` (connection, 5xx, 429, bad body), ``http_4xx`` (a request the
+    provider rejects), ``timeout``, ``refusal`` or ``truncated``.
+    """
 
     def __init__(self, message: str, *, status: int | None = None,
-                 retry_after: float | None = None, retryable: bool = False) -> None:
+                 retry_after: float | None = None, retryable: bool = False,
+                 kind: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
         self.retryable = retryable
+        if kind is None:
+            kind = "http_4xx" if status is not None and 400 <= status < 500 and not retryable \
+                else "transport"
+        self.kind = kind
+
+    @property
+    def fatal(self) -> bool:
+        """Errors that no other call of the run can escape: bad key, no access, no model."""
+        return self.status in (401, 403, 404)
+
+
+class RunAborted(JudgekitError):
+    """A run-wide problem (bad key, unknown model, failure budget spent): stop at once."""
 
 
 class MissingKeyError(JudgekitError):

@@ -53,3 +53,19 @@ def md_table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def write_failures(out: Path, client: Any) -> dict[str, int]:
+    """Write the run's failure log (one JSON line per failed call, with its transcript)
+    as failures.jsonl, and return the failed-call counts by kind."""
+    log = getattr(client, "failure_log", [])
+    path = out / "failures.jsonl"
+    if log:
+        write_text(path, "".join(json.dumps(scrub(_clean(r)), sort_keys=True,
+                                            ensure_ascii=False) + "\n" for r in log))
+    elif path.exists():
+        path.unlink()
+    counts: dict[str, int] = {}
+    for r in log:
+        counts[r["kind"]] = counts.get(r["kind"], 0) + 1
+    return counts

@@ -30,7 +30,7 @@ def test_cache_stats_and_clear(tmp_path):
     _record(tmp_path)
     r = CliRunner().invoke(app, ["cache", "stats", "--dir", str(tmp_path / "cache")])
     stats = json.loads(r.output)
-    assert stats["entries"] == 1 and stats["hits"] == 0 and stats["misses"] == 1
+    assert stats["entries"] == 1 and stats["last_run_hits"] == 0 and stats["last_run_misses"] == 1
     assert stats["bytes"] > 0
     r = CliRunner().invoke(app, ["cache", "clear", "--dir", str(tmp_path / "cache")])
     assert "removed" in r.output

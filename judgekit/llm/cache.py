@@ -1,8 +1,19 @@
-"""On-disk response cache (diskcache), keyed by the request identity's sha256."""
+"""On-disk response cache (diskcache), keyed by the request identity's sha256.
+
+Values are stored as JSON text, never as pickles: a cache directory is data,
+and loading it must not run code. An entry in any other form (a pickle planted
+or left by an older version) is refused and counted as a miss. A cache that
+cannot be opened or read (a truncated ``cache.db``, a full disk) is reported
+once as a warning and bypassed: calls go to the provider and the run goes on.
+Only successful answers are stored; a failed call is simply a miss next time.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +21,10 @@ from typing import Any
 import diskcache
 from platformdirs import user_cache_dir
 
+log = logging.getLogger("judgekit.cache")
+
 _STATS_KEY = "__judgekit_last_run_stats__"
+_CACHE_ERRORS = (sqlite3.Error, OSError, ValueError, diskcache.Timeout)
 
 
 def default_cache_dir() -> Path:
@@ -18,46 +32,137 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path(user_cache_dir("judgekit")) / "responses"
 
 
+class UnsafeEntry(ValueError):
+    """A cache row that is not plain JSON text (e.g. a pickle)."""
+
+
+class _JSONOnlyDisk(diskcache.Disk):
+    """A diskcache Disk that stores and returns text only and never unpickles."""
+
+    def get(self, key: Any, raw: bool) -> Any:
+        if not raw:
+            raise UnsafeEntry("cache key is not stored as raw text")
+        return super().get(key, raw)
+
+    def fetch(self, mode: int, filename: Any, value: Any, read: bool) -> Any:
+        if mode in (diskcache.core.MODE_PICKLE,) or read:
+            raise UnsafeEntry("cache value is not JSON text (a pickle?)")
+        return super().fetch(mode, filename, value, read)
+
+
 @dataclass
 class CacheStats:
     entries: int
-    hits: int
-    misses: int
     bytes: int
     directory: str
+    last_run_hits: int
+    last_run_misses: int
 
 
 class ResponseCache:
-    """A thin wrapper over diskcache that counts hits and misses."""
+    """A JSON-valued diskcache that counts hits and misses and never raises on I/O."""
 
     def __init__(self, directory: str | Path | None = None) -> None:
         self.directory = Path(directory) if directory else default_cache_dir()
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._cache = diskcache.Cache(str(self.directory), size_limit=2**34)
         self.hits = 0
         self.misses = 0
+        self.refused = 0
+        self._cache: diskcache.Cache | None = None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._cache = diskcache.Cache(str(self.directory), size_limit=2**34,
+                                          disk=_JSONOnlyDisk)
+        except _CACHE_ERRORS as exc:
+            self._disable(exc)
+
+    @property
+    def available(self) -> bool:
+        return self._cache is not None
+
+    def _disable(self, exc: BaseException) -> None:
+        log.warning("judgekit: the response cache at %s is unusable (%s: %s); it is bypassed "
+                    "for this run and calls go to the provider (`judgekit cache clear` or "
+                    "delete the folder to start afresh)", self.directory, type(exc).__name__,
+                    str(exc).splitlines()[0] if str(exc) else "")
+        cache, self._cache = self._cache, None
+        if cache is not None:
+            try:
+                cache.close()
+            except _CACHE_ERRORS:
+                pass
 
     def get(self, key: str) -> dict[str, Any] | None:
-        value = self._cache.get(key)
-        if value is None:
+        if self._cache is None:
+            self.misses += 1
+            return None
+        try:
+            text = self._cache.get(key)
+            value = json.loads(text) if isinstance(text, str) else None
+        except UnsafeEntry:
+            self.refused += 1
+            value = None
+        except json.JSONDecodeError:
+            self.refused += 1
+            value = None
+        except _CACHE_ERRORS as exc:
+            self._disable(exc)
+            value = None
+        if not isinstance(value, dict):
             self.misses += 1
             return None
         self.hits += 1
-        return value  # type: ignore[no-any-return]
+        return value
 
     def set(self, key: str, value: dict[str, Any]) -> None:
-        self._cache.set(key, value)
+        if self._cache is None:
+            return
+        try:
+            self._cache.set(key, json.dumps(value, ensure_ascii=False, sort_keys=True))
+        except _CACHE_ERRORS as exc:
+            self._disable(exc)
+
+    def delete(self, key: str) -> None:
+        if self._cache is None:
+            return
+        try:
+            self._cache.delete(key)
+        except _CACHE_ERRORS as exc:
+            self._disable(exc)
+
+    def __contains__(self, key: str) -> bool:
+        if self._cache is None:
+            return False
+        try:
+            return key in self._cache
+        except _CACHE_ERRORS:
+            return False
 
     def close(self) -> None:
-        if self.hits or self.misses:
-            self._cache.set(_STATS_KEY, {"hits": self.hits, "misses": self.misses})
-        self._cache.close()
+        if self._cache is None:
+            return
+        try:
+            if self.hits or self.misses:
+                self._cache.set(_STATS_KEY, json.dumps({"hits": self.hits,
+                                                        "misses": self.misses}))
+            self._cache.close()
+        except _CACHE_ERRORS:
+            pass
+        self._cache = None
 
     def stats(self) -> CacheStats:
-        last = self._cache.get(_STATS_KEY) or {"hits": 0, "misses": 0}
+        """The whole cache (entries, bytes on disk) and the last run's hits and misses."""
+        if self._cache is None:
+            return CacheStats(0, 0, str(self.directory), 0, 0)
+        try:
+            raw = self._cache.get(_STATS_KEY)
+            last = json.loads(raw) if isinstance(raw, str) else {}
+        except (UnsafeEntry, json.JSONDecodeError, *_CACHE_ERRORS):
+            last = {}
         entries = len(self._cache) - (1 if _STATS_KEY in self._cache else 0)
-        return CacheStats(entries, int(last["hits"]), int(last["misses"]),
-                          int(self._cache.volume()), str(self.directory))
+        return CacheStats(entries, int(self._cache.volume()), str(self.directory),
+                          int(last.get("hits", 0)), int(last.get("misses", 0)))
 
     def clear(self) -> int:
+        if self._cache is None:
+            return 0
         return int(self._cache.clear())

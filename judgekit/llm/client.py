@@ -1,20 +1,30 @@
 """The one client every stage goes through.
 
-cassette -> cache -> per-provider concurrency limit -> provider call
--> transport retries (429/5xx/timeouts, Retry-After) -> parse and validate,
-re-asking with the error up to ``max_parse_attempts`` times in total.
+cassette -> cache -> in-flight dedupe -> per-provider concurrency limit -> provider
+call -> transport retries (408/409/425/429/5xx/529, resets, bad bodies, timeouts;
+Retry-After honoured and capped; exponential backoff with full jitter) -> parse and
+validate, re-asking with the error up to ``max_parse_attempts`` times in total;
+all inside an overall per-call deadline.
+
+Every call ends as a :class:`StageResult`: ok, or failed with a kind. ``map``
+never raises for one call. Run-wide problems raise at once: a missing key,
+401/403, an unknown model (404), a cassette miss in replay-only mode, and a
+stage whose failures exceed the failure budget.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import random
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from tenacity import (
     AsyncRetrying,
     RetryError,
@@ -23,27 +33,57 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from judgekit.errors import CassetteMissError, ProviderError
+from judgekit.errors import CassetteMissError, JudgekitError, ProviderError, RunAborted
 from judgekit.llm.cache import ResponseCache
 from judgekit.llm.cassette import Cassette
 from judgekit.llm.identity import identity_key, request_identity
 from judgekit.llm.pricing import cost_usd
 from judgekit.llm.providers import Provider, make_provider, parse_model_string
-from judgekit.llm.secrets import scrub
+from judgekit.llm.secrets import scrub, scrub_text
 from judgekit.llm.stage import Call, Stage
 from judgekit.llm.structured import ParseFailure, parse_output
 from judgekit.llm.templates import TemplateLibrary
-from judgekit.llm.types import Completion, ProviderRequest, StageResult, Usage
+from judgekit.llm.types import (
+    ANSWER_FAILURES,
+    FAILURE_KINDS,
+    Completion,
+    ProviderRequest,
+    StageResult,
+    Usage,
+)
 
 log = logging.getLogger("judgekit.llm")
 
 REASK = ("Your previous answer could not be used: {error}\n"
          "Answer again with only a JSON object that matches the required schema.")
+EMPTY_REASK = ("Your previous answer was empty.\n"
+               "Answer with only a JSON object that matches the required schema.")
+
+# Calls whose answers this process has stored (cache or cassette journal); the CLI
+# reports it when a run is interrupted.
+_persisted = [0]
+
+
+def persisted_calls() -> int:
+    return _persisted[0]
+
+
+class _Terminal(Exception):
+    """An answer that re-asking cannot fix (a refusal, a truncated answer)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass
 class ClientSettings:
-    """Operational settings. None of these enter the request identity."""
+    """Operational settings. None of these enter the request identity.
+
+    ``max_failures`` is the failure budget per stage: a whole number is a count, a
+    fraction in (0, 1) a share of the stage's calls, checked once the stage has
+    made ``failure_budget_min_calls`` calls; None disables it.
+    """
 
     cache_dir: str | Path | None = None
     use_cache: bool = True
@@ -51,10 +91,13 @@ class ClientSettings:
     cassette_mode: str = "new"
     concurrency: int = 8
     timeout: float = 120.0
+    call_deadline: float = 600.0
     transport_attempts: int = 6
     max_parse_attempts: int = 5
     backoff_base: float = 1.0
     max_wait: float = 60.0
+    max_failures: int | float | None = 0.25
+    failure_budget_min_calls: int = 50
     base_urls: dict[str, str] = field(default_factory=dict)
     progress: bool = True
 
@@ -65,10 +108,12 @@ class StageStats:
     provider_calls: int = 0
     cached: int = 0
     failed: int = 0
+    done: int = 0  # calls that have a result (calls counts those started)
     attempts: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
+    failed_by_kind: dict[str, int] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -80,23 +125,33 @@ class Client:
 
     def __init__(self, settings: ClientSettings | None = None, *,
                  templates: TemplateLibrary | None = None,
-                 sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+                 sleep: Callable[[float], Awaitable[None]] | None = None,
+                 providers: dict[str, Provider] | None = None) -> None:
         self.settings = settings or ClientSettings()
         self.templates = templates or TemplateLibrary()
         self._sleep = sleep or asyncio.sleep
+        self._jitter = random.Random()  # timing only: never changes an answer
+        self.settings.max_failures = normalise_budget(self.settings.max_failures)
         self.cache = ResponseCache(self.settings.cache_dir) if self.settings.use_cache else None
         self.cassette = (Cassette(self.settings.cassette, self.settings.cassette_mode)
                          if self.settings.cassette else None)
         if self.settings.cassette_mode == "none" and self.cassette is None:
             raise CassetteMissError("cassette mode none needs a cassette path")
-        self._providers: dict[str, Provider] = {}
+        self._providers: dict[str, Provider] = dict(providers or {})
         self._limits: dict[tuple[int, str], asyncio.Semaphore] = {}
+        self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.stats: dict[str, StageStats] = {}
+        self.failure_log: list[dict[str, Any]] = []
+        self._aborted: BaseException | None = None  # a run-wide error: no new calls start
 
     # ---- public API -------------------------------------------------------------
     async def run(self, stage: Stage, variables: dict[str, Any], *, model: str, draw: int = 0,
                   sampling: dict[str, Any] | None = None) -> StageResult[Any]:
-        """Run one structured call of ``stage`` and return its explicit result."""
+        """Run one structured call of ``stage`` and return its explicit result.
+
+        Raises only for run-wide problems (:class:`RunAborted`, a missing key, a
+        cassette miss in mode none, a bad template or model string).
+        """
         provider = self._provider(model)
         messages = self.templates.render(stage.template, variables)
         samp = {**stage.sampling, **(sampling or {})}
@@ -109,28 +164,27 @@ class Client:
         key = identity_key(identity, stage.schema_json)
         st = self.stats.setdefault(stage.name, StageStats())
         st.calls += 1
-        record, source = self._lookup(key, identity)
+        record, value, source = self._lookup(key, identity, stage)
         if record is None:
-            req = ProviderRequest(model=provider.resolve_model(), messages=messages,
-                                  sampling=samp, schema=stage.schema, schema_name=stage.name,
-                                  base_url=provider.base_url, timeout=self.settings.timeout,
-                                  draw=draw)
-            async with self._limit(provider):
-                record = await self._structured(provider, req, stage)
-            record = scrub(record)
-            self._store(key, identity, record)
-            source = "provider"
-            st.provider_calls += 1
-            st.attempts += record["attempts"]
+            record, source = await self._fetch(key, identity, provider, stage, messages, samp,
+                                               draw)
+            if source == "provider":
+                st.provider_calls += 1
+                st.attempts += record["attempts"]
+            value = _validated(record, stage)
         else:
             st.cached += 1
-        result = self._result(stage, key, record, source)
-        self._account(st, model, result)
+        result = self._result(stage, key, record, value, source)
+        self._account(st, model, result, record)
+        self._check_budget(stage.name, st)
         return result
 
     async def map(self, stage: Stage, calls: Sequence[Call], *,
                   description: str | None = None) -> list[StageResult[Any]]:
-        """Run many calls of one stage concurrently, in order, with a progress bar."""
+        """Run many calls of one stage concurrently, in order, with a progress bar.
+
+        One call's failure is its result; a run-wide error cancels the rest and raises.
+        """
         if not calls:
             return []
         with _progress(self.settings.progress, description or stage.name, len(calls)) as tick:
@@ -140,7 +194,19 @@ class Client:
                 tick()
                 return res
 
-            return list(await asyncio.gather(*(one(c) for c in calls)))
+            tasks = [asyncio.ensure_future(one(c)) for c in calls]
+            try:
+                done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            except BaseException:  # cancelled from outside (Ctrl-C): stop every call
+                await _cancel(tasks)
+                raise
+            if pending:
+                await _cancel(list(pending))
+            errors = [t.exception() for t in tasks if t.done() and not t.cancelled()
+                      and t.exception() is not None]
+            if errors:
+                raise errors[0]  # type: ignore[misc]
+            return [t.result() for t in tasks]
 
     def run_sync(self, stage: Stage, variables: dict[str, Any], **kw: Any) -> StageResult[Any]:
         async def go() -> StageResult[Any]:
@@ -163,7 +229,7 @@ class Client:
             await p.aclose()
 
     def close(self) -> None:
-        """Write the cassette and the cache statistics. Safe to call twice."""
+        """Compact the cassette and close the cache. Safe to call twice."""
         if self.cassette is not None:
             self.cassette.save()
         if self.cache is not None:
@@ -180,11 +246,16 @@ class Client:
         stages = {name: s.as_dict() for name, s in self.stats.items()}
         total = sum(s.calls for s in self.stats.values())
         costs = [s.cost_usd for s in self.stats.values()]
+        by_kind: dict[str, int] = {}
+        for s in self.stats.values():
+            for k, n in s.failed_by_kind.items():
+                by_kind[k] = by_kind.get(k, 0) + n
         return {
             "total": total,
             "provider_calls": sum(s.provider_calls for s in self.stats.values()),
             "cached": sum(s.cached for s in self.stats.values()),
             "failed": sum(s.failed for s in self.stats.values()),
+            "failed_by_kind": dict(sorted(by_kind.items())),
             "prompt_tokens": sum(s.prompt_tokens for s in self.stats.values()),
             "completion_tokens": sum(s.completion_tokens for s in self.stats.values()),
             "cost_usd": None if any(c is None for c in costs) else sum(c or 0 for c in costs),
@@ -207,64 +278,114 @@ class Client:
             sem = self._limits[loop_key] = asyncio.Semaphore(self.settings.concurrency)
         return sem
 
-    def _lookup(self, key: str, identity: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    def _lookup(self, key: str, identity: dict[str, Any], stage: Stage
+                ) -> tuple[dict[str, Any] | None, Any, str]:
+        """A recorded answer that still fits the stage's output model, or a miss."""
         cas, mode = self.cassette, self.settings.cassette_mode
         if cas is not None and mode != "all":
             rec = cas.get(key)
             if rec is not None:
-                return rec, "cassette"
-            if mode == "none":
+                why = _unusable(rec, stage)
+                if why is None and (rec["ok"] or mode == "none"):
+                    return rec, _validated(rec, stage), "cassette"
+                if mode == "none":
+                    raise cas.miss_error(key, identity, why=why)
+                if why:
+                    log.warning("judgekit: cassette entry %s is re-recorded: %s", key[:12], why)
+                cas.forget(key)
+            elif mode == "none":
                 raise cas.miss_error(key, identity)
         if self.cache is not None and mode != "all":
             rec = self.cache.get(key)
             if rec is not None:
-                if cas is not None:
-                    cas.put(key, identity, rec)
-                return rec, "cache"
-        return None, "provider"
+                why = _unusable(rec, stage) or (None if rec.get("ok") else "a failed call")
+                if why is None:
+                    if cas is not None:
+                        cas.put(key, identity, rec)
+                    return rec, _validated(rec, stage), "cache"
+                log.warning("judgekit: cached answer %s is not used (%s); calling the "
+                            "provider again", key[:12], why)
+        return None, None, "provider"
 
-    def _store(self, key: str, identity: dict[str, Any], record: dict[str, Any]) -> None:
-        if self.cache is not None:
-            self.cache.set(key, record)
-        if self.cassette is not None:
-            self.cassette.put(key, identity, record)
+    async def _fetch(self, key: str, identity: dict[str, Any], provider: Provider,
+                     stage: Stage, messages: list[dict[str, str]], samp: dict[str, Any],
+                     draw: int) -> tuple[dict[str, Any], str]:
+        """Call the provider once per key, even when several callers ask at once."""
+        shared = self._inflight.get(key)
+        if shared is not None:
+            return await asyncio.shield(shared), "inflight"
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = fut
+        try:
+            req = ProviderRequest(model=provider.resolve_model(), messages=messages,
+                                  sampling=samp, schema=stage.schema, schema_name=stage.name,
+                                  base_url=provider.base_url, timeout=self.settings.timeout,
+                                  draw=draw)
+            async with self._limit(provider):
+                if self._aborted is not None:
+                    raise RunAborted(str(self._aborted))
+                try:
+                    record = await self._call(provider, req, stage)
+                except (RunAborted, JudgekitError) as exc:
+                    self._aborted = exc
+                    raise
+            record = scrub(record)
+            self._store(key, identity, record)
+            fut.set_result(record)
+            return record, "provider"
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: no "never retrieved" warning when nobody shares it
+            raise
+        finally:
+            self._inflight.pop(key, None)
 
-    async def _structured(self, provider: Provider, req: ProviderRequest,
-                          stage: Stage) -> dict[str, Any]:
-        usage = Usage()
-        state: dict[str, Any] = {"raw": "", "model": provider.resolve_model(), "attempts": 0,
-                                 "error": None, "entropy": None}
-        messages = list(req.messages)
+    async def _call(self, provider: Provider, req: ProviderRequest,
+                    stage: Stage) -> dict[str, Any]:
+        """One call under the overall deadline; every per-call failure becomes a record."""
+        state = _CallState(model=provider.resolve_model(), messages=list(req.messages))
+        try:
+            await asyncio.wait_for(self._structured(provider, req, stage, state),
+                                   self.settings.call_deadline)
+        except asyncio.TimeoutError:
+            state.fail("timeout", f"no answer within the call deadline of "
+                                  f"{self.settings.call_deadline:g}s")
+        except _Terminal as exc:
+            state.fail(exc.kind, str(exc))
+        except ProviderError as exc:
+            if exc.fatal:
+                raise RunAborted(scrub_text(str(exc))) from None
+            state.fail(exc.kind, str(exc))
+        except JudgekitError:
+            raise
+        except Exception as exc:  # a provider's unexpected error is this call's failure
+            state.fail("transport", f"{type(exc).__name__}: {exc}")
+        return state.record()
+
+    async def _structured(self, provider: Provider, req: ProviderRequest, stage: Stage,
+                          state: _CallState) -> None:
         retrying = AsyncRetrying(stop=stop_after_attempt(self.settings.max_parse_attempts),
                                  retry=retry_if_exception_type(ParseFailure), sleep=self._sleep)
-        parsed = None
         try:
             async for attempt in retrying:
                 with attempt:
-                    state["attempts"] += 1
-                    comp = await self._transport(provider, _with_messages(req, messages))
-                    usage.add(comp.usage)
-                    state.update(raw=comp.text, model=comp.model or state["model"],
-                                 entropy=comp.mean_token_entropy)
+                    state.attempts += 1
+                    comp = await self._transport(provider, _with_messages(req, state.messages))
+                    state.answer(comp)
+                    if comp.refusal is not None or comp.finish_reason == "refusal":
+                        raise _Terminal("refusal", f"the model refused: "
+                                                   f"{(comp.refusal or comp.text)[:300]}")
                     try:
-                        parsed = parse_output(comp.text, stage.output)
+                        state.parsed = parse_output(comp.text, stage.output)
                     except ParseFailure as exc:
-                        state["error"] = str(exc)
-                        messages = [*messages, {"role": "assistant", "content": comp.text},
-                                    {"role": "user", "content": REASK.format(error=exc)}]
+                        if comp.finish_reason == "length":
+                            raise _Terminal("truncated", "the answer was cut off at the token "
+                                            f"limit and does not parse: {exc}") from None
+                        state.error = str(exc)
+                        state.messages = _reask(state.messages, comp.text, str(exc))
                         raise
         except RetryError:
-            pass
-        return {
-            "ok": parsed is not None,
-            "text": state["raw"],
-            "parsed": parsed.model_dump(mode="json") if parsed is not None else None,
-            "attempts": state["attempts"],
-            "usage": usage.as_dict(),
-            "model": state["model"],
-            "error": None if parsed is not None else state["error"],
-            "mean_token_entropy": state["entropy"],
-        }
+            state.fail("parse", state.error or "no valid answer")
 
     async def _transport(self, provider: Provider, req: ProviderRequest) -> Completion:
         s = self.settings
@@ -273,7 +394,10 @@ class Client:
             exc = rs.outcome.exception()
             if isinstance(exc, ProviderError) and exc.retry_after is not None:
                 return float(min(exc.retry_after, s.max_wait))
-            return float(min(s.backoff_base * 2 ** (rs.attempt_number - 1), s.max_wait))
+            # Exponential backoff with full jitter: callers that failed together
+            # do not come back together.
+            cap = min(s.backoff_base * 2 ** (rs.attempt_number - 1), s.max_wait)
+            return self._jitter.uniform(0.0, cap)
 
         retrying = AsyncRetrying(stop=stop_after_attempt(s.transport_attempts), wait=wait,
                                  retry=retry_if_exception(provider.should_retry),
@@ -283,22 +407,43 @@ class Client:
                 return await provider.generate(req)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _result(self, stage: Stage, key: str, rec: dict[str, Any],
+    def _store(self, key: str, identity: dict[str, Any], record: dict[str, Any]) -> None:
+        """Answers go to the cache; the model's own failures (parse, refusal, truncated)
+        only to the cassette so a replay reproduces them; transport failures nowhere."""
+        stored = False
+        if record["ok"] and self.cache is not None:
+            self.cache.set(key, record)
+            stored = True
+        if self.cassette is not None and (record["ok"] or record.get("kind") in ANSWER_FAILURES):
+            self.cassette.put(key, identity, record)
+            stored = True
+        _persisted[0] += stored
+
+    def _result(self, stage: Stage, key: str, rec: dict[str, Any], value: Any,
                 source: str) -> StageResult[Any]:
-        value = stage.output.model_validate(rec["parsed"]) if rec.get("ok") else None
         u = rec.get("usage") or {}
-        return StageResult(stage=stage.name, key=key, ok=bool(rec.get("ok")), value=value,
+        ok = value is not None
+        return StageResult(stage=stage.name, key=key, ok=ok, value=value,
                            raw=rec.get("text", ""), attempts=int(rec.get("attempts", 0)),
                            usage=Usage(int(u.get("prompt_tokens", 0)),
                                        int(u.get("completion_tokens", 0))),
-                           model=rec.get("model", ""), error=rec.get("error"), source=source,
-                           mean_token_entropy=rec.get("mean_token_entropy"))
+                           model=rec.get("model", ""), error=None if ok else rec.get("error"),
+                           source=source, mean_token_entropy=rec.get("mean_token_entropy"),
+                           kind=None if ok else (rec.get("kind") or "parse"))
 
-    def _account(self, st: StageStats, model: str, res: StageResult[Any]) -> None:
+    def _account(self, st: StageStats, model: str, res: StageResult[Any],
+                 rec: dict[str, Any]) -> None:
+        st.done += 1
         if not res.ok:
+            kind = res.kind or "parse"
             st.failed += 1
-            st.failures.append({"key": res.key[:12], "attempts": res.attempts,
+            st.failed_by_kind[kind] = st.failed_by_kind.get(kind, 0) + 1
+            st.failures.append({"key": res.key[:12], "kind": kind, "attempts": res.attempts,
                                 "error": res.error, "raw": res.raw[:300]})
+            self.failure_log.append({"stage": res.stage, "key": res.key, "kind": kind,
+                                     "model": model, "attempts": res.attempts,
+                                     "error": res.error, "source": res.source,
+                                     "transcript": rec.get("transcript")})
         # Tokens count every result (a replay reports what the recorded calls used);
         # cost counts only what this run paid a provider for.
         st.prompt_tokens += res.usage.prompt_tokens
@@ -307,6 +452,126 @@ class Client:
             return
         c = cost_usd(model, res.usage.prompt_tokens, res.usage.completion_tokens)
         st.cost_usd = None if c is None or st.cost_usd is None else st.cost_usd + c
+
+    def _check_budget(self, stage: str, st: StageStats) -> None:
+        budget = self.settings.max_failures
+        if budget is None or st.failed == 0:
+            return
+        if isinstance(budget, int):
+            over = st.failed > budget
+            what = f"{st.failed} failed calls (budget {budget})"
+        else:
+            over = st.done >= self.settings.failure_budget_min_calls and \
+                st.failed > budget * st.done
+            what = (f"{st.failed} of {st.done} calls failed ({st.failed / st.done:.0%}, "
+                    f"budget {budget:.0%})")
+        if over:
+            self._aborted = RunAborted(f"stage {stage} spent its failure budget")
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(st.failed_by_kind.items()))
+            last = st.failures[-1]["error"] if st.failures else ""
+            raise RunAborted(
+                f"stage {stage}: {what}: {kinds}; stopping so a broken prompt or endpoint "
+                f"does not pay for every item (last error: {scrub_text(str(last))[:200]}); "
+                "fix it and rerun (answers so far are kept), or raise max_failures")
+
+
+@dataclass
+class _CallState:
+    """What one call has seen so far: kept when it fails, for the failure log."""
+
+    model: str
+    messages: list[dict[str, str]]
+    attempts: int = 0
+    raw: str = ""
+    usage: Usage = field(default_factory=Usage)
+    entropy: float | None = None
+    parsed: Any = None
+    error: str | None = None
+    kind: str | None = None
+
+    def answer(self, comp: Completion) -> None:
+        self.usage.add(comp.usage)
+        self.raw, self.entropy = comp.text, comp.mean_token_entropy
+        self.model = comp.model or self.model
+
+    def fail(self, kind: str, error: str) -> None:
+        assert kind in FAILURE_KINDS
+        self.parsed, self.kind, self.error = None, kind, scrub_text(error)
+
+    def record(self) -> dict[str, Any]:
+        ok = self.parsed is not None and self.kind is None
+        rec = {
+            "ok": ok,
+            "text": self.raw,
+            "parsed": self.parsed.model_dump(mode="json") if ok else None,
+            "attempts": self.attempts,
+            "usage": self.usage.as_dict(),
+            "model": self.model,
+            "error": None if ok else (self.error or "no valid answer"),
+            "mean_token_entropy": self.entropy,
+        }
+        if not ok:
+            rec["kind"] = self.kind or "parse"
+            rec["transcript"] = self.messages
+        return rec
+
+
+def normalise_budget(budget: Any) -> int | float | None:
+    """A failure budget as a count (int >= 0), a fraction in (0, 1), or None."""
+    from judgekit.errors import ConfigError
+
+    if budget is None:
+        return None
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool) \
+            and math.isfinite(budget) and budget >= 0:
+        if 0 < budget < 1:
+            return float(budget)
+        if budget == int(budget):
+            return int(budget)
+    raise ConfigError(f"max_failures {budget!r} must be a whole number of calls, a fraction "
+                      "between 0 and 1 (e.g. 0.25), or null for no budget")
+
+
+def _unusable(rec: dict[str, Any], stage: Stage) -> str | None:
+    """Why a recorded answer cannot be served for ``stage`` now, or None."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("ok"), bool):
+        return "the record is malformed"
+    if not rec["ok"]:
+        return None
+    try:
+        stage.output.model_validate(rec.get("parsed"))
+    except ValidationError as exc:
+        from judgekit.errors import describe_validation
+
+        return f"its parsed value no longer fits {stage.output.__name__}: " \
+               f"{describe_validation(exc)}"
+    return None
+
+
+def _validated(rec: dict[str, Any], stage: Stage) -> Any:
+    if not rec.get("ok"):
+        return None
+    return stage.output.model_validate(rec["parsed"])
+
+
+def _reask(messages: list[dict[str, str]], text: str, error: str) -> list[dict[str, str]]:
+    """Messages for a re-ask. An empty answer is never sent back as an empty assistant
+    turn (Anthropic rejects it); the request is repeated with the note appended."""
+    if text.strip():
+        return [*messages, {"role": "assistant", "content": text},
+                {"role": "user", "content": REASK.format(error=error)}]
+    last = messages[-1]
+    if last["role"] == "user":
+        note = EMPTY_REASK if EMPTY_REASK not in last["content"] else ""
+        return [*messages[:-1], {"role": "user",
+                                 "content": last["content"] + ("\n\n" + note if note else "")}]
+    return [*messages, {"role": "user", "content": EMPTY_REASK}]
+
+
+async def _cancel(tasks: list[asyncio.Future[Any]]) -> None:
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _with_messages(req: ProviderRequest, messages: list[dict[str, str]]) -> ProviderRequest:

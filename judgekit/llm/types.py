@@ -9,6 +9,12 @@ from pydantic import BaseModel
 
 T = TypeVar("T", bound=BaseModel)
 
+# How a call can end without a usable answer.
+FAILURE_KINDS = ("transport", "http_4xx", "parse", "refusal", "truncated", "timeout")
+# Failures that are the model's own answer (replayable from a cassette); the others
+# are accidents of the transport and are never recorded.
+ANSWER_FAILURES = frozenset({"parse", "refusal", "truncated"})
+
 
 @dataclass
 class Usage:
@@ -45,14 +51,17 @@ class Completion:
     model: str
     usage: Usage = field(default_factory=Usage)
     mean_token_entropy: float | None = None
+    finish_reason: str | None = None  # normalised: stop | length | refusal | tool_use ...
+    refusal: str | None = None  # the provider's refusal text, when it declined
 
 
 @dataclass
 class StageResult(Generic[T]):
     """The outcome of one structured stage call.
 
-    ``ok`` is False when every parse attempt failed: then ``value`` is None and
-    ``error`` says why. A failure is never replaced by a default value.
+    ``ok`` is False when the call failed: then ``value`` is None, ``kind`` is one of
+    :data:`FAILURE_KINDS` and ``error`` says why. A failure is never replaced by a
+    default value; runs exclude it from scores and count it.
     """
 
     stage: str
@@ -64,8 +73,9 @@ class StageResult(Generic[T]):
     usage: Usage
     model: str
     error: str | None = None
-    source: str = "provider"  # provider | cache | cassette
+    source: str = "provider"  # provider | cache | cassette | inflight (shared in-flight call)
     mean_token_entropy: float | None = None
+    kind: str | None = None  # None when ok, else one of FAILURE_KINDS
 
     @property
     def cached(self) -> bool:

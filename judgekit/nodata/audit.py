@@ -26,7 +26,7 @@ from judgekit.nodata.config import NoDataConfig
 from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
 from judgekit.nodata.rubric import Rubric, load_rubric
 from judgekit.report.figures import lines
-from judgekit.runio import md_table, write_json, write_text
+from judgekit.runio import md_table, write_failures, write_json, write_text
 
 REFUSAL = re.compile(r"\b(I can(?:no|')t|I'm sorry|I am sorry|as an AI|I am unable|"
                      r"I'm unable)\b", re.IGNORECASE)
@@ -250,7 +250,9 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                   "per_item": calls["total"] / max(1, len(items)),
                   "tokens_per_item": (calls["prompt_tokens"] + calls["completion_tokens"])
                   / max(1, len(items)),
-                  "per_stage": {k: {kk: v[kk] for kk in ("calls", "cached", "failed")}
+                  "failed_by_kind": calls["failed_by_kind"],
+                  "per_stage": {k: {kk: v[kk] for kk in ("calls", "cached", "failed",
+                                                         "failed_by_kind")}
                                 for k, v in calls["stages"].items()}},
         "baseline": _baseline(items, raw["ensemble"]),
     }
@@ -263,7 +265,8 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
           title=f"No-Data audit of {cfg.models['evaluator']}")
     r0 = runs[0]
     unused = client.cassette.unused() if client.cassette is not None else []
-    return {"headline": f"{cfg.rubric_label}: success {r0['success_rate']:.1%} over "
+    return {"failed_calls": write_failures(out, client),
+            "headline": f"{cfg.rubric_label}: success {r0['success_rate']:.1%} over "
                         f"{r0['n_items']} items", "unused_cassette_entries": unused}
 
 

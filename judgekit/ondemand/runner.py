@@ -8,7 +8,7 @@ from typing import Any
 from judgekit.ondemand.config import OnDemandConfig
 from judgekit.ondemand.simulation import adaptive_curve, simulate
 from judgekit.report.figures import lines
-from judgekit.runio import md_table, write_json, write_text
+from judgekit.runio import md_table, write_failures, write_json, write_text
 
 
 def run(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:
@@ -109,4 +109,5 @@ def run_labelling(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:
         f"{results['samples_drawn']} samples drawn, {results['labels_used']} distinct "
         "instances labelled (each at most once across systems).",
         md_table(["system", "simple precision", "joint precision"], rows)]) + "\n")
-    return {"headline": f"{results['labels_used']} labels for {len(systems)} systems"}
+    return {"headline": f"{results['labels_used']} labels for {len(systems)} systems",
+            "failed_calls": write_failures(out, client) if client is not None else {}}

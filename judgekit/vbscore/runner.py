@@ -13,7 +13,7 @@ import numpy as np
 from judgekit.config import client_for
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
-from judgekit.runio import write_json, write_text
+from judgekit.runio import write_failures, write_json, write_text
 from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
 from judgekit.vbscore.distribution import Candidate, build
@@ -41,9 +41,9 @@ def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
     summary = client.summary()
     results["calls"] = {**{k: summary[k] for k in ("total", "cached", "failed", "provider_calls",
                                                    "prompt_tokens", "completion_tokens",
-                                                   "cost_usd")},
+                                                   "cost_usd", "failed_by_kind")},
                         "per_stage": {k: {kk: v[kk] for kk in ("calls", "cached", "failed",
-                                                               "attempts")}
+                                                               "attempts", "failed_by_kind")}
                                       for k, v in summary["stages"].items()}}
     if client.cassette is not None:
         results["unused_cassette_entries"] = client.cassette.unused()
@@ -56,7 +56,7 @@ def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
     figures(cfg, results, out)
     head = "; ".join(f"{d['name']}: VB {d['vb']:.3f} ES {d['es']:.3f}"
                      for d in results["datasets"] if d["vb"] is not None)
-    return {"headline": head,
+    return {"headline": head, "failed_calls": write_failures(out, client),
             "unused_cassette_entries": results.get("unused_cassette_entries", [])}
 
 

@@ -40,18 +40,24 @@ def messages_payload(model: str, req: ProviderRequest) -> dict[str, Any]:
 def parse_messages_response(data: dict[str, Any]) -> Completion:
     blocks = data.get("content")
     if not isinstance(blocks, list):
-        raise ProviderError(f"anthropic: response has no content list: {str(data)[:200]}")
+        raise ProviderError(f"anthropic: response has no content list: {str(data)[:200]}",
+                            retryable=True)
     text = ""
     for block in blocks:
+        if not isinstance(block, dict):
+            continue
         if block.get("type") == "tool_use":
             text = json.dumps(block.get("input", {}), ensure_ascii=False)
             break
         if block.get("type") == "text":
             text += block.get("text", "")
     usage = data.get("usage") or {}
+    stop = data.get("stop_reason")
     return Completion(text=text, model=data.get("model", ""),
-                      usage=Usage(int(usage.get("input_tokens", 0)),
-                                  int(usage.get("output_tokens", 0))))
+                      usage=Usage(int(usage.get("input_tokens", 0) or 0),
+                                  int(usage.get("output_tokens", 0) or 0)),
+                      finish_reason={"max_tokens": "length", "end_turn": "stop"}.get(stop, stop),
+                      refusal=(text or "stop_reason refusal") if stop == "refusal" else None)
 
 
 @register

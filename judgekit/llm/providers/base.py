@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import os
 from typing import Any, ClassVar
 
 import aiohttp
 
 from judgekit.errors import ConfigError, MissingKeyError, ProviderError
+from judgekit.llm.secrets import scrub_text
 from judgekit.llm.types import Completion, ProviderRequest
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
@@ -40,9 +43,12 @@ class Provider:
         raise NotImplementedError  # pragma: no cover - abstract
 
     def should_retry(self, error: BaseException) -> bool:
+        """The one retry rule for every provider: retry what a ProviderError marks
+        retryable (providers map their own errors to it), and raw timeouts and
+        connection errors from code that does not."""
         if isinstance(error, ProviderError):
             return error.retryable
-        return isinstance(error, (asyncio.TimeoutError, aiohttp.ClientConnectionError))
+        return isinstance(error, (asyncio.TimeoutError, aiohttp.ClientError))
 
     def api_key(self) -> str:
         """Read the key from the environment at call time; it is never stored."""
@@ -73,33 +79,46 @@ class Provider:
 
     async def post_json(self, url: str, payload: dict[str, Any], headers: dict[str, str],
                         timeout: float) -> dict[str, Any]:
-        """POST JSON and map HTTP errors to ProviderError (retryable or not)."""
+        """POST JSON and return the decoded object.
+
+        Every way an HTTP exchange can go wrong becomes a ProviderError: retryable
+        for 408/409/425/429/5xx/529, timeouts, connection resets before or during
+        the body, and 200s whose body is not a JSON object (an HTML error page, a
+        cut-off body); not retryable for other 4xx. Messages are scrubbed of keys,
+        since error bodies may echo the request's credentials.
+        """
         try:
             async with self.session().post(
                 url, json=payload, headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
-                if resp.status >= 400:
-                    body = await resp.text()
-                    raise ProviderError(
-                        f"{self.name}: HTTP {resp.status} from {url}: {_error_message(body)}",
-                        status=resp.status,
-                        retry_after=retry_after_seconds(resp.headers),
-                        retryable=resp.status in RETRYABLE_STATUS,
-                    )
-                data: dict[str, Any] = await resp.json(content_type=None)
-                return data
+                body = await resp.read()
+                status = resp.status
+                retry_after = retry_after_seconds(resp.headers)
         except asyncio.TimeoutError as exc:
-            raise ProviderError(f"{self.name}: timed out after {timeout}s calling {url}",
+            raise ProviderError(f"{self.name}: timed out after {timeout:g}s calling {url}",
+                                retryable=True, kind="timeout") from exc
+        except aiohttp.ClientError as exc:  # resets before or mid-body, payload errors
+            raise ProviderError(scrub_text(f"{self.name}: connection to {url} failed: "
+                                           f"{type(exc).__name__}: {exc}"),
                                 retryable=True) from exc
-        except aiohttp.ClientConnectionError as exc:
-            raise ProviderError(f"{self.name}: cannot connect to {url}: {exc}",
-                                retryable=True) from exc
+        text = body.decode("utf-8", errors="replace")
+        if status >= 400:
+            raise ProviderError(
+                scrub_text(f"{self.name}: HTTP {status} from {url}: {_error_message(text)}"),
+                status=status, retry_after=retry_after, retryable=status in RETRYABLE_STATUS)
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise ProviderError(scrub_text(f"{self.name}: HTTP {status} from {url} with a body "
+                                           f"that is not a JSON object: {text[:120]!r}"),
+                                status=status, retryable=True)
+        return data
 
 
 def _error_message(body: str) -> str:
-    import json
-
     try:
         data = json.loads(body)
         err = data.get("error", data)
@@ -110,28 +129,46 @@ def _error_message(body: str) -> str:
         return body[:300]
 
 
-def retry_after_seconds(headers: Any) -> float | None:
-    """Seconds to wait from `retry-after-ms` or `Retry-After` (delta-seconds form)."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000.0
-        except ValueError:
-            pass
-    ra = headers.get("Retry-After") or headers.get("retry-after")
-    if ra:
-        try:
-            return max(0.0, float(ra))
-        except ValueError:
-            from datetime import datetime, timezone
-            from email.utils import parsedate_to_datetime
+MAX_RETRY_AFTER = 3600.0
 
-            try:
-                when = parsedate_to_datetime(ra)
-                return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-            except (TypeError, ValueError):
-                return None
-    return None
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date).
+
+    Only finite, non-negative values count (``nan``, ``inf`` and negatives are
+    ignored, falling back to backoff); values are capped at an hour here and at
+    the client's ``max_wait`` when waiting.
+    """
+    ms = _finite(headers.get("retry-after-ms"))
+    if ms is not None:
+        return min(ms / 1000.0, MAX_RETRY_AFTER)
+    ra = headers.get("Retry-After") or headers.get("retry-after")
+    if not ra:
+        return None
+    secs = _finite(ra)
+    if secs is not None:
+        return min(secs, MAX_RETRY_AFTER)
+    from datetime import datetime, timezone
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(ra)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return min(max(0.0, (when - datetime.now(timezone.utc)).total_seconds()),
+                   MAX_RETRY_AFTER)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def _finite(raw: Any) -> float | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        v = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
 
 
 _REGISTRY: dict[str, type[Provider]] = {}

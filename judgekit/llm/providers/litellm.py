@@ -60,4 +60,6 @@ class LiteLLMProvider(Provider):
                         getattr(usage, "completion_tokens", 0) or 0),
             mean_token_entropy=_mean_entropy_bits(
                 lp.model_dump() if lp is not None and hasattr(lp, "model_dump") else lp),
+            finish_reason=getattr(choice, "finish_reason", None),
+            refusal=getattr(choice.message, "refusal", None) or None,
         )

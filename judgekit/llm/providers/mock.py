@@ -19,7 +19,7 @@ from judgekit.errors import ConfigError
 from judgekit.llm.providers.base import Provider, register
 from judgekit.llm.types import Completion, ProviderRequest, Usage
 
-Output = Union[str, dict, BaseModel, BaseException]
+Output = Union[str, dict, BaseModel, BaseException, Completion]
 Script = Union[Callable[[ProviderRequest], Output], Sequence[Output]]
 
 _SCRIPTS: dict[str, Script] = {}
@@ -70,15 +70,38 @@ class MockProvider(Provider):
         return None
 
     async def generate(self, request: ProviderRequest) -> Completion:
-        out = _next_output(self.model, request)
-        if isinstance(out, BaseException):
-            raise out
-        if isinstance(out, BaseModel):
-            text = out.model_dump_json()
-        elif isinstance(out, dict):
-            text = json.dumps(out)
-        else:
-            text = str(out)
-        prompt_words = sum(len(m["content"].split()) for m in request.messages)
-        return Completion(text=text, model=f"mock/{self.model}",
-                          usage=Usage(prompt_words, len(text.split())))
+        return _completion(_next_output(self.model, request), request, self.model)
+
+
+class FunctionProvider(MockProvider):
+    """A provider object built from a function, passed to ``Client(providers=...)``:
+    ``Client(providers={"mock/judge": FunctionProvider(fn)})``. ``fn`` takes the
+    :class:`ProviderRequest` and returns text, a dict, a Pydantic object, or an
+    exception to raise (sync or async)."""
+
+    def __init__(self, fn: Callable[[ProviderRequest], object], model: str = "function"
+                 ) -> None:
+        super().__init__(model)
+        self.fn = fn
+
+    async def generate(self, request: ProviderRequest) -> Completion:
+        out = self.fn(request)
+        if hasattr(out, "__await__"):
+            out = await out  # type: ignore[misc]
+        return _completion(out, request, self.model)  # type: ignore[arg-type]
+
+
+def _completion(out: Output, request: ProviderRequest, model: str) -> Completion:
+    if isinstance(out, Completion):
+        return out
+    if isinstance(out, BaseException):
+        raise out
+    if isinstance(out, BaseModel):
+        text = out.model_dump_json()
+    elif isinstance(out, dict):
+        text = json.dumps(out)
+    else:
+        text = str(out)
+    prompt_words = sum(len(m["content"].split()) for m in request.messages)
+    return Completion(text=text, model=f"mock/{model}",
+                      usage=Usage(prompt_words, len(text.split())))

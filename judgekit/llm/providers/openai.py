@@ -43,17 +43,24 @@ def chat_payload(model: str, req: ProviderRequest, *, schema_mode: str = "json_s
 def parse_chat_response(data: dict[str, Any], provider: str) -> Completion:
     try:
         choice = data["choices"][0]
-        text = choice["message"].get("content") or ""
-    except (KeyError, IndexError, TypeError) as exc:
-        raise ProviderError(f"{provider}: response has no choices[0].message: {str(data)[:200]}")\
-            from exc
+        message = choice["message"]
+        text = message.get("content") or ""
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        # A 200 without the documented shape: a proxy's page or a cut-off body.
+        raise ProviderError(f"{provider}: response has no choices[0].message: {str(data)[:200]}",
+                            retryable=True) from exc
     usage = data.get("usage") or {}
+    finish = choice.get("finish_reason")
+    refusal = message.get("refusal") or None
     return Completion(
         text=text,
         model=data.get("model", ""),
         usage=Usage(int(usage.get("prompt_tokens", 0) or 0),
                     int(usage.get("completion_tokens", 0) or 0)),
         mean_token_entropy=_mean_entropy_bits(choice.get("logprobs")),
+        finish_reason="refusal" if refusal or finish == "content_filter" else finish,
+        refusal=refusal or ("the provider's content filter stopped the answer"
+                            if finish == "content_filter" else None),
     )
 
 

@@ -1,0 +1,165 @@
+"""A loopback OpenAI-compatible server that injects the faults real APIs produce.
+
+One server, behaviour chosen per request: either from a ``plan`` (a marker found
+in the request's last message maps to the behaviours served to its successive
+attempts, for deterministic tests) or at random with given ``rates`` and a seed
+(for benchmarks). Permanent 400s are decided by a hash of the prompt, so a
+retried or resumed request meets the same 400. Error bodies echo the request's
+credential, as some real gateways do, to prove judgekit never writes it.
+
+Behaviours: ``ok``, ``429`` (Retry-After values include ``nan``, huge, negative
+and HTTP dates), ``500``, ``503``, ``529``, ``reset_before`` (connection closed
+before any response), ``reset_mid`` (headers and half a body, then closed),
+``non_json`` (a 200 with an HTML page), ``hang`` (no answer for ``hang_s``),
+``400`` (permanent), ``401``, ``404``, ``refusal``, ``length`` (truncated).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+FAULTS = ("429", "500", "503", "529", "reset_before", "reset_mid", "non_json", "hang")
+_RETRY_AFTER = ("1", "nan", "86400", "-5", "inf", "Wed, 21 Oct 2015 07:28:00 GMT", "0.2")
+
+
+def default_answer(prompt: str) -> dict[str, Any]:
+    """The answer the server gives for ``prompt``: ordinary hyphenated text that a
+    careless secret scrubber would corrupt."""
+    tag = hashlib.sha256(prompt.encode()).hexdigest()[:8]
+    return {"answer": f"use task-management-software and risk-based state-of-the-art "
+                      f"sk-learn-style tooling ({tag})", "confidence": 0.5}
+
+
+class ChaosServer:
+    """An aiohttp server on 127.0.0.1 in a background thread."""
+
+    def __init__(self, *, rates: dict[str, float] | None = None, permanent_400: float = 0.0,
+                 plan: dict[str, list[str]] | None = None, seed: int = 0, hang_s: float = 5.0,
+                 answer: Callable[[str], dict[str, Any]] = default_answer) -> None:
+        self.rates = dict(rates or {})
+        self.permanent_400 = permanent_400
+        self.plan = {k: list(v) for k, v in (plan or {}).items()}
+        self.hang_s = hang_s
+        self.answer = answer
+        self.rng = random.Random(seed)
+        self.counts: Counter[str] = Counter()
+        self.log: list[tuple[str, str]] = []  # (prompt, behaviour), in arrival order
+        self.lock = threading.Lock()
+        self.loop = asyncio.new_event_loop()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = int(s.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("chaos server did not start")
+
+    # ---- behaviour ----------------------------------------------------------------
+    def choose(self, prompt: str) -> str:
+        with self.lock:
+            for marker, seq in self.plan.items():
+                if marker in prompt:
+                    return seq.pop(0) if len(seq) > 1 else seq[0]
+            h = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16) / 2**32
+            if h < self.permanent_400:
+                return "400"
+            u, acc = self.rng.random(), 0.0
+            for fault, rate in self.rates.items():
+                acc += rate
+                if u < acc:
+                    return fault
+            return "ok"
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        prompt = str(body["messages"][-1]["content"])
+        auth = request.headers.get("Authorization", "")
+        what = self.choose(prompt)
+        with self.lock:
+            self.counts[what] += 1
+            self.log.append((prompt, what))
+        if what == "ok":
+            return web.json_response(_chat(json.dumps(self.answer(prompt)), "stop"))
+        if what == "refusal":
+            return web.json_response(_chat("", "stop", refusal="I can't help with that."))
+        if what == "length":
+            return web.json_response(_chat('{"answer": "cut o', "length"))
+        if what in ("429", "500", "503", "529", "400", "401", "404"):
+            headers = {"Retry-After": self.rng.choice(_RETRY_AFTER)} if what == "429" else {}
+            if what == "429" and self.rng.random() < 0.3:
+                headers = {"retry-after-ms": self.rng.choice(("nan", "250", "1e12"))}
+            msg = f"error {what} for request with credential {auth}"  # echoes the key
+            return web.json_response({"error": {"message": msg, "type": "chaos"}},
+                                     status=int(what), headers=headers)
+        if what == "non_json":
+            return web.Response(text="<html><body>502 Bad Gateway</body></html>",
+                                content_type="text/html")
+        if what == "hang":
+            await asyncio.sleep(self.hang_s)
+            return web.json_response(_chat(json.dumps(self.answer(prompt)), "stop"))
+        if what == "reset_before":
+            assert request.transport is not None
+            request.transport.abort()
+            return web.Response()
+        # reset_mid: headers and half the body, then the connection drops
+        payload = json.dumps(_chat(json.dumps(self.answer(prompt)), "stop")).encode()
+        resp = web.StreamResponse(headers={"Content-Type": "application/json",
+                                           "Content-Length": str(len(payload))})
+        await resp.prepare(request)
+        await resp.write(payload[: len(payload) // 2])
+        assert request.transport is not None
+        request.transport.abort()
+        return resp
+
+    async def _stats(self, request: web.Request) -> web.Response:
+        with self.lock:
+            return web.json_response(dict(self.counts))
+
+    # ---- lifecycle ------------------------------------------------------------------
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_get("/stats", self._stats)
+        self.runner = web.AppRunner(app, handle_signals=False)
+        self.loop.run_until_complete(self.runner.setup())
+        self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
+        self._ready.set()
+        self.loop.run_forever()
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+    def __enter__(self) -> ChaosServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _chat(content: str, finish: str, refusal: str | None = None) -> dict[str, Any]:
+    """A chat.completion object as documented in OpenAI's API reference."""
+    return {
+        "id": "chatcmpl-chaos", "object": "chat.completion", "created": 1741569952,
+        "model": "chaos-1",
+        "choices": [{"index": 0, "message": {"role": "assistant",
+                                             "content": content or None, "refusal": refusal},
+                     "logprobs": None, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 12, "total_tokens": 32},
+    }
