@@ -213,6 +213,8 @@ def _main(argv: list[str] | None) -> int:
         if isinstance(getattr(exc, "__cause__", None), KeyboardInterrupt):
             return _interrupted()
         raise
+    if rv == 130:  # typer turns Ctrl-C inside a command into Exit(130)
+        return _interrupted()
     return rv if isinstance(rv, int) else 0
 
 
