@@ -209,7 +209,8 @@ def test_cache_refuses_planted_pickles(tmp_path):
 
     class Boom:
         def __reduce__(self):
-            return (exec, ("open(%r, 'w').write('pwned')" % str(tmp_path / "pwned"),))
+            target = str(tmp_path / "pwned")
+            return (exec, (f"open({target!r}, 'w').write('pwned')",))
 
     plain = diskcache.Cache(str(tmp_path / "c"))
     plain.set("k" * 64, Boom())

@@ -132,7 +132,8 @@ def test_verify_finds_schema_failures_duplicates_and_secrets(tmp_path):
 
 
 # ---- the installed command, in a subprocess ---------------------------------------------
-def judgekit(*args: str, cwd: Path = ROOT, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+def judgekit(*args: str, cwd: Path = ROOT, timeout: float = 120,
+             **kw) -> subprocess.CompletedProcess:
     exe = shutil.which("judgekit") or str(Path(sys.executable).parent / "judgekit")
     return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, **kw)

@@ -152,6 +152,7 @@ class Client:
         Raises only for run-wide problems (:class:`RunAborted`, a missing key, a
         cassette miss in mode none, a bad template or model string).
         """
+        t0 = asyncio.get_running_loop().time()
         provider = self._provider(model)
         messages = self.templates.render(stage.template, variables)
         samp = {**stage.sampling, **(sampling or {})}
@@ -175,6 +176,7 @@ class Client:
         else:
             st.cached += 1
         result = self._result(stage, key, record, value, source)
+        result.elapsed_s = asyncio.get_running_loop().time() - t0
         self._account(st, model, result, record)
         self._check_budget(stage.name, st)
         return result
@@ -568,7 +570,7 @@ def _reask(messages: list[dict[str, str]], text: str, error: str) -> list[dict[s
     return [*messages, {"role": "user", "content": EMPTY_REASK}]
 
 
-async def _cancel(tasks: list[asyncio.Future[Any]]) -> None:
+async def _cancel(tasks: Sequence[asyncio.Future[Any]]) -> None:
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

@@ -76,6 +76,7 @@ class StageResult(Generic[T]):
     source: str = "provider"  # provider | cache | cassette | inflight (shared in-flight call)
     mean_token_entropy: float | None = None
     kind: str | None = None  # None when ok, else one of FAILURE_KINDS
+    elapsed_s: float = 0.0  # wall time this call took in this run (0 for a replay)
 
     @property
     def cached(self) -> bool:

@@ -56,7 +56,8 @@ def parse_messages_response(data: dict[str, Any]) -> Completion:
     return Completion(text=text, model=data.get("model", ""),
                       usage=Usage(int(usage.get("input_tokens", 0) or 0),
                                   int(usage.get("output_tokens", 0) or 0)),
-                      finish_reason={"max_tokens": "length", "end_turn": "stop"}.get(stop, stop),
+                      finish_reason={"max_tokens": "length", "end_turn": "stop"}.get(
+                          str(stop), stop),
                       refusal=(text or "stop_reason refusal") if stop == "refusal" else None)
 
 
