@@ -23,7 +23,7 @@ def _clean(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return _clean(obj.tolist())
     if isinstance(obj, float):
-        return None if math.isnan(obj) or math.isinf(obj) else round(obj, 12)
+        return None if math.isnan(obj) or math.isinf(obj) else obj
     return obj
 
 

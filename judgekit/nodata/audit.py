@@ -20,6 +20,7 @@ import numpy as np
 from judgekit.config import client_for
 from judgekit.data.judged import JudgedItem, load_judged
 from judgekit.llm import Call, Client
+from judgekit.llm.types import ANSWER_FAILURES
 from judgekit.nodata import llm_stages as st
 from judgekit.nodata.baselines import ensemble
 from judgekit.nodata.config import NoDataConfig
@@ -27,6 +28,7 @@ from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, su
 from judgekit.nodata.rubric import Rubric, load_rubric
 from judgekit.report.figures import lines
 from judgekit.runio import md_table, write_failures, write_json, write_text
+from judgekit.stats.proportions import rate_with_interval
 
 REFUSAL = re.compile(r"\b(I can(?:no|')t|I'm sorry|I am sorry|as an AI|I am unable|"
                      r"I'm unable)\b", re.IGNORECASE)
@@ -143,6 +145,38 @@ async def _verify_each(cfg: NoDataConfig, client: Client, texts: list[tuple[str,
     return out
 
 
+def claim_agreement(ev: dict[str, Any], vx: tuple[tuple[int, ...], tuple[int, ...]],
+                    ev_rubric: Rubric, ver_rubric: Rubric) -> dict[str, Any]:
+    """Does the verifier's reading of x agree with the judge's claimed breakdown and label?
+
+    Compared on the criteria both rubrics share, and on the label under the verifier's
+    rubric. This is judgekit's departure from the paper's check (see the module doc).
+    """
+    top = dict(zip(ver_rubric.ids(), vx[1]))
+    claimed = {c["id"]: int(c["value"]) for c in ev["criteria"]}
+    per = {c: claimed[c] == top[c] for c in ev_rubric.ids() if c in top and c in claimed}
+    label_ok = int(ev["label"]) == int(ver_rubric.aggregate(list(vx[1])))
+    return {"criteria": per, "label": label_ok, "all": label_ok and all(per.values())}
+
+
+def _round_passes(cfg: NoDataConfig, ch: int, vx: tuple[tuple[int, ...], tuple[int, ...]],
+                  vxp: tuple[tuple[int, ...], tuple[int, ...]], ev: dict[str, Any],
+                  ev_rubric: Rubric, ver_rubric: Rubric) -> bool:
+    """One challenge under the configured check: ``pair`` compares the verifier's
+    scores of x and x'; ``paper`` compares the judge's claims with the verifier's
+    scores of x' (the authors' check); ``both`` does ``pair`` after the claims of x
+    were checked at challenge 0, i.e. C(x') = C(x) = claimed."""
+    if cfg.check in ("pair", "both"):
+        return challenge_passes(ch, vx[0], vxp[0], vx[1], vxp[1], cfg.eps)
+    c = claim_agreement(ev, vxp, ev_rubric, ver_rubric)
+    if ch == 1:
+        return bool(c["all"])
+    vals = list(c["criteria"].values())
+    if cfg.eps > 0 and vals:
+        return float(np.mean([not v for v in vals])) < cfg.eps
+    return all(vals)
+
+
 async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
                  ev_rubric: Rubric, ver_rubric: Rubric) -> dict[str, Any]:
     problems = Counter()
@@ -161,6 +195,15 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
     for i in active:
         records[i] = EVRecord(label=int(evals[i]["label"]), success=True,  # type: ignore[index]
                               final_label=int(evals[i]["label"]))  # type: ignore[index]
+    claims = {i: claim_agreement(evals[i], vx[i], ev_rubric, ver_rubric)  # type: ignore[arg-type]
+              for i in active}
+    if cfg.check == "both":
+        # Challenge 0: the verifier's view of x must agree with the judge's claims.
+        for i in list(active):
+            if not claims[i]["all"]:
+                records[i].success, records[i].failed_round = False, 0
+                records[i].failed_challenge = 0
+        active = [i for i in active if records[i].success]
     for rnd in range(cfg.rounds):
         calls = [Call({**_vars(items[i], ev_rubric), "label": records[i].label,
                        "criteria": evals[i]["criteria"]}, gen_model, draw=rnd)  # type: ignore[index]
@@ -170,6 +213,12 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
         to_verify, still = [], []
         for i, r in zip(active, res):
             rec = records[i]
+            if not r.ok and r.kind not in ANSWER_FAILURES:
+                # The call itself failed (transport, timeout, rejected): nothing was
+                # asked of the judge, so the item is excluded, never failed.
+                excluded[i] = f"generator call failed ({r.kind})"
+                records.pop(i)
+                continue
             rec.challenges.append(challenges[i][rnd])
             if not r.ok:
                 problems.add("generator", "parse_failures")
@@ -192,8 +241,7 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
                 records.pop(i)
                 continue
             ch = challenges[i][rnd]
-            total_x, top_x = vx[i]  # type: ignore[misc]
-            if challenge_passes(ch, total_x, v[0], top_x, v[1], cfg.eps):
+            if _round_passes(cfg, ch, vx[i], v, evals[i], ev_rubric, ver_rubric):  # type: ignore[arg-type]
                 still.append(i)
             else:
                 rec.success, rec.failed_round, rec.failed_challenge = False, rnd, ch
@@ -206,6 +254,7 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
             ens[m] = await _evaluate(cfg, client, items, ev_rubric, m, problems, "ensemble")
     await client.aclose_providers()
     return {"evals": evals, "vx": vx, "records": records, "excluded": excluded,
+            "claims": {i: c for i, c in claims.items() if i in records},
             "problems": problems.counts, "ensemble": ens}
 
 
@@ -224,14 +273,23 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
     has_truth = all(t is not None for t in truth) and bool(kept)
     n_fail = sum(v for s in raw["problems"].values() for k, v in s.items()
                  if k in ("parse_failures", "wrong_criteria"))
+    claims = [raw["claims"][i] for i in kept if i in raw["claims"]]
+    agree, agree_ci, n_claims = rate_with_interval([c["all"] for c in claims])
+    by_crit = {c: rate_with_interval([x["criteria"][c] for x in claims if c in x["criteria"]])
+               for c in ev_rubric.ids()}
     runs = []
     for phi in cfg.phi:
         final = apply_flips([recs[i] for i in kept], phi, cfg.seed)
-        s = summarise(final, truth if has_truth else None, phi=phi, rounds=cfg.rounds)
+        s = summarise(final, truth if has_truth else None, phi=phi, rounds=cfg.rounds,
+                      seed=cfg.seed)
         runs.append({"rubric": cfg.rubric_label, "evaluator": cfg.models["evaluator"],
-                     "phi": phi, "rounds": cfg.rounds, "success_rate": s.success_rate,
-                     "flip_rate": s.flip_rate, "accuracy": s.accuracy, "f1": s.f1,
+                     "phi": phi, "rounds": cfg.rounds, "check": cfg.check,
+                     "success_rate": s.success_rate, "success_ci": s.success_ci,
+                     "flip_rate": s.flip_rate, "flip_ci": s.flip_ci,
+                     "accuracy": s.accuracy, "accuracy_ci": s.accuracy_ci,
+                     "f1": s.f1, "f1_ci": s.f1_ci,
                      "known_accuracy": s.known_accuracy, "known_f1": s.known_f1,
+                     "claim_agreement": agree, "claim_agreement_ci": agree_ci,
                      "bound": s.bound, "n_items": s.n, "parse_failures": n_fail})
     results = {
         "method": "nodata", "experiment": "llm", "seed": cfg.seed, "data": cfg.data_path,
@@ -255,7 +313,11 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                                                          "failed_by_kind")}
                                 for k, v in calls["stages"].items()}},
         "baseline": _baseline(items, raw["ensemble"]),
+        "claim_agreement": {"rate": agree, "ci": agree_ci, "n": n_claims,
+                            "by_criterion": {c: {"rate": r, "ci": ci, "n": n}
+                                             for c, (r, ci, n) in by_crit.items()}},
     }
+    results["verdict"] = verdict(cfg, runs[0], raw, len(items))
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "results.json", results)
     write_text(out / "report.md", _report(cfg, results))
@@ -270,11 +332,44 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                         f"{r0['n_items']} items", "unused_cassette_entries": unused}
 
 
+def verdict(cfg: NoDataConfig, run: dict[str, Any], raw: dict[str, Any], n_items: int
+            ) -> dict[str, Any]:
+    """trust / do not trust / inconclusive, from the success-rate interval against
+    the configured thresholds, with what the conclusion rests on."""
+    ci, n = run["success_ci"], run["n_items"]
+    vx = [v for v in raw["vx"] if v is not None]
+    flat = {tuple(v[0]) for v in vx}
+    uninformative = len(vx) >= 5 and len(flat) == 1
+    if n == 0 or ci is None:
+        decision, why = "inconclusive", "no item completed the protocol"
+    elif uninformative:
+        decision, why = "inconclusive", ("the verifier gave every item the same scores "
+                                         f"{sorted(flat)[0]}: its checks cannot tell texts apart")
+    elif ci[0] >= cfg.trust_threshold:
+        decision, why = "trust", (f"the success rate's 95% interval [{ci[0]:.3f}, {ci[1]:.3f}] "
+                                  f"lies above {cfg.trust_threshold}")
+    elif ci[1] < cfg.distrust_threshold:
+        decision, why = "do not trust", (f"the success rate's 95% interval [{ci[0]:.3f}, "
+                                         f"{ci[1]:.3f}] lies below {cfg.distrust_threshold}")
+    else:
+        decision, why = "inconclusive", (f"the success rate's 95% interval [{ci[0]:.3f}, "
+                                         f"{ci[1]:.3f}] straddles the thresholds "
+                                         f"{cfg.distrust_threshold}-{cfg.trust_threshold}; "
+                                         "audit more items")
+    return {"decision": decision, "reason": why, "success_rate": run["success_rate"],
+            "success_ci": ci, "n_items": n, "items_excluded": n_items - n,
+            "rests_on": {"verifier": cfg.models["verifier"], "verifier_rubric":
+                         cfg.verifier_rubric, "judge_rubric": cfg.rubric, "rounds": cfg.rounds,
+                         "check": cfg.check, "thresholds": [cfg.distrust_threshold,
+                                                            cfg.trust_threshold]}}
+
+
 def _item_record(i: int, position: int, item: JudgedItem, raw: dict[str, Any]
                  ) -> dict[str, Any]:
     rec = raw["records"].get(i)
     ev = raw["evals"][i]
     return {"index": position, "label": item.Label, "evaluator": ev,
+            "claims_agree": raw["claims"].get(i),
             "verifier_x": list(raw["vx"][i][0]) if raw["vx"][i] else None,
             "excluded": raw["excluded"].get(i),
             "success": None if rec is None else rec.success,
@@ -318,24 +413,42 @@ def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:.1f}"
 
 
+def _pci(v: float | None, ci: list[float] | None) -> str:
+    """A percentage with its 95% interval."""
+    if v is None:
+        return "n/a"
+    return _pct(v) if ci is None else f"{_pct(v)} [{_pct(ci[0])}, {_pct(ci[1])}]"
+
+
 def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
     k = r["known"]
     span = r["indices"] or f"from {r['start']}"
     rows = [[x["rubric"], x["phi"], _pct(k.get("accuracy")), _pct(k.get("f1")),
-             _pct(x["accuracy"]), _pct(x["f1"]), _pct(x["success_rate"]), _pct(x["flip_rate"]),
+             _pci(x["accuracy"], x["accuracy_ci"]), _pci(x["f1"], x["f1_ci"]),
+             _pci(x["success_rate"], x["success_ci"]), _pci(x["flip_rate"], x["flip_ci"]),
+             _pci(x["claim_agreement"], x["claim_agreement_ci"]),
              _pct(x["bound"]), x["n_items"]] for x in r["runs"]]
+    v = r["verdict"]
     per = [[c, _pct(v)] for c, v in k.get("per_criterion_accuracy", {}).items()]
     probs = [[s, ", ".join(f"{kk}: {vv}" for kk, vv in d.items())]
              for s, d in r["problems_by_stage"].items()] or [["all", "none"]]
     parts = [
         f"# No-Data audit of `{cfg.models['evaluator']}`",
+        f"## Verdict: {v['decision']}",
+        f"{v['reason'][0].upper()}{v['reason'][1:]} (n = {v['n_items']} items, "
+        f"{v['items_excluded']} excluded; r = {cfg.rounds} rounds, check `{cfg.check}`). "
+        f"It rests on the verifier `{cfg.models['verifier']}` and its rubric "
+        f"{r['verifier_rubric']}: the audit is only as strong as the verifier.",
         f"Data: {r['data']} items {span} ({r['sample_size']} items); evaluator "
         f"rubric {r['rubric']} ({cfg.rubric_label}), verifier `{cfg.models['verifier']}` with "
         f"rubric {r['verifier_rubric']}; r = {cfg.rounds}, seed = {cfg.seed}. phi: flip on "
         "failure with probability phi (the paper's meaning).",
         "## Table 3 layout (percent)",
         md_table(["rubric", "phi", "known acc", "known F1", "No-Data acc", "No-Data F1",
-                  "successes", "flips", "Thm 5.2 bound", "items"], rows),
+                  "successes", "flips", "claims agree", "Thm 5.2 bound", "items"], rows),
+        "Brackets: 95% intervals (Wilson for rates, item bootstrap for accuracy and F1). "
+        "Claims agree: the share of items where the verifier's reading of x matches the "
+        "judge's claimed criteria and label.",
         "Paper (GPT-4.1 on 515 items): IP successes 86-88%, OOP about 1%.",
         "## Per-criterion accuracy of the evaluator against human labels",
         md_table(["criterion", "accuracy"], per) if per else "No human criterion labels.",

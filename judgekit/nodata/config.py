@@ -13,14 +13,17 @@ class NoDataConfig(RunSettings):
     method: Literal["nodata"] = "nodata"
     experiment: Literal["synthetic", "llm"] = "synthetic"
     rounds: int = Field(3, ge=1)
-    phi: list[float] = Field(default_factory=lambda: [0.1, 0.4, 0.7])
+    phi: list[float] = Field(default_factory=lambda: [0.1, 0.4, 0.5, 0.7])
     eps: float = Field(0.0, ge=0.0, le=0.5)
     # synthetic
     data_dir: str | None = None
     evaluators: list[str] = Field(default_factory=lambda: [
         "dt_decimal", "dt_bits", "lie_sigma", "lie_f", "lie_generator"])
     liar_label_noise: float = Field(0.1, ge=0, le=1)
-    generator_lie_p: float = Field(0.1, ge=0, le=1)
+    # Lie 3's per-round lie probability. The authors' run left their function's
+    # default, 0.25 (their notebook's "p = 0.1" label is wrong); 0.25 reproduces Table 2.
+    generator_lie_p: float = Field(0.25, ge=0, le=1)
+    seeds: int = Field(1, ge=1, le=200)  # >1: a seed sweep, mean and range per row
     escape_rounds: list[int] = Field(default_factory=lambda: [1, 2, 3, 4])
     escape_items: int = Field(400, ge=10)
     # LLM judge audit (experiment: llm)
@@ -32,6 +35,11 @@ class NoDataConfig(RunSettings):
     start: int = Field(0, ge=0)
     indices: list[int] | None = None
     criterion_mode: Literal["all", "per_criterion"] = "all"
+    # pair: verifier(x) vs verifier(x'); paper: judge's claims vs verifier(x');
+    # both (default): claims vs verifier(x) at challenge 0, then pair: C(x') = C(x) = claimed
+    check: Literal["paper", "pair", "both"] = "both"
+    trust_threshold: float = Field(0.8, gt=0, le=1)  # trust when the success CI lies above
+    distrust_threshold: float = Field(0.5, ge=0, lt=1)  # do not trust when it lies below
     ensemble: list[str] = Field(default_factory=list)
     max_tokens: int = Field(256, ge=16)
     generator_max_tokens: int = Field(1024, ge=16)

@@ -126,6 +126,10 @@ class Summary:
     known_accuracy: float | None
     known_f1: float | None
     bound: float | None
+    success_ci: list[float] | None = None  # Wilson 95%
+    flip_ci: list[float] | None = None  # Wilson 95%
+    accuracy_ci: list[float] | None = None  # item bootstrap 95%
+    f1_ci: list[float] | None = None  # item bootstrap 95%
 
 
 def theorem_5_2_bound(alpha: float, phi: float, rounds: int) -> float:
@@ -134,22 +138,40 @@ def theorem_5_2_bound(alpha: float, phi: float, rounds: int) -> float:
 
 
 def summarise(records: Sequence[EVRecord], truth: Sequence[int] | None, *, phi: float,
-              rounds: int, k: int = 2) -> Summary:
+              rounds: int, k: int = 2, seed: int = 0) -> Summary:
+    """Rates with 95% intervals: Wilson for the success and flip rates, an item
+    bootstrap (seeded) for No-Data accuracy and F1."""
     from sklearn.metrics import accuracy_score, f1_score
 
+    from judgekit.stats.proportions import (
+        accuracy,
+        binary_f1,
+        paired_bootstrap_interval,
+        rate_with_interval,
+    )
+
     n = len(records)
-    succ = float(np.mean([r.success for r in records])) if n else 0.0
-    flips = float(np.mean([r.flipped for r in records])) if n else 0.0
-    if truth is None:
-        return Summary(n, succ, flips, None, None, None, None, None)
+    succ, succ_ci, _ = rate_with_interval([r.success for r in records])
+    flips, flip_ci, _ = rate_with_interval([r.flipped for r in records])
+    base = Summary(n, succ if succ is not None else 0.0, flips if flips is not None else 0.0,
+                   None, None, None, None, None, success_ci=succ_ci, flip_ci=flip_ci)
+    if truth is None or n == 0:
+        return base
     final = [r.final_label for r in records]
     initial = [r.label for r in records]
     avg = "binary" if k == 2 else "macro"
     known = float(accuracy_score(truth, initial))
-    return Summary(n, succ, flips, float(accuracy_score(truth, final)),
-                   float(f1_score(truth, final, average=avg, zero_division=0)), known,
-                   float(f1_score(truth, initial, average=avg, zero_division=0)),
-                   theorem_5_2_bound(known, phi, rounds))
+    rng = np.random.default_rng(np.random.SeedSequence([seed, int(round(phi * 1e6)), 11]))
+    acc_ci = paired_bootstrap_interval(truth, final, accuracy, rng).as_list()
+    f1_ci = paired_bootstrap_interval(truth, final, binary_f1, rng).as_list() if k == 2 \
+        else None
+    from dataclasses import replace
+
+    return replace(base, accuracy=float(accuracy_score(truth, final)),
+                   f1=float(f1_score(truth, final, average=avg, zero_division=0)),
+                   known_accuracy=known,
+                   known_f1=float(f1_score(truth, initial, average=avg, zero_division=0)),
+                   bound=theorem_5_2_bound(known, phi, rounds), accuracy_ci=acc_ci, f1_ci=f1_ci)
 
 
 def one_vs_all(labels: Sequence[int], k: int) -> list[list[int]]:

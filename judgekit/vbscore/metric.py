@@ -45,7 +45,12 @@ def expected_success(pi: np.ndarray, gains: np.ndarray) -> float:
         raise StatsError(f"gains shape {g.shape} does not match pi shape {pi.shape}")
     if (g < 0).any() or (g > 1).any():
         raise StatsError("gains must lie in [0, 1]")
-    return float(np.clip(pi @ g, 0.0, 1.0))
+    # pi sums to 1 only up to rounding, so pi @ g can be 1 - 1e-16 at full coverage,
+    # and sqrt(ES(1-ES)) turns that into a 1e-8 dent in VB. Summing the smaller of the
+    # two complementary masses makes both ends exact: all gains 1 -> 1, all 0 -> 0.
+    hit = float(pi @ g)
+    es = hit if hit <= 0.5 else 1.0 - float(pi @ (1.0 - g))
+    return float(np.clip(es, 0.0, 1.0))
 
 
 def variance(pi: np.ndarray, gains: np.ndarray,
