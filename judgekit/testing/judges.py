@@ -1,0 +1,129 @@
+"""Scripted judges, paraphrasers and an oracle verifier for auditing the audit.
+
+Each judged item's response carries its true criterion values as a marker,
+``[[c1=1 c2=0 c3=1]]``, which only the oracle verifier and the oracle judge read.
+The scripts answer the No-Data stages' prompts (evaluator, generator, verifier)
+through the mock provider, so the real runner, client and templates are exercised.
+
+Judges: ``oracle`` (true values), ``random`` (seeded coin flips), ``constant``
+(every criterion 1, label 1), ``liar`` (a wrong breakdown, self-consistent: it
+claims one flipped criterion and labels by its claims). Paraphrasers:
+``faithful`` keeps the original's true qualities (as capable LLMs tend to);
+``realising`` writes the judge's claimed values into x'.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from judgekit.llm.types import ProviderRequest
+
+_MARK = re.compile(r"\[\[((?:\s*c\d+=[01])+)\s*\]\]")
+_CLAIM = re.compile(r"^- (c\d+) = ([01]):", re.MULTILINE)
+_IDS = re.compile(r"for each of ([\w, ]+?)(?:,? in that order|\])")
+_RESPONSE = re.compile(r"<RESPONSE>\n(.*?)\n</RESPONSE>", re.DOTALL)
+_PROMPT = re.compile(r"<PROMPT>\n(.*?)\n</PROMPT>", re.DOTALL)
+
+
+def make_items(n: int, criteria: int = 3, p: float = 0.7, seed: int = 0
+               ) -> list[dict[str, Any]]:
+    """Judged items whose true criterion values are drawn Bernoulli(p); label = all."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        vals = {f"c{j + 1}": int(rng.random() < p) for j in range(criteria)}
+        out.append({"Prompt": f"Question {i}: explain topic {i}.",
+                    "Output": f"Answer {i} about topic {i}. {marker(vals)}",
+                    "Label": int(all(vals.values())),
+                    "Rubric": dict(vals)})
+    return out
+
+
+def rubric_yaml(criteria: int = 3) -> str:
+    lines = ["name: scripted", "aggregator: all", "criteria:"]
+    lines += [f"  - id: c{j + 1}\n    description: quality {j + 1} holds." for j in
+              range(criteria)]
+    return "\n".join(lines) + "\n"
+
+
+def marker(vals: dict[str, int]) -> str:
+    return "[[" + " ".join(f"{k}={v}" for k, v in vals.items()) + "]]"
+
+
+def truth_of(text: str) -> dict[str, int]:
+    m = _MARK.search(text)
+    if not m:
+        return {}
+    return {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+
+
+def _user(req: ProviderRequest) -> str:
+    return req.messages[-1]["content"]
+
+
+def _response(req: ProviderRequest) -> str:
+    m = _RESPONSE.search(_user(req))
+    return m.group(1) if m else ""
+
+
+def _ids(req: ProviderRequest) -> list[str]:
+    m = _IDS.search(req.messages[0]["content"])
+    return [x.strip() for x in m.group(1).split(",")] if m else []
+
+
+def _coin(text: str, salt: str) -> np.random.Generator:
+    h = hashlib.sha256(f"{salt}|{text}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(h[:8], "little"))
+
+
+def judge(kind: str) -> Callable[[ProviderRequest], str]:
+    """The evaluator stage's answers for a scripted judge."""
+    def answer(req: ProviderRequest) -> str:
+        ids, text = _ids(req), _response(req)
+        truth = truth_of(text)
+        if kind == "oracle":
+            vals = {c: truth.get(c, 0) for c in ids}
+        elif kind == "constant":
+            vals = {c: 1 for c in ids}
+        elif kind == "random":
+            rng = _coin(text, "random-judge")
+            vals = {c: int(rng.random() < 0.5) for c in ids}
+        elif kind == "liar":
+            rng = _coin(text, "liar")
+            flip = ids[int(rng.integers(len(ids)))]
+            vals = {c: (1 - truth.get(c, 0)) if c == flip else truth.get(c, 0) for c in ids}
+        else:
+            raise ValueError(f"unknown scripted judge {kind!r}")
+        label = int(all(vals.values()))
+        if kind == "random":
+            label = int(_coin(text, "random-label").random() < 0.5)
+        return json.dumps({"criteria": [{"id": c, "value": v, "reason": "scripted"}
+                                        for c, v in vals.items()], "label": label})
+    return answer
+
+
+def paraphraser(kind: str) -> Callable[[ProviderRequest], str]:
+    """The generator stage's answers: a new surface, and either the original's true
+    qualities (faithful) or the judge's claimed ones (realising)."""
+    def answer(req: ProviderRequest) -> str:
+        text = _response(req)
+        prompt = _PROMPT.search(_user(req))
+        claims = {c: int(v) for c, v in _CLAIM.findall(_user(req))}
+        vals = truth_of(text) if kind == "faithful" else claims
+        body = _MARK.sub("", text).strip()
+        return json.dumps({"Prompt": f"Reworded: {prompt.group(1) if prompt else ''}",
+                           "Output": f"In other words, {body} {marker(vals)}"})
+    return answer
+
+
+def oracle_verifier(req: ProviderRequest) -> str:
+    """Scores every rubric item by the true values carried in the text."""
+    truth = truth_of(_response(req))
+    return json.dumps({"criteria": [{"id": c, "value": truth.get(c, 0)}
+                                    for c in _ids(req)]})
