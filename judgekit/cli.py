@@ -46,11 +46,14 @@ def run(
                                                 help="none | new | all"),
     out: Path | None = typer.Option(None, "--out", help="output directory"),
     seed: int | None = typer.Option(None, "--seed"),
+    strict: bool = typer.Option(False, "--strict",
+                                help="data-check warnings become errors"),
 ) -> None:
     """Run an experiment config and write results.json and report.md."""
     from judgekit.config import out_dir, resolve
 
-    overrides = {"cassette_mode": cassette_mode, "out": str(out) if out else None, "seed": seed}
+    overrides = {"cassette_mode": cassette_mode, "out": str(out) if out else None, "seed": seed,
+                 "strict": True if strict else None}
     cfg, runner = resolve(config, set_, model, overrides)
     directory = out_dir(cfg)
     summary = runner(cfg, directory)
@@ -75,13 +78,20 @@ def vbscore(
     variance: str = typer.Option("bernoulli", "--variance", help="bernoulli | spread"),
     resamples: int = typer.Option(10_000, "--resamples"),
     clip: bool = typer.Option(False, "--clip", help="clip VB to [0, 1] (labelled in OUT)"),
+    normalize: bool = typer.Option(False, "--normalize",
+                                   help="rescale probabilities that do not sum to 1"),
     out: Path = typer.Option(..., "--out", help="OUT.json"),
 ) -> None:
     """Score already-tagged outputs (JSONL) with ES and VB over an alpha grid."""
+    from judgekit.errors import ConfigError
     from judgekit.vbscore.scorefile import print_table, score_file
 
+    if out.exists() and out.is_dir():
+        raise ConfigError(f"--out {out} is a directory; give a file name such as {out}/scores.json")
+    if out.exists() and file.exists() and out.resolve() == file.resolve():
+        raise ConfigError(f"--out {out} is the input file; choose another name")
     result = score_file(file, alphas=alpha, k=k, seed=seed, gain=gain, variance=variance,
-                        resamples=resamples, clip=clip)
+                        resamples=resamples, clip=clip, normalize=normalize)
     from judgekit.runio import write_json
 
     write_json(out, result)

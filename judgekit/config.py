@@ -29,6 +29,7 @@ class RunSettings(BaseModel):
     concurrency: int = Field(8, ge=1)
     timeout: float = Field(120.0, gt=0)
     call_deadline: float = Field(600.0, gt=0)
+    strict: bool = False  # data-check warnings (e.g. labels vs rubric values) become errors
     max_failures: int | float | None = 0.25
     base_urls: dict[str, str] = Field(default_factory=dict)
 

@@ -4,7 +4,9 @@ with per-criterion values and `<c>_reason` strings."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -59,3 +61,37 @@ def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
         except ValidationError as exc:
             raise DataError(f"{p}: item {i}: {describe_validation(exc)}") from exc
     return out
+
+
+def check_judged(items: list[JudgedItem], criteria: list[str], aggregate: Any,
+                 positions: list[int], source: str, *, strict: bool = False
+                 ) -> dict[str, Any]:
+    """Items whose Label disagrees with their own rubric values under the rubric's
+    aggregator, and rubric fields the rubric does not define. Returned as counts and
+    item positions (and logged once as a warning); ``strict`` makes either an error."""
+    disagree: list[int] = []
+    unknown: dict[str, list[int]] = {}
+    for pos, it in zip(positions, items):
+        vals = it.criterion_values()
+        extra = sorted(set(vals) - set(criteria))
+        for f in extra:
+            unknown.setdefault(f, []).append(pos)
+        if it.Label is not None and all(c in vals for c in criteria) and \
+                int(aggregate([vals[c] for c in criteria])) != it.Label:
+            disagree.append(pos)
+    report = {"label_rubric_disagreements": {"count": len(disagree), "items": disagree},
+              "unknown_rubric_fields": {f: {"count": len(v), "items": v}
+                                        for f, v in unknown.items()}}
+    problems = []
+    if disagree:
+        problems.append(f"{len(disagree)} item(s) whose Label disagrees with their own rubric "
+                        f"values under the rubric's aggregator (items {disagree[:10]})")
+    for f, v in unknown.items():
+        problems.append(f"rubric field {f!r} on {len(v)} item(s) is not a criterion of the "
+                        f"rubric (items {v[:10]})")
+    if problems:
+        msg = f"{source}: " + "; ".join(problems)
+        if strict:
+            raise DataError(msg + " (--strict)")
+        logging.getLogger("judgekit.data").warning("judgekit: %s", msg)
+    return report

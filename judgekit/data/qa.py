@@ -91,10 +91,23 @@ def load_winograd(path: Path) -> list[Query]:
             raise DataError(f"{path}: schema {i} needs two <answer> elements")
         gold = answers[winograd_letter(_text(s.find("correctAnswer")))]
         out.append(Query(
-            id=f"wsc-{i}", text=f'In "{sentence}", who or what does "{pron}" refer to?',
+            id=f"wsc-{i}", text=wsc_question(sentence, pron, s.find("quote")),
             context=f"Candidates: {answers[0]}; {answers[1]}", gold=gold, accepted=[gold],
             rejected=[a for a in answers if a != gold]))
     return out
+
+
+def wsc_question(sentence: str, pron: str, quote: ET.Element | None) -> str:
+    """The question; when the pronoun occurs more than once in the sentence, it names
+    the quoted span (<quote>) that fixes which occurrence is meant."""
+    base = f'In "{sentence}", who or what does "{pron}" refer to'
+    occurrences = len(re.findall(rf"\b{re.escape(pron)}\b", sentence, re.IGNORECASE))
+    if occurrences > 1 and quote is not None:
+        span = " ".join(x for x in (_text(quote.find("quote1")), _text(quote.find("pron")),
+                                    _text(quote.find("quote2"))) if x)
+        if span:
+            return f'{base} in "{span}"?'
+    return base + "?"
 
 
 def load_arc(path: Path) -> list[Query]:
@@ -112,9 +125,17 @@ def load_arc(path: Path) -> list[Query]:
             raise DataError(f"{path} line {n}: not an ARC record ({exc})") from exc
         opts = "; ".join(f"{k}) {v}" for k, v in choices.items())
         out.append(Query(id=str(rec["id"]), text=stem, context=f"Options: {opts}", gold=gold,
-                         accepted=[gold, rec["answerKey"]],
+                         accepted=arc_accepted(choices, rec["answerKey"]),
                          rejected=[v for v in choices.values() if v != gold]))
     return out
+
+
+def arc_accepted(choices: dict[str, str], key: str) -> list[str]:
+    """The key's option text, plus the bare key ("C", "2") only where no option's text
+    is that key (otherwise "2" would accept a wrong option whose text is "2")."""
+    gold = choices[key]
+    texts = {normalise_answer(t) for t in choices.values()}
+    return [gold] if normalise_answer(key) in texts else [gold, key]
 
 
 def load_demo(path: Path) -> list[Query]:
@@ -159,7 +180,7 @@ def load_hf(name: str) -> list[Query]:
             ch = dict(zip(r["choices"]["label"], r["choices"]["text"]))
             out.append(Query(r["id"], r["question"], context="Options: " + "; ".join(
                 f"{k}) {v}" for k, v in ch.items()), gold=ch[r["answerKey"]],
-                accepted=[ch[r["answerKey"]], r["answerKey"]]))
+                accepted=arc_accepted(ch, r["answerKey"])))
     return out
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.config import client_for
-from judgekit.data.judged import JudgedItem, load_judged
+from judgekit.data.judged import JudgedItem, check_judged, load_judged
 from judgekit.llm import Call, Client
 from judgekit.llm.types import ANSWER_FAILURES
 from judgekit.nodata import llm_stages as st
@@ -261,6 +261,9 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
 def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
     items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size, cfg.indices)
     ev_rubric, ver_rubric = load_rubric(cfg.rubric), load_rubric(cfg.verifier_rubric)
+    positions = list(cfg.indices or range(cfg.start, cfg.start + len(items)))
+    data_checks = check_judged(items, ver_rubric.ids(), ver_rubric.aggregate, positions,
+                               str(cfg.data_path), strict=cfg.strict)
     client = client_for(cfg)
     try:
         raw = asyncio.run(_audit(cfg, client, items, ev_rubric, ver_rubric))
@@ -313,6 +316,7 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                                                          "failed_by_kind")}
                                 for k, v in calls["stages"].items()}},
         "baseline": _baseline(items, raw["ensemble"]),
+        "data_checks": data_checks,
         "claim_agreement": {"rate": agree, "ci": agree_ci, "n": n_claims,
                             "by_criterion": {c: {"rate": r, "ci": ci, "n": n}
                                              for c, (r, ci, n) in by_crit.items()}},

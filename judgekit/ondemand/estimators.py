@@ -197,7 +197,17 @@ def stratified_boot_means(values: np.ndarray, resamples: int, rng: np.random.Gen
     return values @ counts.T / n
 
 
-def percentile(boot: np.ndarray, level: float) -> np.ndarray:
-    """Percentile interval at the stated level: a 90% interval is the 5th-95th percentile."""
+def percentile(boot: np.ndarray, level: float, n: int | None = None) -> np.ndarray:
+    """Percentile interval at the stated level: a 90% interval is the 5th-95th percentile.
+
+    With ``n`` (the number of labelled samples behind the estimate) it is Hesterberg's
+    expanded percentile interval: the tail area is taken at
+    Phi(-sqrt(n/(n-1)) t_{n-1, 1-a}) instead of a, which corrects the bootstrap's
+    narrowness in small samples (the plain percentile interval covered 0.87-0.89 at
+    nominal 0.90 with n = 100 per system in the simulation)."""
     a = (1 - level) / 2
+    if n is not None and n > 2:
+        from scipy.stats import norm, t
+
+        a = float(norm.cdf(-np.sqrt(n / (n - 1)) * t.ppf(1 - a, n - 1)))
     return np.quantile(boot, [a, 1 - a], axis=-1).T

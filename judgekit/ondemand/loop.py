@@ -52,11 +52,16 @@ class LabellingLoop:
     labels: dict[str, bool] = field(default_factory=dict)
     samples: dict[str, list[str]] = field(default_factory=dict)
     judged: list[str] = field(default_factory=list)
+    draws: int = 0  # every call of sample() gets its own stream, re-samples included
 
     def sample(self, system: str, n: int) -> None:
         """Draw n instances uniformly from a system and label the unseen ones."""
         pool = self.systems[system]
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, len(self.samples)]))
+        # Keyed by the draw count and the system's name: a re-sampled system does not
+        # shift the next system onto a stream already used (identical positions).
+        name_key = int.from_bytes(system.encode("utf-8")[:16].ljust(16, b"\0"), "little")
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, self.draws, name_key]))
+        self.draws += 1
         picked = [pool[i] for i in rng.integers(0, len(pool), size=n)]
         self.samples[system] = [x.id for x in picked]
         fresh = {x.id: x for x in picked if x.id not in self.labels}

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.ondemand.estimators import (
+    _ratio,
     adaptive_sample_size,
     joint_precision,
     percentile,
@@ -87,7 +88,9 @@ def one_repeat(pop: Population, rng: np.random.Generator, n: int, n0: int, resam
     jp = joint_precision(pop.dists, samples, f, w)
     jp_boot = np.zeros((m, resamples))
     for j, s in enumerate(samples):
-        jp_boot += w[:, [j]] * stratified_boot_means(P[:, s] * f[s] / Q[:, s], resamples, rng)
+        # A system disjoint from sample j has p_i = q_i = 0 there: its term is 0, not 0/0.
+        ratio = np.nan_to_num(_ratio(P[:, s] * f[s][None, :], Q[:, s]))
+        jp_boot += w[:, [j]] * stratified_boot_means(ratio, resamples, rng)
     # joint recall = theta * nu
     pool = pop.members.any(axis=0).astype(float)
     theta_vals = pool[s0][None, :]
@@ -102,10 +105,10 @@ def one_repeat(pop: Population, rng: np.random.Generator, n: int, n0: int, resam
         num_boot += both[:m]
         den_boot += both[m]
     jr_boot = theta_boot * num_boot / np.where(den_boot > 0, den_boot, np.nan)
-    return {"simple_p": sp, "simple_p_ci": percentile(sp_boot, level),
-            "simple_r": sr, "simple_r_ci": percentile(sr_boot, level),
-            "joint_p": jp, "joint_p_ci": percentile(jp_boot, level),
-            "joint_r": theta * nu, "joint_r_ci": percentile(jr_boot, level)}
+    return {"simple_p": sp, "simple_p_ci": percentile(sp_boot, level, n),
+            "simple_r": sr, "simple_r_ci": percentile(sr_boot, level, n0),
+            "joint_p": jp, "joint_p_ci": percentile(jp_boot, level, n),
+            "joint_r": theta * nu, "joint_r_ci": percentile(jr_boot, level, n)}
 
 
 def simulate(seed: int, repeats: int, n: int, n0: int, n_systems: int, resamples: int = 300,

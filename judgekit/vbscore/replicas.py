@@ -15,7 +15,7 @@ from judgekit.stats import (
     paired_t_test,
     percentile_interval,
 )
-from judgekit.vbscore.metric import vb_of_es
+from judgekit.vbscore.metric import vb_from
 
 
 @dataclass
@@ -29,6 +29,7 @@ class QueryAggregate:
     vb_ci: dict[float, Interval]
     vb_ci_normal: dict[float, Interval]
     accuracy: float | None = None
+    replicas_agree: bool = False  # zero-width intervals: no spread seen, not certainty
 
 
 @dataclass
@@ -50,8 +51,14 @@ def query_seed(seed: int, index: int) -> np.random.Generator:
 def aggregate_query(query_id: str, es_reps: Sequence[float],
                     vb_reps: Mapping[float, Sequence[float]], *, level: float = 0.95,
                     resamples: int = 10_000, rng: np.random.Generator | int = 0,
-                    correct: Sequence[bool] | None = None) -> QueryAggregate:
-    """Mean of replica VB (VB_hat), VB of the mean ES (Jensen), and both intervals."""
+                    correct: Sequence[bool] | None = None,
+                    variance_of_mean: float | None = None,
+                    clip: bool = False) -> QueryAggregate:
+    """Mean of replica VB (VB_hat), VB of the mean ES (Jensen), and both intervals.
+
+    ``variance_of_mean`` is the variance VB of the mean ES uses: None for the
+    Bernoulli ES(1 - ES); for the spread variance, the mean of the replicas' spread
+    variances. ``clip`` clips it to [0, 1] as the per-replica VBs were."""
     es = np.asarray(es_reps, float)
     if es.size < 1:
         raise StatsError(f"query {query_id}: no replica scores")
@@ -60,12 +67,17 @@ def aggregate_query(query_id: str, es_reps: Sequence[float],
     for a, vals in vb_reps.items():
         v = np.asarray(vals, float)
         vb_mean[a] = float(v.mean())
-        vb_jensen[a] = vb_of_es(float(es.mean()), a)
+        m = float(es.mean())
+        var = m * (1 - m) if variance_of_mean is None else variance_of_mean
+        vb_jensen[a] = vb_from(m, var, a, clip)
         vb_ci[a] = percentile_interval(v, level, resamples, gen)
         vb_norm[a] = normal_interval(v, level)
     acc = float(np.mean(correct)) if correct is not None and len(correct) else None
+    agree = bool(np.all(es == es[0])) and all(
+        np.all(np.asarray(v, float) == np.asarray(v, float)[0]) for v in vb_reps.values())
     return QueryAggregate(query_id, int(es.size), float(es.mean()), vb_mean, vb_jensen,
-                          percentile_interval(es, level, resamples, gen), vb_ci, vb_norm, acc)
+                          percentile_interval(es, level, resamples, gen), vb_ci, vb_norm, acc,
+                          agree)
 
 
 def aggregate_collection(queries: Sequence[QueryAggregate], *, level: float = 0.95,

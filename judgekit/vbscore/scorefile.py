@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ValidationError, model_validator
 
-from judgekit.errors import DataError, JudgekitError, describe_validation
-from judgekit.vbscore.distribution import Candidate, build
+from judgekit.errors import ConfigError, DataError, JudgekitError, describe_validation
+from judgekit.vbscore.distribution import Candidate, build, normalise_surface
 from judgekit.vbscore.metric import binary_gains, dcg_gains, score
 from judgekit.vbscore.replicas import aggregate_collection, aggregate_query, query_seed
 
@@ -40,36 +42,76 @@ class ReplicaLine(BaseModel):
     gold: str | None = None
 
 
-def read_replicas(path: Path) -> OrderedDict[str, list[ReplicaLine]]:
+def read_replicas(path: Path, *, normalize: bool = False
+                  ) -> OrderedDict[str, list[ReplicaLine]]:
+    """Replica lines grouped by query, each checked: probabilities sum to 1 (or
+    ``normalize``), one kind of weight per line, no duplicate (query_id, replica)."""
     if not path.exists():
         raise DataError(f"{path}: file not found")
     groups: OrderedDict[str, list[ReplicaLine]] = OrderedDict()
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = ReplicaLine.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
-        except ValidationError as exc:
-            raise DataError(f"{path} line {n}: {describe_validation(exc)}") from exc
-        groups.setdefault(rec.query_id, []).append(rec)
+    seen: dict[tuple[str, int], int] = {}
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = ReplicaLine.model_validate(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
+            except ValidationError as exc:
+                raise DataError(f"{path} line {n}: {describe_validation(exc)}") from exc
+            _check_line(path, n, rec, normalize)
+            first = seen.setdefault((rec.query_id, rec.replica), n)
+            if first != n:
+                raise DataError(f"{path} line {n}: query {rec.query_id!r} replica "
+                                f"{rec.replica} already appears on line {first}; each "
+                                "(query_id, replica) must appear once")
+            groups.setdefault(rec.query_id, []).append(rec)
     if not groups:
         raise DataError(f"{path}: no replica lines")
     return groups
 
 
+def _check_line(path: Path, n: int, rec: ReplicaLine, normalize: bool) -> None:
+    kinds = {("prob" if i.prob is not None else "score") for i in rec.interpretations}
+    if any(i.prob is not None and i.score is not None for i in rec.interpretations) \
+            or len(kinds) > 1:
+        raise DataError(f"{path} line {n}: query {rec.query_id!r} mixes 'prob' and 'score' "
+                        "across its interpretations; give every interpretation the same one")
+    if kinds == {"prob"}:
+        total = sum(float(i.prob or 0.0) for i in rec.interpretations)
+        if abs(total - 1.0) > 1e-6 and not normalize:
+            raise DataError(f"{path} line {n}: query {rec.query_id!r} interpretation "
+                            f"probabilities sum to {total:.6g}, not 1; fix them or pass "
+                            "--normalize to rescale")
+
+
+def _check_options(alphas: list[float], k: int | None, gain: str, variance: str,
+                   resamples: int) -> None:
+    if not alphas:
+        raise ConfigError("give at least one --alpha")
+    bad = [a for a in alphas if not (a >= 0 and math.isfinite(a))]
+    if bad:
+        raise ConfigError(f"--alpha {bad[0]} must be a finite number >= 0")
+    if k is not None and k < 1:
+        raise ConfigError(f"--k {k} must be >= 1 (the number of top outputs scored)")
+    if gain not in ("binary", "dcg"):
+        raise ConfigError(f"--gain {gain!r} is not binary or dcg")
+    if variance not in ("bernoulli", "spread"):
+        raise ConfigError(f"--variance {variance!r} is not bernoulli or spread")
+    if resamples < 100:
+        raise ConfigError(f"--resamples {resamples} must be >= 100 for a bootstrap interval")
+
+
 def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gain: str = "binary",
                variance: str = "bernoulli", resamples: int = 10_000,
-               clip: bool = False) -> dict[str, Any]:
-    if any(a < 0 for a in alphas):
-        raise JudgekitError(f"--alpha values must be >= 0, got {alphas}")
-    gain_fn = {"binary": binary_gains, "dcg": dcg_gains}.get(gain)
-    if gain_fn is None:
-        raise JudgekitError(f"--gain {gain!r} is not binary or dcg")
+               clip: bool = False, normalize: bool = False) -> dict[str, Any]:
+    _check_options(alphas, k, gain, variance, resamples)
+    gain_fn = binary_gains if gain == "binary" else dcg_gains
     aggs = []
-    for qi, (qid, reps) in enumerate(read_replicas(path).items()):
+    for qi, (qid, reps) in enumerate(read_replicas(path, normalize=normalize).items()):
         es, vbs, correct = [], {a: [] for a in alphas}, []  # type: ignore[var-annotated]
+        spreads: list[float] = []
         for rep in sorted(reps, key=lambda r: r.replica):
             cands = [Candidate(i.id, score=i.score, prob=i.prob, kb_id=i.kb_id)
                      for i in rep.interpretations]
@@ -77,22 +119,31 @@ def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gai
                 dist = build(cands)
             except JudgekitError as exc:
                 raise DataError(f"{path}: query {qid} replica {rep.replica}: {exc}") from exc
-            label_of = {m: lab for lab, ms in zip(dist.labels, dist.members) for m in ms}
-            tags = [label_of.get(o.tag, o.tag) if o.tag else None for o in rep.outputs]
+            # Tags and gold are matched to interpretation ids the same way ids are
+            # merged with each other: casefolded, NFC, punctuation removed.
+            label_of = {normalise_surface(m): lab for lab, ms in zip(dist.labels, dist.members)
+                        for m in ms}
+            tags = [label_of.get(normalise_surface(o.tag), o.tag) if o.tag else None
+                    for o in rep.outputs]
             g = gain_fn(dist.labels, tags, k)
             s = score(dist.probs, g, alphas, variance, clip)  # type: ignore[arg-type]
             es.append(s.es)
+            spreads.append(s.robustness ** 2)
             for a in alphas:
                 vbs[a].append(s.vb[a])
             if rep.gold is not None:
-                correct.append(bool(tags) and tags[0] == label_of.get(rep.gold, rep.gold))
+                gold = label_of.get(normalise_surface(rep.gold), rep.gold)
+                correct.append(bool(tags) and tags[0] == gold)
+        var_of_mean = None if variance == "bernoulli" else float(np.mean(spreads))
         aggs.append(aggregate_query(qid, es, vbs, resamples=resamples,
-                                    rng=query_seed(seed, qi), correct=correct or None))
+                                    rng=query_seed(seed, qi), correct=correct or None,
+                                    variance_of_mean=var_of_mean, clip=clip))
     coll = aggregate_collection(aggs, resamples=resamples, seed=seed)
     fmt = _alpha_key
     return {
         "settings": {"alphas": alphas, "k": k, "seed": seed, "gain": gain, "variance": variance,
-                     "resamples": resamples, "interval": "95% percentile bootstrap",
+                     "resamples": resamples, "normalize": normalize,
+                     "interval": "95% percentile bootstrap (vb_ci_normal: Student t)",
                      "vb_clipped_to_unit_interval": clip},
         "queries": [{
             "query_id": q.query_id, "replicas": q.replicas, "es": q.es,
@@ -101,6 +152,9 @@ def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gai
             "vb_ci": {fmt(a): ci.as_list() for a, ci in q.vb_ci.items()},
             "vb_ci_normal": {fmt(a): ci.as_list() for a, ci in q.vb_ci_normal.items()},
             "es_ci": q.es_ci.as_list(), "accuracy": q.accuracy,
+            # every replica gave the same score: the interval has zero width because B
+            # replicas cannot show spread, not because the score is certain
+            "replicas_agree": q.replicas_agree,
         } for q in aggs],
         "collection": {
             "n_queries": coll.n_queries, "es": coll.es, "es_ci": coll.es_ci.as_list(),
@@ -127,8 +181,14 @@ def print_table(result: dict[str, Any], console: Any) -> None:
     for a in alphas:
         t.add_column(f"VB_{a}")
     for q in result["queries"]:
-        t.add_row(q["query_id"], str(q["replicas"]), f"{q['es']:.3f}",
-                  *[f"{q['vb'][a]:.3f}" for a in alphas])
+        t.add_row(q["query_id"], str(q["replicas"]) + (" (all agree)" if q["replicas_agree"]
+                                                       else ""),
+                  f"{q['es']:.3f}", *[f"{q['vb'][a]:.3f}" for a in alphas])
     c = result["collection"]
-    t.add_row("[b]collection[/b]", "", f"{c['es']:.3f}", *[f"{c['vb'][a]:.3f}" for a in alphas])
+    t.add_row("collection", f"n={c['n_queries']}", f"{c['es']:.3f} {_ci(c['es_ci'])}",
+              *[f"{c['vb'][a]:.3f} {_ci(c['vb_ci'][a])}" for a in alphas])
     console.print(t)
+
+
+def _ci(ci: list[float]) -> str:
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
