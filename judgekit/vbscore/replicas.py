@@ -48,6 +48,18 @@ def query_seed(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, index]))
 
 
+def query_interval(values: np.ndarray, level: float = 0.95) -> Interval:
+    """judgekit's query-level interval of the mean replica score: Wilson when every
+    replica scored 0 or 1 (one-interpretation queries: B agreeing replicas then still
+    get a width, e.g. [0.57, 1] for 5 of 5), Student t otherwise."""
+    v = np.asarray(values, float)
+    if v.size and np.all((v == 0) | (v == 1)):
+        from judgekit.stats.proportions import wilson_interval
+
+        return wilson_interval(int(v.sum()), int(v.size), level)
+    return normal_interval(v, level)
+
+
 def aggregate_query(query_id: str, es_reps: Sequence[float],
                     vb_reps: Mapping[float, Sequence[float]], *, level: float = 0.95,
                     resamples: int = 10_000, rng: np.random.Generator | int = 0,
@@ -71,7 +83,7 @@ def aggregate_query(query_id: str, es_reps: Sequence[float],
         var = m * (1 - m) if variance_of_mean is None else variance_of_mean
         vb_jensen[a] = vb_from(m, var, a, clip)
         vb_ci[a] = percentile_interval(v, level, resamples, gen)
-        vb_norm[a] = normal_interval(v, level)
+        vb_norm[a] = query_interval(v, level)
     acc = float(np.mean(correct)) if correct is not None and len(correct) else None
     agree = bool(np.all(es == es[0])) and all(
         np.all(np.asarray(v, float) == np.asarray(v, float)[0]) for v in vb_reps.values())

@@ -1,0 +1,95 @@
+"""Coverage of judgekit's 95% intervals at the sizes people use.
+
+Query level: a query's replica scores are B draws from that query's score
+distribution; the interval should cover its true mean. Two score models:
+``continuous`` (clip(mu + N(0, 0.15)) with mu ~ U(0.2, 0.9)) and ``binary`` (each
+replica succeeds with probability p ~ U(0.5, 1), as with one-interpretation
+queries, where all replicas often agree). Intervals: judgekit's Student-t normal
+interval, judgekit's query interval (Wilson when every replica scored 0 or 1, else
+Student t), and the percentile bootstrap (the paper's). Collection level: Q queries,
+the cluster bootstrap over queries, covering the superpopulation mean.
+
+Prints a table and, on the last line, one JSON object keyed
+"<level>/<model>/<interval>/B=<B>[/Q=<Q>]" -> coverage, plus "zero_width_share".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from judgekit.stats import batched_percentile_intervals, cluster_bootstrap_interval
+from judgekit.stats.bootstrap import normal_interval
+from judgekit.vbscore.replicas import query_interval
+
+BS = (5, 10, 20, 50)
+QS = (10, 30, 100)
+QUERIES = 2000
+COLLECTIONS = 300
+
+
+def draw(model: str, rng: np.random.Generator, params: np.ndarray, b: int) -> np.ndarray:
+    if model == "continuous":
+        return np.clip(params[:, None] + rng.normal(0, 0.15, (params.size, b)), 0, 1)
+    return (rng.random((params.size, b)) < params[:, None]).astype(float)
+
+
+def params_of(model: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    return rng.uniform(0.2, 0.9, n) if model == "continuous" else rng.uniform(0.5, 1.0, n)
+
+
+def true_mean(model: str, params: np.ndarray) -> np.ndarray:
+    if model == "binary":
+        return params
+    # E[clip(mu + e)] by quadrature over e ~ N(0, 0.15)
+    z = np.linspace(-6, 6, 801)
+    w = np.exp(-z**2 / 2)
+    w /= w.sum()
+    return (np.clip(params[:, None] + 0.15 * z[None, :], 0, 1) * w).sum(axis=1)
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(2026)
+    figs: dict[str, float] = {}
+    rows = []
+    for model in ("continuous", "binary"):
+        for b in BS:
+            p = params_of(model, rng, QUERIES)
+            x = draw(model, rng, p, b)
+            truth = true_mean(model, p)
+            norm = np.array([normal_interval(r) for r in x])
+            ours = np.array([query_interval(r) for r in x])
+            perc = batched_percentile_intervals(x, 0.95, 1000, rng)
+            for name, ci in (("t", norm), ("judgekit", ours), ("percentile", perc)):
+                cov = float(np.mean((ci[:, 0] <= truth) & (truth <= ci[:, 1])))
+                figs[f"query/{model}/{name}/B={b}"] = cov
+            zero = float(np.mean(norm[:, 1] - norm[:, 0] == 0))
+            figs[f"zero_width_share/{model}/B={b}"] = zero
+            cov_t = figs[f"query/{model}/t/B={b}"]
+            rows.append(f"query      {model:<10} B={b:<3}        t {cov_t:.3f}"
+                        f"  judgekit {figs[f'query/{model}/judgekit/B={b}']:.3f}"
+                        f"  percentile {figs[f'query/{model}/percentile/B={b}']:.3f}"
+                        f"  zero-width {zero:.3f}")
+        superpop = float(true_mean(model, params_of(model, np.random.default_rng(0),
+                                                     20_000)).mean())
+        for q in QS:
+            for b in (5, 20):
+                hits = 0
+                for _ in range(COLLECTIONS):
+                    x = draw(model, rng, params_of(model, rng, q), b)
+                    ci = cluster_bootstrap_interval(x.mean(axis=1), 0.95, 1000, rng)
+                    hits += ci.lo <= superpop <= ci.hi
+                key = f"collection/{model}/cluster/B={b}/Q={q}"
+                figs[key] = hits / COLLECTIONS
+                rows.append(f"collection {model:<10} B={b:<3} Q={q:<4} cluster bootstrap "
+                            f"{figs[key]:.3f}")
+    print("\n".join(rows))
+    figs["wall_s"] = round(time.perf_counter() - t0, 1)
+    print(json.dumps(figs, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
