@@ -20,14 +20,18 @@ def _f(v: float | None) -> str:
 
 def markdown(cfg: VBScoreConfig, res: dict[str, Any], calls: dict[str, Any]) -> str:
     a = cfg.alpha
-    t1 = [[d["name"], _f(d["vb"]), _ci(d["vb_ci"]), _f(d["es"]), _f(d["accuracy"]),
+    t1 = [[d["name"], _f(d["vb"]), _ci(d["vb_ci"]), _f(d["es"]), _ci(d["es_ci"]),
+           _f(d["accuracy"]), _ci(d["accuracy_ci"]),
            _f(d["p_value"]) + (f" ({d.get('t_test_note')})" if d.get("t_test_note") else ""),
            d["n_queries"], d["replicas"]] for d in res["datasets"]]
     alphas = [repr(x) for x in cfg.alphas]
     grid = [[d["name"], *[_f(d.get("vb_by_alpha", {}).get(x)) for x in alphas]]
             for d in res["datasets"]]
-    pq = [[q["dataset"], q["query_id"], q["replicas"], _f(q["es"]), _f(q["vb"][repr(a)]),
-           _ci(q["vb_ci"][repr(a)]), _f(q["vb_of_mean_es"][repr(a)]), _f(q["accuracy"]),
+    pq = [[q["dataset"], q["query_id"],
+           f"{q['replicas']}" + (" (all agree: no spread seen)" if q.get("replicas_agree")
+                                 else ""),
+           _f(q["es"]), _f(q["vb"][repr(a)]), _ci(q["vb_ci"][repr(a)]),
+           _f(q["vb_of_mean_es"][repr(a)]), _f(q["accuracy"]),
            _f(q["response_diversity"])] for q in res["queries"]]
     stage_rows = [[name, s["calls"], s["provider_calls"], s["cached"], s["failed"],
                    s["attempts"], s["prompt_tokens"], s["completion_tokens"]]
@@ -42,7 +46,8 @@ def markdown(cfg: VBScoreConfig, res: dict[str, Any], calls: dict[str, Any]) -> 
         "collection level resamples queries with their replicas. VB is reported raw (it "
         "can be negative).",
         "## Table 1",
-        md_table(["dataset", f"VB (alpha={a})", "95% CI", "ES", "accuracy",
+        md_table(["dataset", f"VB (alpha={a})", "95% CI", "ES", "ES 95% CI", "accuracy",
+                  "accuracy 95% CI",
                   "p (VB vs ES, paired t)", "queries", "B"], t1),
         "## VB over the alpha grid",
         md_table(["dataset", *[f"VB_{x}" for x in alphas]], grid),

@@ -189,7 +189,7 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                           "vb_ci": {repr(a): c.as_list() for a, c in agg.vb_ci.items()},
                           "vb_ci_normal": {repr(a): c.as_list()
                                            for a, c in agg.vb_ci_normal.items()},
-                          "accuracy": agg.accuracy,
+                          "accuracy": agg.accuracy, "replicas_agree": agg.replicas_agree,
                           "mean_token_entropy": float(np.mean(ents)) if ents else None,
                           "response_diversity": response_diversity(
                               [x["outputs"][0] for x in rs if x["outputs"]]),
@@ -213,6 +213,17 @@ def _failure(r: dict[str, Any], i: int) -> dict[str, Any] | None:
     return None
 
 
+def _accuracy_ci(aggs: list[Any], cfg: VBScoreConfig) -> list[float | None]:
+    """Cluster bootstrap over queries of the per-query accuracy (the query is the unit)."""
+    from judgekit.stats import cluster_bootstrap_interval
+
+    acc = np.array([q.accuracy for q in aggs if q.accuracy is not None], float)
+    if acc.size == 0:
+        return [None, None]
+    ci = cluster_bootstrap_interval(acc, cfg.level, cfg.resamples, _seed(cfg.seed, 77))
+    return [ci.lo, ci.hi]
+
+
 def _count(failures: list[dict[str, Any]]) -> dict[str, int]:
     out: dict[str, int] = {}
     for f in failures:
@@ -224,7 +235,8 @@ def _dataset_row(cfg: VBScoreConfig, name: str, aggs: list[Any], qrows: list[dic
                  n: int) -> dict[str, Any]:
     a = cfg.alpha
     if not aggs:
-        return {"name": name, "vb": None, "vb_ci": [None, None], "es": None, "accuracy": None,
+        return {"name": name, "vb": None, "vb_ci": [None, None], "es": None,
+                "es_ci": [None, None], "accuracy": None, "accuracy_ci": [None, None],
                 "p_value": None, "n_queries": 0, "queries_excluded": n,
                 "replicas": cfg.replicas}
     coll = aggregate_collection(aggs, level=cfg.level, resamples=cfg.resamples, seed=cfg.seed)
@@ -232,6 +244,7 @@ def _dataset_row(cfg: VBScoreConfig, name: str, aggs: list[Any], qrows: list[dic
     divs = [q["response_diversity"] for q in qrows if q["response_diversity"] is not None]
     return {"name": name, "vb": coll.vb[a], "vb_ci": coll.vb_ci[a].as_list(), "es": coll.es,
             "es_ci": coll.es_ci.as_list(), "accuracy": coll.accuracy,
+            "accuracy_ci": _accuracy_ci(aggs, cfg),
             "p_value": coll.t_test[a]["p_value"], "t_test_note": coll.t_test[a]["note"],
             "n_queries": coll.n_queries, "queries_excluded": n - coll.n_queries,
             "replicas": cfg.replicas,
