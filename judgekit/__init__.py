@@ -27,6 +27,10 @@ _LAZY = {
     "Client": "judgekit.llm.client",
     "ClientSettings": "judgekit.llm.client",
     "StageResult": "judgekit.llm.types",
+    "run": "judgekit.api",
+    "audit": "judgekit.api",
+    "load_results": "judgekit.results",
+    "RunResult": "judgekit.results",
 }
 
 __all__ = [
@@ -38,11 +42,19 @@ __all__ = [
     "DataError",
     "JudgekitError",
     "ProviderError",
+    "RunResult",
     "Stage",
     "StageResult",
     "StatsError",
     "__version__",
+    "audit",
+    "load_results",
+    "run",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def __getattr__(name: str) -> Any:

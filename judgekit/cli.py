@@ -39,25 +39,29 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 @app.command()
 def run(
-    config: Path = typer.Argument(..., help="experiment YAML"),
+    config: str = typer.Argument(..., help="experiment YAML, or a packaged experiment's name"),
     set_: list[str] = typer.Option([], "--set", help="dotted override KEY=VALUE"),
     model: list[str] = typer.Option([], "--model", help="ROLE=provider/model"),
     cassette_mode: str | None = typer.Option(None, "--cassette-mode",
                                                 help="none | new | all"),
-    out: Path | None = typer.Option(None, "--out", help="output directory"),
+    out: Path | None = typer.Option(None, "--out", help="output directory (new or empty)"),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="replace a previous run's outputs in --out"),
+    prompts: Path | None = typer.Option(None, "--prompts",
+                                        help="folder of templates searched first"),
     seed: int | None = typer.Option(None, "--seed"),
     strict: bool = typer.Option(False, "--strict",
                                 help="data-check warnings become errors"),
 ) -> None:
-    """Run an experiment config and write results.json and report.md."""
-    from judgekit.config import out_dir, resolve
+    """Run an experiment config; write results.json, report.md and report.html."""
+    from judgekit.api import run_config
 
-    overrides = {"cassette_mode": cassette_mode, "out": str(out) if out else None, "seed": seed,
-                 "strict": True if strict else None}
-    cfg, runner = resolve(config, set_, model, overrides)
-    directory = out_dir(cfg)
-    summary = runner(cfg, directory)
-    console.print(f"wrote {directory}/results.json and report.md")
+    models = dict(_model_arg(m) for m in model)
+    _, summary, directory = run_config(
+        config, out=out, overwrite=overwrite, sets=set_, models=models,
+        cassette_mode=cassette_mode, seed=seed, strict=True if strict else None,
+        prompts=str(prompts.resolve()) if prompts else None)
+    console.print(f"wrote {directory}/results.json, report.md and report.html")
     if summary.get("headline"):
         console.print(summary["headline"])
     failed = summary.get("failed_calls") or {}
@@ -66,6 +70,16 @@ def run(
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(failed.items()))
         console.print(f"{total} call(s) failed and were excluded from scores ({kinds}); "
                       f"see {directory}/failures.jsonl. Rerunning retries exactly those calls.")
+
+
+def _model_arg(text: str) -> tuple[str, str]:
+    from judgekit.errors import ConfigError
+
+    if "=" not in text:
+        raise ConfigError(f"--model {text!r} must name a role: ROLE=provider/model, e.g. "
+                          f"--model judge={text}")
+    role, value = text.split("=", 1)
+    return role.strip(), value.strip()
 
 
 @app.command()
@@ -105,7 +119,7 @@ def cache_stats(cache_dir: Path | None = typer.Option(None, "--dir")) -> None:
 
     c = ResponseCache(cache_dir)
     s = c.stats()
-    console.print(json.dumps(s.__dict__, indent=2))
+    print(json.dumps(s.__dict__, indent=2))
 
 
 @cache_app.command("clear")
@@ -143,19 +157,106 @@ def cassette_verify(paths: list[Path]) -> None:
 
 
 @cassette_app.command("unused")
-def cassette_unused(config: Path, set_: list[str] = typer.Option([], "--set")) -> None:
+def cassette_unused(config: str, set_: list[str] = typer.Option([], "--set")) -> None:
     """Replay CONFIG in mode none and list cassette entries it did not use."""
     import tempfile
 
     from judgekit.config import resolve
+    from judgekit.errors import ConfigError
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg, runner = resolve(config, set_, [], {"cassette_mode": "none", "out": tmp})
+        if not getattr(cfg, "cassette", None):
+            raise ConfigError(f"config {config} has no cassette; nothing to compare with")
         summary = runner(cfg, Path(tmp))
     unused = summary.get("unused_cassette_entries", [])
     for key in unused:
         console.print(key)
     console.print(f"{len(unused)} unused entries")
+
+
+@app.command()
+def schema(method: str = typer.Argument(..., help="vbscore | nodata | ondemand")) -> None:
+    """Print the JSON Schema of a method's results.json."""
+    from judgekit.results import json_schema
+
+    print(json.dumps(json_schema(method), indent=2, sort_keys=True))
+
+
+prompts_app = typer.Typer(no_args_is_help=True, help="Inspect or copy the prompt templates.")
+app.add_typer(prompts_app, name="prompts")
+
+# Which stage renders each packaged template.
+STAGES = {
+    "interpretations.j2": "vbscore: interpretation generator",
+    "system.j2": "vbscore: system under test",
+    "tagger.j2": "vbscore: open-world entity tagger",
+    "correctness.j2": "vbscore: correctness judge",
+    "nodata_evaluator.j2": "nodata: evaluator (all criteria)",
+    "nodata_evaluator_one.j2": "nodata: evaluator (one criterion)",
+    "nodata_generator.j2": "nodata: generator (paraphraser)",
+    "nodata_verifier.j2": "nodata: verifier (all criteria)",
+    "nodata_verifier_one.j2": "nodata: verifier (one criterion)",
+    "ondemand_judge.j2": "ondemand: labelling judge",
+}
+
+
+@prompts_app.command("list")
+def prompts_list(prompts: Path | None = typer.Option(None, "--prompts",
+                                                      help="your templates folder")) -> None:
+    """Which file each stage's template resolves to, and its content hash."""
+    from judgekit.llm.templates import TemplateLibrary
+
+    lib = TemplateLibrary(user=prompts)
+    for name in lib.names():
+        print(f"{name:<26} {STAGES.get(name, '(your template)'):<36} "
+              f"{lib.content_hash(name)}  {lib.resolve(name)}")
+
+
+@prompts_app.command("export")
+def prompts_export(directory: Path = typer.Argument(..., help="folder to copy into"),
+                   overwrite: bool = typer.Option(False, "--overwrite")) -> None:
+    """Copy the packaged templates into DIRECTORY for editing (then --prompts DIR)."""
+    import shutil
+
+    from judgekit.errors import ConfigError
+    from judgekit.resources import resource_dir
+
+    directory.mkdir(parents=True, exist_ok=True)
+    src = sorted(resource_dir("prompts").glob("*.j2"))
+    clash = [f.name for f in src if (directory / f.name).exists()]
+    if clash and not overwrite:
+        raise ConfigError(f"{directory} already has {', '.join(clash[:3])}; pass --overwrite")
+    for f in src:
+        shutil.copyfile(f, directory / f.name)
+    print(f"copied {len(src)} templates to {directory}; use them with --prompts {directory} "
+          "or `prompts:` in a config")
+
+
+data_app = typer.Typer(no_args_is_help=True, help="Fetch full datasets into a local cache.")
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("fetch")
+def data_fetch(name: str = typer.Argument(..., help="dataset name (judgekit data list)"),
+               url: str | None = typer.Option(None, "--url", help="another source URL"),
+               sha256: str | None = typer.Option(None, "--sha256",
+                                                 help="expected checksum of the file")) -> None:
+    """Download a dataset's canonical file into the data cache, checksummed."""
+    from judgekit.data.fetch import fetch
+
+    path = fetch(name, url=url, sha256=sha256)
+    print(path)
+
+
+@data_app.command("list")
+def data_list() -> None:
+    """The datasets `data fetch` knows, their sources and whether they are cached."""
+    from judgekit.data.fetch import SOURCES, cached_path
+
+    for name, src in SOURCES.items():
+        p = cached_path(name)
+        print(f"{name:<20} {'cached' if p.exists() else '-':<7} {src.url}")
 
 
 @local_app.command("serve")

@@ -29,6 +29,7 @@ class RunSettings(BaseModel):
     concurrency: int = Field(8, ge=1)
     timeout: float = Field(120.0, gt=0)
     call_deadline: float = Field(600.0, gt=0)
+    prompts: str | None = None  # a folder of templates searched before the packaged ones
     strict: bool = False  # data-check warnings (e.g. labels vs rubric values) become errors
     max_failures: int | float | None = 0.25
     base_urls: dict[str, str] = Field(default_factory=dict)
@@ -78,17 +79,66 @@ def parse_assignment(text: str, flag: str) -> tuple[str, Any]:
     return key.strip(), value
 
 
-def load_raw(path: str | Path) -> dict[str, Any]:
+def find_config(path: str | Path) -> Path:
+    """The config file: as given, or a packaged experiment by name (``demo``)."""
     p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"config file {p} not found")
+    if p.exists():
+        return p
+    if p.parent == Path(".") and p.suffix in ("", ".yaml"):
+        from judgekit.resources import resource_dir
+
+        shipped = resource_dir("experiments") / f"{p.stem}.yaml"
+        if shipped.exists():
+            return shipped
+    raise ConfigError(f"config file {p} not found (packaged experiments: "
+                      f"{', '.join(packaged_experiments())})")
+
+
+def packaged_experiments() -> list[str]:
+    from judgekit.resources import resource_dir
+
+    return sorted(f.stem for f in resource_dir("experiments").glob("*.yaml")
+                  if f.stem != "demo_queries")
+
+
+def load_raw(path: str | Path) -> dict[str, Any]:
+    p = find_config(path)
     try:
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config {p}: invalid YAML: {str(exc).splitlines()[0]}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"config {p}: invalid YAML{where}: {problem}") from exc
     if not isinstance(doc, dict):
         raise ConfigError(f"config {p}: the top level must be a mapping")
     doc.setdefault("name", p.stem)
+    return resolve_paths(doc, p.resolve().parent)
+
+
+# Config values that are file paths: relative ones resolve against the config file's
+# folder, so a config runs the same from any working directory (and from the wheel).
+_PATH_KEYS = ("data_path", "data_dir", "cassette", "prompts", "labels_file")
+_RUBRIC_KEYS = ("rubric", "verifier_rubric")
+
+
+def resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
+    def fix(v: Any) -> Any:
+        if isinstance(v, str) and v and not Path(v).is_absolute() and "://" not in v:
+            return str(base / v)
+        return v
+
+    for k in _PATH_KEYS:
+        if k in doc:
+            doc[k] = fix(doc[k])
+    for k in _RUBRIC_KEYS:  # a bare name may also mean a packaged rubric
+        if isinstance(doc.get(k), str) and (base / doc[k]).exists():
+            doc[k] = str(base / doc[k])
+    for ds in doc.get("datasets") or []:
+        if isinstance(ds, dict) and "path" in ds:
+            ds["path"] = fix(ds["path"])
+    if isinstance(doc.get("system_outputs"), dict):
+        doc["system_outputs"] = {k: fix(v) for k, v in doc["system_outputs"].items()}
     return doc
 
 
@@ -112,11 +162,29 @@ def register_method(name: str, config_model: Callable[[], type[BaseModel]],
 def resolve(path: str | Path, sets: list[str], models: list[str], overrides: dict[str, Any]
             ) -> tuple[Any, Runner]:
     """Load, override and validate a config; return it with its method's runner."""
-    doc = load_raw(path)
+    return _finish(load_raw(path), str(path), sets, models, overrides)
+
+
+def resolve_dict(doc: dict[str, Any], sets: list[str], models: list[str],
+                 overrides: dict[str, Any]) -> tuple[Any, Runner]:
+    """As :func:`resolve` for a config given as a dict (paths relative to the cwd)."""
+    import copy
+
+    d = copy.deepcopy(doc)
+    d.setdefault("name", "experiment")
+    return _finish(d, "<dict>", sets, models, overrides)
+
+
+def _finish(doc: dict[str, Any], path: str, sets: list[str], models: list[str],
+            overrides: dict[str, Any]) -> tuple[Any, Runner]:
     for s in sets:
         k, v = parse_assignment(s, "--set")
         set_dotted(doc, k, v)
     for m in models:
+        if "=" not in m:
+            known = ", ".join(sorted(doc.get("models") or {})) or "none"
+            raise ConfigError(f"--model {m!r} must name a role: ROLE=provider/model, e.g. "
+                              f"--model judge={m} (roles in this config: {known})")
         role, model = parse_assignment(m, "--model")
         doc.setdefault("models", {})
         if role not in doc["models"]:
@@ -155,8 +223,9 @@ register_method("ondemand", _lazy("judgekit.ondemand.config", "OnDemandConfig"),
 def client_for(cfg: RunSettings, *, progress: bool = True) -> Any:
     """The LLM client a run uses, from the config's operational fields."""
     from judgekit.llm import Client, ClientSettings
+    from judgekit.llm.templates import TemplateLibrary
 
-    return Client(ClientSettings(
+    return Client(templates=TemplateLibrary(user=cfg.prompts), settings=ClientSettings(
         cache_dir=cfg.cache_dir, use_cache=cfg.use_cache, cassette=cfg.cassette,
         cassette_mode=cfg.cassette_mode, concurrency=cfg.concurrency, timeout=cfg.timeout,
         call_deadline=cfg.call_deadline, max_failures=cfg.max_failures,

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.errors import ConfigError
 from judgekit.llm.secrets import scrub
 
 
@@ -29,7 +30,7 @@ def _clean(obj: Any) -> Any:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(scrub(_clean(data)), indent=2, sort_keys=True,
                               ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -37,7 +38,7 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(scrub(text), encoding="utf-8")
     os.replace(tmp, path)
 
@@ -69,3 +70,48 @@ def write_failures(out: Path, client: Any) -> dict[str, int]:
     for r in log:
         counts[r["kind"]] = counts.get(r["kind"], 0) + 1
     return counts
+
+
+# What a run writes: cleared by --overwrite; anything else in the folder is left alone.
+RUN_OUTPUTS = ("results.json", "report.md", "report.html", "failures.jsonl", "*.png",
+               "queries.jsonl", "items.jsonl", "replica_failures.jsonl")
+
+
+def prepare_out(out: Path, *, overwrite: bool, inputs: tuple[Path, ...] = ()) -> None:
+    """A run writes into a fresh folder; a non-empty one needs ``overwrite``, which
+    removes the previous run's outputs (so no stale figure survives). Never the input."""
+    out = Path(out)
+    for p in inputs:
+        if p.exists() and out.resolve() in (p.resolve(), *p.resolve().parents):
+            raise ConfigError(f"--out {out} contains the run's input {p}; choose another folder")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise ConfigError(f"output folder {out} is not empty; choose a new --out or pass "
+                              "--overwrite to replace the previous run's outputs")
+        for pattern in RUN_OUTPUTS:
+            for f in out.glob(pattern):
+                if f.is_file():
+                    f.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def publish(out: Path, results: dict[str, Any], markdown: str, *, title: str,
+            detail_keys: tuple[str, ...] = (), views: dict[str, str] | None = None
+            ) -> dict[str, Any]:
+    """Write a run's outputs: results.json (typed, small), a JSONL per detail list,
+    report.md and the self-contained report.html (figures must be written first)."""
+    from judgekit.report.html import write_report_html
+    from judgekit.results import model_for, split_detail
+
+    small, details = split_detail(results, detail_keys)
+    model_for(small["method"]).model_validate(_clean(small))  # the schema holds
+    for name, rows in details.items():
+        write_text(out / f"{name}.jsonl", "".join(
+            json.dumps(scrub(_clean(r)), sort_keys=True, ensure_ascii=False) + "\n"
+            for r in rows))
+    write_json(out / "results.json", small)
+    write_text(out / "report.md", markdown)
+    write_report_html(out, title, markdown, _clean(details), views)
+    return small

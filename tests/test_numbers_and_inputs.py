@@ -66,7 +66,7 @@ def test_mixed_prob_and_score_is_an_error(tmp_path):
 
 def test_duplicate_replicas_are_an_error(tmp_path):
     one = line("q", 0, [{"id": "A", "prob": 1.0}], ["A"])
-    with pytest.raises(DataError, match="line 2: .*replica 0 already appears on line 1"):
+    with pytest.raises(DataError, match="line 2: .*replica 0 already appears at 1"):
         score_file(write(tmp_path, one, one), **OPTS)
 
 

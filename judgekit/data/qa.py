@@ -189,12 +189,19 @@ _LOADERS = {"truthfulqa": load_truthfulqa, "winograd": load_winograd, "arc": loa
 
 
 def load_dataset_queries(name: str, path: str | Path | None, hf: bool = False) -> list[Query]:
+    """A dataset's queries from ``path``, the Hugging Face hub (``hf``), or, with neither,
+    the file `judgekit data fetch NAME` put in the data cache."""
     if name not in _LOADERS:
         raise DataError(f"unknown dataset {name!r}; use one of {', '.join(DATASETS)}")
     if hf and name != "demo":
         return load_hf(name)
     if path is None:
-        raise DataError(f"dataset {name}: give a path (or hf: true)")
+        from judgekit.data.fetch import SOURCES, cached_path
+
+        if name in SOURCES and cached_path(name).exists():
+            return _LOADERS[name](cached_path(name))
+        raise DataError(f"dataset {name}: give a path, set hf: true, or run "
+                        f"`judgekit data fetch {name}` first")
     return _LOADERS[name](Path(path))
 
 

@@ -33,12 +33,20 @@ def _data_block(value: object, name: str = "DATA") -> str:
 class TemplateLibrary:
     """Loads and renders templates from a folder through a SandboxedEnvironment."""
 
-    def __init__(self, folder: Path | None = None) -> None:
+    def __init__(self, folder: Path | str | None = None, *,
+                 user: Path | str | None = None) -> None:
+        """``folder``: the base templates (default: the packaged prompts/). ``user``: a
+        folder searched first, so a user's edited copy of a template wins."""
         self.folder = Path(folder) if folder else resource_dir("prompts")
+        self.user = Path(user) if user else None
+        if self.user is not None and not self.user.is_dir():
+            raise TemplateError(f"prompts folder {self.user} not found; create it with "
+                                f"`judgekit prompts export {self.user}`")
+        self.search = [p for p in (self.user, self.folder) if p is not None]
         from jinja2 import FileSystemLoader
 
         self.env = SandboxedEnvironment(
-            loader=FileSystemLoader(str(self.folder)),
+            loader=FileSystemLoader([str(p) for p in self.search]),
             undefined=StrictUndefined,
             autoescape=False,
             keep_trailing_newline=True,
@@ -49,13 +57,21 @@ class TemplateLibrary:
         self._hashes: dict[str, str] = {}
         self._globals: dict[str, dict[str, object]] = {}
 
+    def resolve(self, name: str) -> Path:
+        """The file template ``name`` loads from (the user's folder first)."""
+        for folder in self.search:
+            if (folder / name).exists():
+                return folder / name
+        raise TemplateError(f"template {name!r} not found in "
+                            f"{' or '.join(str(p) for p in self.search)}")
+
     def content_hash(self, name: str) -> str:
         if name not in self._hashes:
-            path = self.folder / name
-            if not path.exists():
-                raise TemplateError(f"template {name!r} not found in {self.folder}")
-            self._hashes[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+            self._hashes[name] = hashlib.sha256(self.resolve(name).read_bytes()).hexdigest()[:16]
         return self._hashes[name]
+
+    def names(self) -> list[str]:
+        return sorted({p.name for folder in self.search for p in folder.glob("*.j2")})
 
     def render(self, name: str, variables: dict[str, object]) -> list[dict[str, str]]:
         """Render template ``name`` to chat messages."""
@@ -69,7 +85,8 @@ class TemplateLibrary:
             ctx = new_context(self.env, tmpl.name, tmpl.blocks, {**g, **variables}, True, g)
             text = self.env.concat(tmpl.root_render_func(ctx))  # type: ignore[attr-defined]
         except TemplateNotFound as exc:
-            raise TemplateError(f"template {name!r} not found in {self.folder}") from exc
+            raise TemplateError(f"template {name!r} not found in "
+                                f"{' or '.join(str(p) for p in self.search)}") from exc
         except UndefinedError as exc:
             raise TemplateError(f"template {name!r}: {exc}; pass that variable") from exc
         except SecurityError as exc:

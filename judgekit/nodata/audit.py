@@ -27,7 +27,7 @@ from judgekit.nodata.config import NoDataConfig
 from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
 from judgekit.nodata.rubric import Rubric, load_rubric
 from judgekit.report.figures import lines
-from judgekit.runio import md_table, write_failures, write_json, write_text
+from judgekit.runio import md_table, publish, write_failures
 from judgekit.stats.proportions import rate_with_interval
 
 REFUSAL = re.compile(r"\b(I can(?:no|')t|I'm sorry|I am sorry|as an AI|I am unable|"
@@ -323,12 +323,12 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
     }
     results["verdict"] = verdict(cfg, runs[0], raw, len(items))
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", results)
-    write_text(out / "report.md", _report(cfg, results))
     lines(out / "success_vs_phi.png",
           {cfg.rubric_label: ([r["phi"] for r in runs], [r["success_rate"] for r in runs])},
           xlabel="phi", ylabel="success rate", ylim=(-0.02, 1.02),
           title=f"No-Data audit of {cfg.models['evaluator']}")
+    publish(out, results, _report(cfg, results), title=f"No-Data audit of "
+            f"{cfg.models['evaluator']}", detail_keys=("items",), views={"items": "audit"})
     r0 = runs[0]
     unused = client.cassette.unused() if client.cassette is not None else []
     return {"failed_calls": write_failures(out, client),
@@ -343,12 +343,17 @@ def verdict(cfg: NoDataConfig, run: dict[str, Any], raw: dict[str, Any], n_items
     ci, n = run["success_ci"], run["n_items"]
     vx = [v for v in raw["vx"] if v is not None]
     flat = {tuple(v[0]) for v in vx}
-    uninformative = len(vx) >= 5 and len(flat) == 1
+    uninformative = len(vx) >= 3 and len(flat) == 1
+    self_check = cfg.models["verifier"] == cfg.models["evaluator"]
     if n == 0 or ci is None:
         decision, why = "inconclusive", "no item completed the protocol"
     elif uninformative:
         decision, why = "inconclusive", ("the verifier gave every item the same scores "
                                          f"{sorted(flat)[0]}: its checks cannot tell texts apart")
+    elif ci[0] >= cfg.trust_threshold and self_check:
+        decision, why = "inconclusive", ("the success rate is high, but the verifier is the "
+                                         "judge itself: a model checking its own claims "
+                                         "cannot establish trust; use another verifier")
     elif ci[0] >= cfg.trust_threshold:
         decision, why = "trust", (f"the success rate's 95% interval [{ci[0]:.3f}, {ci[1]:.3f}] "
                                   f"lies above {cfg.trust_threshold}")
@@ -373,6 +378,7 @@ def _item_record(i: int, position: int, item: JudgedItem, raw: dict[str, Any]
     rec = raw["records"].get(i)
     ev = raw["evals"][i]
     return {"index": position, "label": item.Label, "evaluator": ev,
+            "x": {"Prompt": item.Prompt, "Output": item.Output},
             "claims_agree": raw["claims"].get(i),
             "verifier_x": list(raw["vx"][i][0]) if raw["vx"][i] else None,
             "excluded": raw["excluded"].get(i),

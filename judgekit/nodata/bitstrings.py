@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,9 @@ def load_split(data_dir: Path | None, phenomenon: str, split: str, seed: int
         return load_authors_file(p), str(p)
     rubric = ip_rubric() if phenomenon == "IP" else oop_rubric()
     n = 2000 if split == "train" else 498
-    rng = np.random.default_rng(np.random.SeedSequence([seed, hash(prefix + split) % 2**31]))
+    # a stable key: str hash() is salted per process and would change the data each run
+    key = zlib.crc32((prefix + split).encode())
+    rng = np.random.default_rng(np.random.SeedSequence([seed, key]))
     return generate_balanced(rubric, n, rng), "regenerated"
 
 

@@ -22,7 +22,7 @@ from judgekit.nodata.bitstrings import (
 from judgekit.nodata.config import NoDataConfig
 from judgekit.nodata.protocol import apply_flips, run_protocol, summarise
 from judgekit.report.figures import lines
-from judgekit.runio import md_table, write_json, write_text
+from judgekit.runio import md_table, publish
 
 # Table 2 (DT) was produced at phi = 0.5 (the authors' notebook), where their
 # keep-probability and the paper's flip-probability coincide; Table 6 (liars, IP
@@ -98,10 +98,10 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                "runs": runs, "escape": escape, "baselines": baselines,
                "elapsed_s": round(elapsed, 1)}
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", {k: v for k, v in results.items() if k != "elapsed_s"})
-    _write_items(out / "items.jsonl", items)
-    write_text(out / "report.md", report(results, cfg))
     _figure(out / "success_vs_phi.png", runs)
+    publish(out, {**{k: v for k, v in results.items() if k != "elapsed_s"}, "items": items},
+            report(results, cfg), title="No-Data Algorithm: synthetic bitstrings",
+            detail_keys=("items",))
     ip = next((r for r in runs if r["phenomenon"] == "IP" and r["evaluator"] == "dt_decimal"),
               None)
     head = (f"IP dt_decimal success {ip['success_rate']:.1%}" if ip else "") + \
@@ -120,13 +120,6 @@ def _sweep(cfg: NoDataConfig, xs: list[str], evaluator: Any, verifier: Any, pi: 
         eps=cfg.eps)])) for k in range(cfg.seeds)]
     return {"seeds": cfg.seeds, "mean": float(np.mean(rates)), "min": min(rates),
             "max": max(rates)}
-
-
-def _write_items(path: Path, items: list[dict[str, Any]]) -> None:
-    import json
-
-    path.write_text("".join(json.dumps(i, sort_keys=True) + "\n" for i in items),
-                    encoding="utf-8")
 
 
 def _ensemble(train: list[tuple[str, int]], xs: list[str], ys: list[int]) -> dict[str, Any]:

@@ -1,0 +1,18 @@
+"""On-demand importance-sampling evaluation (Chaganty et al. 2017): estimators on arrays."""
+
+from judgekit.ondemand.estimators import (
+    adaptive_sample_size,
+    joint_precision,
+    joint_precision_variance,
+    percentile,
+    pool_relative_recall,
+    proposals,
+    simple_precision,
+    simple_recall,
+    stratified_boot_means,
+    weights_for,
+)
+
+__all__ = ["adaptive_sample_size", "joint_precision", "joint_precision_variance",
+           "percentile", "pool_relative_recall", "proposals", "simple_precision",
+           "simple_recall", "stratified_boot_means", "weights_for"]

@@ -8,7 +8,7 @@ from typing import Any
 from judgekit.ondemand.config import OnDemandConfig
 from judgekit.ondemand.simulation import adaptive_curve, simulate
 from judgekit.report.figures import lines
-from judgekit.runio import md_table, write_failures, write_json, write_text
+from judgekit.runio import md_table, publish, write_failures
 
 
 def run(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:
@@ -30,8 +30,6 @@ def run(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:
         "adaptive_total": ad["adaptive_total"], "fixed_total": ad["fixed_total"],
     }
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", results)
-    write_text(out / "report.md", _report(results, cfg))
     xs = list(range(1, cfg.systems + 1))
     lines(out / "adaptive.png", {"samples asked": (xs, results["adaptive"]),
                                  "new labels": (xs, results["adaptive_new_labels"])},
@@ -41,6 +39,8 @@ def run(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:
                                  for k in ("simple", "joint")},
           xlabel="0 = precision, 1 = recall", ylabel=f"median {cfg.level:.0%} CI width",
           title="Interval widths")
+    publish(out, {**results, "experiment": "simulation"}, _report(results, cfg),
+            title="On-demand estimators: simulation")
     return {"headline": f"joint/simple CI width: precision {ratio_p:.2f}, recall {ratio_r:.2f}"}
 
 
@@ -102,12 +102,12 @@ def run_labelling(cfg: OnDemandConfig, out: Path) -> dict[str, Any]:
                "samples_drawn": sum(len(s) for s in loop.samples.values()),
                "calls": client.summary() if client is not None else None}
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", results)
     rows = [[s, v["simple"], v["joint"]] for s, v in est.items()]
-    write_text(out / "report.md", "\n\n".join([
+    publish(out, results, "\n\n".join([
         "# On-demand precision from sampled labels",
         f"{results['samples_drawn']} samples drawn, {results['labels_used']} distinct "
         "instances labelled (each at most once across systems).",
-        md_table(["system", "simple precision", "joint precision"], rows)]) + "\n")
+        md_table(["system", "simple precision", "joint precision"], rows)]) + "\n",
+        title="On-demand precision from sampled labels")
     return {"headline": f"{results['labels_used']} labels for {len(systems)} systems",
             "failed_calls": write_failures(out, client) if client is not None else {}}

@@ -4,17 +4,27 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from judgekit.config import RunSettings
 
 
 class DatasetSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: Literal["truthfulqa", "winograd", "arc", "demo"]
+    name: str
     path: str | None = None
     hf: bool = False
     n: int = Field(10, ge=1)
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        from judgekit.data.qa import DATASETS
+
+        if v not in DATASETS:
+            raise ValueError(f"unknown dataset {v!r}: judgekit loads {', '.join(DATASETS)} "
+                             "(name says which format the file is in)")
+        return v
 
 
 class VBScoreConfig(RunSettings):

@@ -13,7 +13,7 @@ import numpy as np
 from judgekit.config import client_for
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
-from judgekit.runio import write_failures, write_json, write_text
+from judgekit.runio import publish, write_failures
 from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
 from judgekit.vbscore.distribution import Candidate, build
@@ -48,12 +48,13 @@ def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
     if client.cassette is not None:
         results["unused_cassette_entries"] = client.cassette.unused()
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", {k: v for k, v in results.items()
-                                      if k != "unused_cassette_entries"})
     from judgekit.vbscore.report import figures, markdown
 
-    write_text(out / "report.md", markdown(cfg, results, summary))
     figures(cfg, results, out)
+    publish(out, {k: v for k, v in results.items() if k != "unused_cassette_entries"},
+            markdown(cfg, results, summary), title="VB-Score case study",
+            detail_keys=("queries", "replica_failures"),
+            views={"queries": "vb"})
     head = "; ".join(f"{d['name']}: VB {d['vb']:.3f} ES {d['es']:.3f}"
                      for d in results["datasets"] if d["vb"] is not None)
     return {"headline": head, "failed_calls": write_failures(out, client),
@@ -198,7 +199,7 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
         datasets.append(_dataset_row(cfg, name, aggs, qrows, len(queries)))
     return {"method": "vbscore", "seed": cfg.seed, "alpha": cfg.alpha, "alphas": cfg.alphas,
             "replicas": cfg.replicas, "k": cfg.k, "datasets": datasets, "queries": per_query,
-            "failures": failures,
+            "replica_failures": failures,
             "failures_by_stage": _count(failures)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from pydantic import BaseModel, ValidationError, model_validator
 
 from judgekit.errors import ConfigError, DataError, JudgekitError, describe_validation
 from judgekit.vbscore.distribution import Candidate, build, normalise_surface
-from judgekit.vbscore.metric import binary_gains, dcg_gains, score
+from judgekit.vbscore.metric import ALPHA_GRID, binary_gains, dcg_gains
+from judgekit.vbscore.metric import score as score_replica
 from judgekit.vbscore.replicas import aggregate_collection, aggregate_query, query_seed
 
 
@@ -48,40 +50,51 @@ def read_replicas(path: Path, *, normalize: bool = False
     ``normalize``), one kind of weight per line, no duplicate (query_id, replica)."""
     if not path.exists():
         raise DataError(f"{path}: file not found")
+
+    def lines() -> Iterator[tuple[int, Any]]:
+        with open(path, encoding="utf-8") as fh:
+            for n, line in enumerate(fh, start=1):
+                if line.strip():
+                    try:
+                        yield n, json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
+
+    return group_replicas(lines(), str(path), normalize=normalize)
+
+
+def group_replicas(records: Iterable[tuple[int, Any]], source: str, *,
+                   normalize: bool = False) -> OrderedDict[str, list[ReplicaLine]]:
     groups: OrderedDict[str, list[ReplicaLine]] = OrderedDict()
     seen: dict[tuple[str, int], int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = ReplicaLine.model_validate(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
-            except ValidationError as exc:
-                raise DataError(f"{path} line {n}: {describe_validation(exc)}") from exc
-            _check_line(path, n, rec, normalize)
-            first = seen.setdefault((rec.query_id, rec.replica), n)
-            if first != n:
-                raise DataError(f"{path} line {n}: query {rec.query_id!r} replica "
-                                f"{rec.replica} already appears on line {first}; each "
-                                "(query_id, replica) must appear once")
-            groups.setdefault(rec.query_id, []).append(rec)
+    where = f"{source} line" if source != "records" else "record"
+    for n, raw in records:
+        try:
+            rec = ReplicaLine.model_validate(raw)
+        except ValidationError as exc:
+            raise DataError(f"{where} {n}: {describe_validation(exc)}") from exc
+        _check_line(f"{where} {n}", rec, normalize)
+        first = seen.setdefault((rec.query_id, rec.replica), n)
+        if first != n:
+            raise DataError(f"{where} {n}: query {rec.query_id!r} replica "
+                            f"{rec.replica} already appears at {first}; each "
+                            "(query_id, replica) must appear once")
+        groups.setdefault(rec.query_id, []).append(rec)
     if not groups:
-        raise DataError(f"{path}: no replica lines")
+        raise DataError(f"{source}: no replica lines")
     return groups
 
 
-def _check_line(path: Path, n: int, rec: ReplicaLine, normalize: bool) -> None:
+def _check_line(where: str, rec: ReplicaLine, normalize: bool) -> None:
     kinds = {("prob" if i.prob is not None else "score") for i in rec.interpretations}
     if any(i.prob is not None and i.score is not None for i in rec.interpretations) \
             or len(kinds) > 1:
-        raise DataError(f"{path} line {n}: query {rec.query_id!r} mixes 'prob' and 'score' "
+        raise DataError(f"{where}: query {rec.query_id!r} mixes 'prob' and 'score' "
                         "across its interpretations; give every interpretation the same one")
     if kinds == {"prob"}:
         total = sum(float(i.prob or 0.0) for i in rec.interpretations)
         if abs(total - 1.0) > 1e-6 and not normalize:
-            raise DataError(f"{path} line {n}: query {rec.query_id!r} interpretation "
+            raise DataError(f"{where}: query {rec.query_id!r} interpretation "
                             f"probabilities sum to {total:.6g}, not 1; fix them or pass "
                             "--normalize to rescale")
 
@@ -106,10 +119,40 @@ def _check_options(alphas: list[float], k: int | None, gain: str, variance: str,
 def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gain: str = "binary",
                variance: str = "bernoulli", resamples: int = 10_000,
                clip: bool = False, normalize: bool = False) -> dict[str, Any]:
+    """Score a JSONL file of tagged replicas (the `judgekit vbscore` command)."""
     _check_options(alphas, k, gain, variance, resamples)
+    return _score(read_replicas(path, normalize=normalize), alphas=alphas, k=k, seed=seed,
+                  gain=gain, variance=variance, resamples=resamples, clip=clip,
+                  normalize=normalize)
+
+
+def score(records: Iterable[dict[str, Any]], *, alphas: Sequence[float] = ALPHA_GRID,
+          k: int | None = None, seed: int = 0, gain: str = "binary",
+          variance: str = "bernoulli", resamples: int = 10_000, clip: bool = False,
+          normalize: bool = False) -> dict[str, Any]:
+    """ES and VB_alpha per query and for the collection, with intervals, from tagged
+    replica records (dicts in the `judgekit vbscore` JSONL format).
+
+    Example::
+
+        judgekit.vbscore.score([{"query_id": "q1", "replica": 0,
+                                 "interpretations": [{"id": "Paris", "prob": 0.7},
+                                                     {"id": "Paris, Texas", "prob": 0.3}],
+                                 "outputs": [{"tag": "Paris"}]}], alphas=[0.5])
+    """
+    alphas = list(alphas)
+    _check_options(alphas, k, gain, variance, resamples)
+    groups = group_replicas(enumerate(records, start=1), "records", normalize=normalize)
+    return _score(groups, alphas=alphas, k=k, seed=seed, gain=gain, variance=variance,
+                  resamples=resamples, clip=clip, normalize=normalize)
+
+
+def _score(groups: OrderedDict[str, list[ReplicaLine]], *, alphas: list[float], k: int | None,
+           seed: int, gain: str, variance: str, resamples: int, clip: bool, normalize: bool
+           ) -> dict[str, Any]:
     gain_fn = binary_gains if gain == "binary" else dcg_gains
     aggs = []
-    for qi, (qid, reps) in enumerate(read_replicas(path, normalize=normalize).items()):
+    for qi, (qid, reps) in enumerate(groups.items()):
         es, vbs, correct = [], {a: [] for a in alphas}, []  # type: ignore[var-annotated]
         spreads: list[float] = []
         for rep in sorted(reps, key=lambda r: r.replica):
@@ -118,7 +161,7 @@ def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gai
             try:
                 dist = build(cands)
             except JudgekitError as exc:
-                raise DataError(f"{path}: query {qid} replica {rep.replica}: {exc}") from exc
+                raise DataError(f"query {qid} replica {rep.replica}: {exc}") from exc
             # Tags and gold are matched to interpretation ids the same way ids are
             # merged with each other: casefolded, NFC, punctuation removed.
             label_of = {normalise_surface(m): lab for lab, ms in zip(dist.labels, dist.members)
@@ -126,7 +169,7 @@ def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gai
             tags = [label_of.get(normalise_surface(o.tag), o.tag) if o.tag else None
                     for o in rep.outputs]
             g = gain_fn(dist.labels, tags, k)
-            s = score(dist.probs, g, alphas, variance, clip)  # type: ignore[arg-type]
+            s = score_replica(dist.probs, g, alphas, variance, clip)  # type: ignore[arg-type]
             es.append(s.es)
             spreads.append(s.robustness ** 2)
             for a in alphas:

@@ -1,0 +1,200 @@
+"""A self-contained report.html per run: no network, no CDN, figures embedded.
+
+It shows the run's Markdown report (headline tables with intervals) rendered to
+HTML, the figures as inline PNGs, and a searchable, filterable per-item view built
+from the run's detail records (audited items, VB queries). Everything is escaped;
+the only script is the small filter below, inlined.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;
+color:#1b1b1b}
+table{border-collapse:collapse;margin:.6em 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f2f2f2} code{background:#f4f4f4;padding:0 3px}
+img{max-width:100%;border:1px solid #ddd;margin:.4em 0}
+.item{border:1px solid #ddd;border-radius:4px;margin:.4em 0;padding:.2em .6em}
+.item summary{cursor:pointer} .pass{color:#186a18} .fail{color:#a11} .excl{color:#777}
+.controls{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ddd}
+.controls input{width:24em} pre{white-space:pre-wrap;background:#fafafa;padding:.4em}
+"""
+
+_JS = """
+function jkFilter(){
+  var q=document.getElementById('jk-q').value.toLowerCase();
+  var k=document.getElementById('jk-k').value;var n=0;
+  document.querySelectorAll('.item').forEach(function(el){
+    var ok=(!q||el.textContent.toLowerCase().indexOf(q)>=0)&&(!k||el.dataset.kind===k);
+    el.style.display=ok?'':'none'; if(ok){n++;}});
+  document.getElementById('jk-n').textContent=n;}
+"""
+
+
+def md_to_html(md: str) -> str:
+    """The Markdown judgekit writes (headings, paragraphs, pipe tables, code) as HTML."""
+    out, table = [], []  # type: ignore[var-annotated]
+
+    def flush() -> None:
+        if table:
+            rows = [r for r in table if not re.fullmatch(r"\|(\s*-+\s*\|)+", r.strip())]
+            cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows]
+            head = "".join(f"<th>{_inline(c)}</th>" for c in cells[0])
+            body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>"
+                           for r in cells[1:])
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            table.clear()
+
+    for block in md.split("\n\n"):
+        for line in block.splitlines():
+            if line.startswith("|"):
+                table.append(line)
+                continue
+            flush()
+            m = re.match(r"(#{1,4}) (.*)", line)
+            if m:
+                n = len(m.group(1))
+                out.append(f"<h{n}>{_inline(m.group(2))}</h{n}>")
+            elif line.strip():
+                out.append(f"<p>{_inline(line)}</p>")
+        flush()
+    return "\n".join(out)
+
+
+def _inline(text: str) -> str:
+    t = html.escape(text)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
+
+
+def _figures(folder: Path) -> str:
+    parts = []
+    for png in sorted(folder.glob("*.png")):
+        data = base64.b64encode(png.read_bytes()).decode("ascii")
+        parts.append(f"<figure><img alt='{html.escape(png.name)}' "
+                     f"src='data:image/png;base64,{data}'><figcaption>"
+                     f"{html.escape(png.name)}</figcaption></figure>")
+    return "\n".join(parts)
+
+
+def _pre(obj: Any) -> str:
+    text = obj if isinstance(obj, str) else json.dumps(obj, indent=1, ensure_ascii=False)
+    return f"<pre>{html.escape(text)}</pre>"
+
+
+Item = tuple[str, str, str]  # (kind for the filter, summary line, body HTML)
+
+
+def audit_item(rec: dict[str, Any]) -> Item:
+    """An audited judged item: outcome, challenges, x and x', judge's and verifier's
+    criterion values with the judge's reasons."""
+    if rec.get("excluded"):
+        kind = "excluded"
+    else:
+        kind = "pass" if rec.get("success") else "fail"
+    ev = rec.get("evaluator") or {}
+    crit = ev.get("criteria") or []
+    claims = (rec.get("claims_agree") or {}).get("criteria", {})
+    rows = "".join(
+        f"<tr><td>{html.escape(str(c.get('id')))}</td><td>{c.get('value')}</td>"
+        f"<td>{'' if c.get('id') not in claims else ('agrees' if claims[c['id']] else 'DISAGREES')}"
+        f"</td><td>{html.escape(str(c.get('reason', '')))}</td></tr>" for c in crit)
+    summary = (f"item {rec.get('index')}: <b class='{kind[:4]}'>{kind}</b>; judge label "
+               f"{ev.get('label')}; human label {rec.get('label')}; challenges "
+               f"{rec.get('challenges')}; failed at round {rec.get('failed_round')}"
+               f" (challenge {rec.get('failed_challenge')})")
+    body = ("<h4>Judge's criteria (and whether the verifier's reading of x agrees)</h4>"
+            "<table><tr><th>criterion</th><th>judge</th><th>verifier on x</th>"
+            f"<th>judge's reason</th></tr>{rows}</table>"
+            f"<p>Verifier's values on x: {html.escape(str(rec.get('verifier_x')))}</p>"
+            f"<h4>x (prompt and response)</h4>{_pre(rec.get('x') or '')}"
+            "<h4>x' per round</h4>" + "".join(_pre(xp) for xp in rec.get("x_primes") or []))
+    return kind, summary, body
+
+
+def vb_query(rec: dict[str, Any]) -> Item:
+    """A VB query: scores with intervals, and each replica's interpretations, outputs,
+    tags and gains."""
+    agree = rec.get("replicas_agree")
+    kind = "agree" if agree else "spread"
+    vb = rec.get("vb") or {}
+    summary = (f"{html.escape(str(rec.get('dataset')))} / {html.escape(str(rec.get('query_id')))}"
+               f": ES {_num(rec.get('es'))} {_ci(rec.get('es_ci'))}; VB "
+               + ", ".join(f"{a}: {_num(v)}" for a, v in vb.items())
+               + f"; B = {rec.get('replicas')}" + (" (all replicas agree)" if agree else ""))
+    reps = "".join(
+        f"<h4>replica {r.get('replica')}</h4>"
+        f"<p>interpretations: {html.escape(json.dumps(r.get('distribution'), ensure_ascii=False))}"
+        f"</p><p>outputs: {html.escape(json.dumps(r.get('outputs'), ensure_ascii=False))}</p>"
+        f"<p>tags: {html.escape(json.dumps(r.get('linked'), ensure_ascii=False))}; gains "
+        f"{r.get('gains')}; ES {_num(r.get('es'))}</p>"
+        for r in rec.get("replica_records") or [])
+    body = (f"<p>{html.escape(str(rec.get('query')))}</p>"
+            f"<p>gold: {html.escape(str(rec.get('gold')))}</p>{reps}")
+    return kind, summary, body
+
+
+def generic_item(rec: dict[str, Any]) -> Item:
+    if "success" in rec:
+        kind = "pass" if rec["success"] else "fail"
+    else:
+        kind = str(rec.get("kind") or rec.get("stage") or "item")
+    return kind, html.escape(json.dumps(rec, ensure_ascii=False)[:160]), _pre(rec)
+
+
+def _num(v: Any) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _ci(ci: Any) -> str:
+    if not ci or ci[0] is None:
+        return ""
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], Item]] = {
+    "audit": audit_item, "vb": vb_query, "generic": generic_item}
+
+
+def write_report_html(out: Path, title: str, markdown: str,
+                      details: dict[str, list[dict[str, Any]]],
+                      views: dict[str, str] | None = None) -> Path:
+    """Write ``out/report.html`` from the Markdown report, the figures in ``out`` and the
+    per-item records."""
+    sections = []
+    for name, rows in details.items():
+        render = RENDERERS[(views or {}).get(name, "generic")]
+        items = [render(r) for r in rows]
+        kinds = sorted({k for k, _, _ in items})
+        options = "".join(f"<option value='{html.escape(k)}'>{html.escape(k)}</option>"
+                          for k in kinds)
+        cards = "\n".join(
+            f"<details class='item' data-kind='{html.escape(k)}'><summary>{s}</summary>{b}"
+            "</details>" for k, s, b in items)
+        sections.append(
+            f"<h2>Per {html.escape(name.rstrip('s'))} ({len(rows)})</h2>"
+            "<div class='controls'><input id='jk-q' type='search' placeholder='search text' "
+            "oninput='jkFilter()'> <select id='jk-k' onchange='jkFilter()'>"
+            f"<option value=''>all</option>{options}</select> "
+            f"showing <span id='jk-n'>{len(rows)}</span></div>{cards}")
+        break  # one filterable list per page keeps the controls unambiguous
+    doc = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+           f"<title>{html.escape(title)}</title><style>{_CSS}</style>"
+           f"<script>{_JS}</script></head><body>"
+           f"{md_to_html(markdown)}<h2>Figures</h2>{_figures(out) or '<p>none</p>'}"
+           f"{''.join(sections)}</body></html>\n")
+    from judgekit.llm.secrets import scrub_text
+
+    path = out / "report.html"
+    tmp = out / ".report.html.tmp"
+    tmp.write_text(scrub_text(doc), encoding="utf-8")
+    tmp.replace(path)
+    return path
