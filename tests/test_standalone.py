@@ -1,0 +1,253 @@
+"""judgekit on its own: packaged data, config-relative paths, user prompts, typed
+results, report.html, output safety, data fetch, and the small frictions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+EXE = shutil.which("judgekit") or str(Path(sys.executable).parent / "judgekit")
+
+
+def jk(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    e = {**os.environ, **(env or {})}
+    return subprocess.run([EXE, *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env=e)
+
+
+@pytest.fixture
+def cache_env(tmp_path):
+    return {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
+
+
+def test_nothing_points_at_shared():
+    r = subprocess.run(["git", "grep", "-n", r"\.\./shared", "--", "README.md", "experiments",
+                        "judgekit", "examples"], cwd=ROOT, capture_output=True, text=True)
+    assert r.stdout == ""
+
+
+def test_replay_from_another_folder_with_config_relative_paths(tmp_path, cache_env):
+    r = jk("run", str(ROOT / "experiments" / "nodata_west_frisian.yaml"), "--cassette-mode",
+           "none", "--out", "wf", cwd=tmp_path, env=cache_env)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "wf" / "results.json").read_text())
+    assert res["verdict"]["decision"] in ("trust", "do not trust", "inconclusive")
+    assert res["items"] == {"file": "items.jsonl", "count": 4}
+    assert len((tmp_path / "wf" / "items.jsonl").read_text().splitlines()) == 4
+
+
+def test_packaged_experiment_by_name(tmp_path, cache_env):
+    r = jk("run", "demo", "--cassette-mode", "none", "--out", "d", cwd=tmp_path, env=cache_env)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "d" / "report.html").exists()
+
+
+def test_output_folder_safety(tmp_path, cache_env):
+    out = tmp_path / "o"
+    args = ("run", str(ROOT / "experiments" / "demo.yaml"), "--cassette-mode", "none",
+            "--out", str(out))
+    assert jk(*args, cwd=tmp_path, env=cache_env).returncode == 0
+    (out / "stale_figure.png").write_bytes(b"old")
+    (out / "notes.txt").write_text("mine")
+    r = jk(*args, cwd=tmp_path, env=cache_env)
+    assert r.returncode == 2 and "not empty" in r.stderr and "--overwrite" in r.stderr
+    r = jk(*args, "--overwrite", cwd=tmp_path, env=cache_env)
+    assert r.returncode == 0, r.stderr
+    assert not (out / "stale_figure.png").exists() and (out / "notes.txt").exists()
+    assert not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))
+
+
+def test_vbscore_never_writes_over_its_input(tmp_path):
+    src = tmp_path / "t.jsonl"
+    shutil.copy(ROOT / "examples" / "tagged.jsonl", src)
+    before = src.read_bytes()
+    r = jk("vbscore", str(src), "--out", str(src), cwd=tmp_path)
+    assert r.returncode == 2 and "input" in r.stderr and src.read_bytes() == before
+    r = jk("vbscore", str(src), "--out", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 2 and "directory" in r.stderr
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_edited_prompt_replayed_in_mode_none_names_the_template(tmp_path, cache_env):
+    exp = tmp_path / "exp"
+    shutil.copytree(ROOT / "experiments", exp)
+    (tmp_path / "cassettes").mkdir()
+    shutil.copy(ROOT / "cassettes" / "demo.json", tmp_path / "cassettes" / "demo.json")
+    r = jk("prompts", "export", str(exp / "my_prompts"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    sysj2 = exp / "my_prompts" / "system.j2"
+    sysj2.write_text(sysj2.read_text() + "\nAnswer briefly.\n")
+    cfg = exp / "demo.yaml"
+    cfg.write_text(cfg.read_text() + "prompts: my_prompts\n")
+    r = jk("run", str(cfg), "--cassette-mode", "none", "--out", "o", cwd=tmp_path,
+           env=cache_env)
+    assert r.returncode == 2, r.stderr
+    assert "system.j2" in r.stderr and "Traceback" not in r.stderr
+    listing = jk("prompts", "list", "--prompts", str(exp / "my_prompts"), cwd=tmp_path)
+    line = next(ln for ln in listing.stdout.splitlines() if ln.startswith("system.j2"))
+    digest = hashlib.sha256(sysj2.read_bytes()).hexdigest()[:16]
+    assert digest in line and str(sysj2) in line
+
+
+def test_typed_results_and_schema(tmp_path, cache_env):
+    import judgekit
+
+    res = judgekit.run(str(ROOT / "experiments" / "demo.yaml"), cassette_mode="none",
+                       out=tmp_path / "o", cache_dir=str(tmp_path / "c"))
+    assert isinstance(res, judgekit.RunResult) and res.method == "vbscore"
+    assert res.datasets[0].n_queries == 4 and len(res.datasets[0].vb_ci) == 2
+    rows = list(res.detail("queries"))
+    assert len(rows) == 4 and all("replica_records" in r for r in rows)
+    again = judgekit.load_results(tmp_path / "o")
+    assert again.model_dump() == res.model_dump()
+    r = jk("schema", "nodata", cwd=tmp_path)
+    schema = json.loads(r.stdout)
+    assert r.returncode == 0 and "verdict" in schema["properties"]
+    assert jk("schema", "nope", cwd=tmp_path).returncode == 2
+
+
+def test_report_html_is_self_contained_and_filterable(tmp_path, cache_env):
+    r = jk("run", str(ROOT / "experiments" / "nodata_west_frisian.yaml"), "--cassette-mode",
+           "none", "--out", "wf", cwd=tmp_path, env=cache_env)
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "wf" / "report.html").read_text()
+    assert page.startswith("<!doctype html>")
+    assert not re.search(r"(src|href)=['\"]https?://", page)  # no CDN, no network
+    assert "data:image/png;base64," in page
+    assert "id='jk-q'" in page and "function jkFilter" in page
+    assert page.count("<details class='item'") == 4
+    assert "Verdict:" in page and "<table>" in page
+    assert "Judge&#x27;s criteria" in page or "Judge's criteria" in page
+
+
+def test_report_html_renders_and_filters_in_a_headless_browser(tmp_path, cache_env):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no chromium on this machine (apt-get install chromium)")
+    r = jk("run", str(ROOT / "experiments" / "nodata_west_frisian.yaml"), "--cassette-mode",
+           "none", "--out", "wf", cwd=tmp_path, env=cache_env)
+    assert r.returncode == 0, r.stderr
+    page = tmp_path / "wf" / "report.html"
+    # filter on a word from one item, then dump the DOM after the script ran
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace(
+        "</body>", "<script>document.getElementById('jk-k').value='fail';jkFilter();"
+        "document.title='shown='+document.getElementById('jk-n').textContent;</script></body>"))
+    out = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                         timeout=120)
+    items = [json.loads(x) for x in (tmp_path / "wf" / "items.jsonl").read_text().splitlines()]
+    failed = sum(1 for x in items if x["success"] is False and not x["excluded"])
+    assert f"<title>shown={failed}</title>" in out.stdout
+
+
+class _Files(BaseHTTPRequestHandler):
+    files: dict[str, bytes] = {}
+
+    def do_GET(self) -> None:  # noqa: N802
+        body = self.files.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        self.end_headers()
+        if body is not None:
+            self.wfile.write(body)
+
+    def log_message(self, *a: object) -> None:
+        pass
+
+
+@pytest.fixture
+def file_server():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Files)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", _Files.files
+    srv.shutdown()
+
+
+def test_data_fetch_over_loopback_with_checksums(tmp_path, file_server, monkeypatch):
+    from judgekit.data.fetch import fetch
+    from judgekit.data.qa import load_dataset_queries
+    from judgekit.errors import DataError
+
+    url, files = file_server
+    monkeypatch.setenv("JUDGEKIT_DATA_DIR", str(tmp_path / "data"))
+    body = (ROOT / "experiments" / "data" / "truthfulqa_excerpt.csv").read_bytes()
+    files["/TruthfulQA.csv"] = body
+    path = fetch("truthfulqa", url=url + "/TruthfulQA.csv")
+    assert path.read_bytes() == body
+    assert len(load_dataset_queries("truthfulqa", None)) == 12  # no path: the fetched file
+    files["/TruthfulQA.csv"] = body + b"tampered\n"
+    with pytest.raises(DataError, match="sha256"):
+        fetch("truthfulqa", url=url + "/TruthfulQA.csv")  # differs from the first fetch
+    assert path.read_bytes() == body
+    with pytest.raises(DataError, match="expected 00"):
+        fetch("truthfulqa", url=url + "/TruthfulQA.csv", sha256="00" * 32)
+    with pytest.raises(DataError, match="HTTP 404"):
+        fetch("winograd", url=url + "/missing.xml")
+
+
+def test_arc_zip_member_is_extracted(tmp_path, file_server, monkeypatch):
+    import io
+    import zipfile
+
+    from judgekit.data.fetch import fetch
+
+    url, files = file_server
+    monkeypatch.setenv("JUDGEKIT_DATA_DIR", str(tmp_path / "data"))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("ARC-V1-Feb2018-2/ARC-Challenge/ARC-Challenge-Test.jsonl",
+                    (ROOT / "experiments" / "data" / "arc_challenge_dev_excerpt.jsonl")
+                    .read_bytes())
+    files["/arc.zip"] = buf.getvalue()
+    p = fetch("arc", url=url + "/arc.zip")
+    assert p.name == "ARC-Challenge-Test.jsonl" and len(p.read_text().splitlines()) == 12
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["cassette", "unused", "experiments/nodata_synthetic.yaml"], "has no cassette"),
+    (["run", "experiments/demo.yaml", "--model", "openai/gpt-4.1-mini"], "ROLE=provider/model"),
+])
+def test_friendly_errors(args, needle, tmp_path):
+    r = jk(*args, cwd=ROOT)
+    assert r.returncode == 2 and needle in r.stderr, r.stderr
+
+
+def test_yaml_errors_keep_line_and_column(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("method: vbscore\ndatasets:\n  - name: demo\n   n: 3\n")
+    r = jk("run", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2 and re.search(r"line \d+, column \d+", r.stderr)
+
+
+def test_unknown_dataset_name_lists_what_is_accepted(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("method: vbscore\ndatasets: [{name: squad, path: x}]\n"
+                   "models: {system: mock/a, judge: mock/b}\n")
+    r = jk("run", str(cfg), cwd=tmp_path)
+    assert r.returncode == 2 and "truthfulqa, winograd, arc, demo" in r.stderr
+
+
+def test_cache_stats_reports_the_whole_cache(tmp_path):
+    from judgekit.llm.cache import ResponseCache
+
+    c = ResponseCache(tmp_path / "c")
+    for i in range(3):
+        c.set(f"{i:064d}", {"ok": True})
+    c.close()
+    r = jk("cache", "stats", "--dir", str(tmp_path / "c"), cwd=tmp_path)
+    stats = json.loads(r.stdout)
+    assert stats["entries"] == 3 and stats["bytes"] > 0
