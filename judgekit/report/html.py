@@ -107,10 +107,14 @@ def audit_item(rec: dict[str, Any]) -> Item:
         f"<tr><td>{html.escape(str(c.get('id')))}</td><td>{c.get('value')}</td>"
         f"<td>{'' if c.get('id') not in claims else ('agrees' if claims[c['id']] else 'DISAGREES')}"
         f"</td><td>{html.escape(str(c.get('reason', '')))}</td></tr>" for c in crit)
-    summary = (f"item {rec.get('index')}: <b class='{kind[:4]}'>{kind}</b>; judge label "
+    failed = "" if rec.get("failed_round") is None else (
+        f"; failed at round {rec['failed_round']} (challenge {rec.get('failed_challenge')}"
+        + (": the verifier's reading of x contradicts the judge's claims"
+           if rec.get("failed_challenge") == 0 else "") + ")")
+    why = f" ({html.escape(str(rec['excluded']))})" if rec.get("excluded") else ""
+    summary = (f"item {rec.get('index')}: <b class='{kind[:4]}'>{kind}</b>{why}; judge label "
                f"{ev.get('label')}; human label {rec.get('label')}; challenges "
-               f"{rec.get('challenges')}; failed at round {rec.get('failed_round')}"
-               f" (challenge {rec.get('failed_challenge')})")
+               f"{rec.get('challenges')}{failed}")
     body = ("<h4>Judge's criteria (and whether the verifier's reading of x agrees)</h4>"
             "<table><tr><th>criterion</th><th>judge</th><th>verifier on x</th>"
             f"<th>judge's reason</th></tr>{rows}</table>"

@@ -86,17 +86,46 @@ def figures(cfg: VBScoreConfig, res: dict[str, Any], out: Path) -> None:
     _alpha(axs[1, 1], rows, cfg)
     fig.tight_layout()
     save(fig, out / "four_panel.png")
-    qs = res["queries"]
-    fig, ax = plt.subplots(figsize=(7, max(3, 0.35 * len(qs) + 1)))
+    _forest(plt, res["queries"], cfg, out)
+
+
+FOREST_ROWS = 15  # per end: the figure's size does not grow with the collection
+
+
+def forest_rows(qs: list[dict[str, Any]], key: str, per_end: int = FOREST_ROWS
+                ) -> tuple[list[dict[str, Any]], int]:
+    """The queries a forest plot shows: all of them when few, else the ``per_end`` lowest
+    and highest VB (the extremes a reader looks for) and how many were left out."""
+    if len(qs) <= 2 * per_end:
+        return list(qs), 0
+    order = sorted(qs, key=lambda q: (q["vb"][key], q["dataset"], q["query_id"]))
+    return order[:per_end] + order[-per_end:], len(qs) - 2 * per_end
+
+
+def _forest(plt: Any, qs: list[dict[str, Any]], cfg: VBScoreConfig, out: Path) -> None:
+    import numpy as np
+
     key = repr(cfg.alpha)
-    for i, q in enumerate(qs):
+    shown, hidden = forest_rows(qs, key)
+    fig, ax = plt.subplots(figsize=(7, max(3, 0.3 * (len(shown) + 2) + 1)))
+    for i, q in enumerate(shown):
         lo, hi = q["vb_ci"][key]
         ax.plot([lo, hi], [i, i], color="tab:blue")
         ax.plot(q["vb"][key], i, "o", color="tab:blue")
         ax.plot(q["es"], i, "x", color="tab:orange")
-    ax.set_yticks(range(len(qs)), [f"{q['dataset']}:{q['query_id']}" for q in qs], fontsize=7)
+    labels = [f"{q['dataset']}:{q['query_id']}"[:40] for q in shown]
+    if hidden:
+        vb = np.array([q["vb"][key] for q in qs])
+        y = len(shown) + 1
+        ax.boxplot(vb, positions=[y], vert=False, widths=0.8)
+        labels += ["", f"all {len(qs)} queries"]
+        ax.axhline(FOREST_ROWS - 0.5, color="grey", lw=0.5, ls=":")
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_xlabel(f"VB_{cfg.alpha} (o, 95% CI) and ES (x)")
-    ax.set_title("Per-query forest plot")
+    title = "Per-query forest plot"
+    if hidden:
+        title += f": {FOREST_ROWS} lowest and highest of {len(qs)} (box: all)"
+    ax.set_title(title)
     save(fig, out / "forest.png")
 
 
