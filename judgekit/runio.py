@@ -108,10 +108,26 @@ def publish(out: Path, results: dict[str, Any], markdown: str, *, title: str,
     small, details = split_detail(results, detail_keys)
     model_for(small["method"]).model_validate(_clean(small))  # the schema holds
     for name, rows in details.items():
-        write_text(out / f"{name}.jsonl", "".join(
-            json.dumps(scrub(_clean(r)), sort_keys=True, ensure_ascii=False) + "\n"
-            for r in rows))
+        write_text(out / f"{name}.jsonl", "".join(jsonl_line(r) for r in rows))
     write_json(out / "results.json", small)
     write_text(out / "report.md", markdown)
-    write_report_html(out, title, markdown, _clean(details), views)
+    write_report_html(out, title, markdown, details, views)
     return small
+
+
+def _np_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def jsonl_line(row: dict[str, Any]) -> str:
+    """One JSON line, NaN/inf as null. The fast path dumps directly; only a row holding
+    a non-finite float takes the slower cleaning walk. write_text scrubs the result."""
+    try:
+        return json.dumps(row, sort_keys=True, ensure_ascii=False, allow_nan=False,
+                          default=_np_default) + "\n"
+    except ValueError:
+        return json.dumps(_clean(row), sort_keys=True, ensure_ascii=False) + "\n"

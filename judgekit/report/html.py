@@ -85,11 +85,18 @@ def _figures(folder: Path) -> str:
     return "\n".join(parts)
 
 
+def _js(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
+
+
 def _pre(obj: Any) -> str:
-    text = obj if isinstance(obj, str) else json.dumps(obj, indent=1, ensure_ascii=False)
+    text = obj if isinstance(obj, str) else json.dumps(obj, indent=1, ensure_ascii=False,
+                                                         default=str)
     return f"<pre>{html.escape(text)}</pre>"
 
 
+MAX_REPLICAS = 5  # replicas shown per query; the rest stay in queries.jsonl
+MAX_ITEMS = 5000  # items on the page; a larger run links to its JSONL for the rest
 Item = tuple[str, str, str]  # (kind for the filter, summary line, body HTML)
 
 
@@ -134,13 +141,16 @@ def vb_query(rec: dict[str, Any]) -> Item:
                f": ES {_num(rec.get('es'))} {_ci(rec.get('es_ci'))}; VB "
                + ", ".join(f"{a}: {_num(v)}" for a, v in vb.items())
                + f"; B = {rec.get('replicas')}" + (" (all replicas agree)" if agree else ""))
+    replicas = rec.get("replica_records") or []
     reps = "".join(
         f"<h4>replica {r.get('replica')}</h4>"
-        f"<p>interpretations: {html.escape(json.dumps(r.get('distribution'), ensure_ascii=False))}"
-        f"</p><p>outputs: {html.escape(json.dumps(r.get('outputs'), ensure_ascii=False))}</p>"
-        f"<p>tags: {html.escape(json.dumps(r.get('linked'), ensure_ascii=False))}; gains "
+        f"<p>interpretations: {html.escape(_js(r.get('distribution')))}"
+        f"</p><p>outputs: {html.escape(_js(r.get('outputs')))}</p>"
+        f"<p>tags: {html.escape(_js(r.get('linked')))}; gains "
         f"{r.get('gains')}; ES {_num(r.get('es'))}</p>"
-        for r in rec.get("replica_records") or [])
+        for r in replicas[:MAX_REPLICAS])
+    if len(replicas) > MAX_REPLICAS:
+        reps += (f"<p>... {len(replicas) - MAX_REPLICAS} more replicas in queries.jsonl</p>")
     body = (f"<p>{html.escape(str(rec.get('query')))}</p>"
             f"<p>gold: {html.escape(str(rec.get('gold')))}</p>{reps}")
     return kind, summary, body
@@ -176,7 +186,9 @@ def write_report_html(out: Path, title: str, markdown: str,
     sections = []
     for name, rows in details.items():
         render = RENDERERS[(views or {}).get(name, "generic")]
-        items = [render(r) for r in rows]
+        items = [render(r) for r in rows[:MAX_ITEMS]]
+        more = (f"<p>The first {MAX_ITEMS} of {len(rows)} are shown; all are in "
+                f"{html.escape(name)}.jsonl.</p>" if len(rows) > MAX_ITEMS else "")
         kinds = sorted({k for k, _, _ in items})
         options = "".join(f"<option value='{html.escape(k)}'>{html.escape(k)}</option>"
                           for k in kinds)
@@ -188,7 +200,7 @@ def write_report_html(out: Path, title: str, markdown: str,
             "<div class='controls'><input id='jk-q' type='search' placeholder='search text' "
             "oninput='jkFilter()'> <select id='jk-k' onchange='jkFilter()'>"
             f"<option value=''>all</option>{options}</select> "
-            f"showing <span id='jk-n'>{len(rows)}</span></div>{cards}")
+            f"showing <span id='jk-n'>{len(items)}</span></div>{more}{cards}")
         break  # one filterable list per page keeps the controls unambiguous
     doc = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
            f"<title>{html.escape(title)}</title><style>{_CSS}</style>"

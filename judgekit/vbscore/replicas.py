@@ -13,7 +13,6 @@ from judgekit.stats import (
     cluster_bootstrap_interval,
     normal_interval,
     paired_t_test,
-    percentile_interval,
 )
 from judgekit.vbscore.metric import vb_from
 
@@ -48,6 +47,31 @@ def query_seed(seed: int, index: int) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence([seed, index]))
 
 
+def shared_percentile_intervals(stats: np.ndarray, level: float, resamples: int,
+                                rng: np.random.Generator) -> list[Interval]:
+    """Percentile bootstrap intervals of the mean of each row of ``stats`` (S, B), all
+    rows resampled with the same replica indices. A row whose values all agree gets a
+    zero-width interval (flagged by the caller as no spread seen)."""
+    s = np.asarray(stats, float)
+    if s.ndim != 2 or s.shape[1] < 1:
+        raise StatsError("need a (statistics, replicas) matrix")
+    b = s.shape[1]
+    a = (1 - level) / 2
+    out = [Interval(float(r[0]), float(r[0])) if np.all(r == r[0]) else None for r in s]
+    todo = [i for i, iv in enumerate(out) if iv is None]
+    if todo:
+        rows = max(1, 4_000_000 // (b * len(todo)))
+        means = np.empty((len(todo), resamples))
+        for start in range(0, resamples, rows):
+            stop = min(resamples, start + rows)
+            idx = rng.integers(0, b, size=(stop - start, b))
+            means[:, start:stop] = s[todo][:, idx].mean(axis=2)
+        qs = np.quantile(means, [a, 1 - a], axis=1)
+        for k, i in enumerate(todo):
+            out[i] = Interval(float(qs[0, k]), float(qs[1, k]))
+    return [iv for iv in out if iv is not None]
+
+
 def query_interval(values: np.ndarray, level: float = 0.95) -> Interval:
     """judgekit's query-level interval of the mean replica score: Wilson when every
     replica scored 0 or 1 (one-interpretation queries: B agreeing replicas then still
@@ -75,21 +99,25 @@ def aggregate_query(query_id: str, es_reps: Sequence[float],
     if es.size < 1:
         raise StatsError(f"query {query_id}: no replica scores")
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    alphas = list(vb_reps)
+    stats = np.vstack([es, *[np.asarray(vb_reps[a], float) for a in alphas]])
+    # One set of resample indices serves every statistic of the query (ES and each
+    # VB_alpha): the same replicas are resampled together, at 1/(1+|alphas|) of the work.
+    cis = shared_percentile_intervals(stats, level, resamples, gen)
     vb_ci, vb_norm, vb_mean, vb_jensen = {}, {}, {}, {}
-    for a, vals in vb_reps.items():
-        v = np.asarray(vals, float)
+    for j, a in enumerate(alphas, start=1):
+        v = stats[j]
         vb_mean[a] = float(v.mean())
         m = float(es.mean())
         var = m * (1 - m) if variance_of_mean is None else variance_of_mean
         vb_jensen[a] = vb_from(m, var, a, clip)
-        vb_ci[a] = percentile_interval(v, level, resamples, gen)
+        vb_ci[a] = cis[j]
         vb_norm[a] = query_interval(v, level)
     acc = float(np.mean(correct)) if correct is not None and len(correct) else None
     agree = bool(np.all(es == es[0])) and all(
         np.all(np.asarray(v, float) == np.asarray(v, float)[0]) for v in vb_reps.values())
     return QueryAggregate(query_id, int(es.size), float(es.mean()), vb_mean, vb_jensen,
-                          percentile_interval(es, level, resamples, gen), vb_ci, vb_norm, acc,
-                          agree)
+                          cis[0], vb_ci, vb_norm, acc, agree)
 
 
 def aggregate_collection(queries: Sequence[QueryAggregate], *, level: float = 0.95,

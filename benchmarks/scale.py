@@ -1,0 +1,102 @@
+"""The VB case study at full size: 2,000 generated queries x 20 replicas (about 140,000
+structured calls) through the real runner and the mock provider, twice: a cold cache,
+then a rerun served from the cache.
+
+Each run is a subprocess (peak RSS measured per run). The mock answers every stage
+from the prompt and draw (three interpretations, three answers, tags that vary by
+replica), so scores, intervals and figures do real work. The last line is one JSON
+object: calls, first_s, rerun_s, peak_rss_mb (the larger run's), results_json_mb,
+detail_jsonl_mb, queries.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUERIES = 2000
+REPLICAS = 20
+
+
+def script(req):  # noqa: ANN001, ANN201 - the mock provider's callable
+    user = req.messages[-1]["content"]
+    h = int(hashlib.sha256(f"{user}|{req.draw}".encode()).hexdigest()[:8], 16)
+    name = req.schema_name
+    if name == "interpretations":
+        return {"interpretations": [{"label": f"reading {j}", "score": float((h >> j) % 5)}
+                                    for j in range(3)]}
+    if name == "system":
+        return {"answers": [f"answer {(h >> j) % 4}" for j in range(3)]}
+    if name == "tagger":
+        return {"tags": [("E" + str(1 + (h >> (2 * j)) % 3)) if (h >> (7 + j)) % 4 else "none"
+                         for j in range(3)]}
+    if name == "correctness":
+        return {"correct": h % 3 == 0, "reason": "scripted"}
+    raise AssertionError(name)
+
+
+def worker(work: Path) -> None:
+    from judgekit.config import resolve
+    from judgekit.llm.providers import mock
+
+    mock.register_script("scale", script)
+    cfg, runner = resolve(work / "cfg.yaml", [], [], {})
+    out = work / "out"
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    runner(cfg, out)
+
+
+def main() -> None:
+    work = Path(tempfile.mkdtemp(prefix="judgekit-scale-"))
+    with open(work / "tqa.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["Type", "Category", "Question", "Best Answer", "Correct Answers",
+                    "Incorrect Answers", "Source"])
+        for i in range(QUERIES):
+            w.writerow(["Adversarial", "Misc", f"Which one is thing {i}?", f"answer {i % 4}",
+                        f"answer {i % 4}", "nothing", "generated"])
+    cfg = {"method": "vbscore", "seed": 0, "replicas": REPLICAS, "interpretations": 3, "k": 3,
+           "alpha": 0.5, "datasets": [{"name": "truthfulqa", "path": str(work / "tqa.csv"),
+                                       "n": QUERIES}],
+           "models": {"system": "mock/scale", "judge": "mock/scale"}, "concurrency": 64,
+           "cache_dir": str(work / "cache"), "out": str(work / "out")}
+    (work / "cfg.yaml").write_text(json.dumps(cfg))
+    times, rss = [], []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        r = subprocess.run([sys.executable, __file__, "--worker", str(work)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.stderr.write(r.stderr[-3000:])
+            raise SystemExit(1)
+        times.append(time.perf_counter() - t0)
+        rss.append(max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+    res = json.loads((work / "out" / "results.json").read_text())
+    detail = sum(f.stat().st_size for f in (work / "out").glob("*.jsonl"))
+    figs = {"queries": QUERIES, "replicas": REPLICAS, "calls": res["calls"]["total"],
+            "first_s": round(times[0], 1), "rerun_s": round(times[1], 1),
+            "rerun_cached": res["calls"]["cached"],
+            "peak_rss_mb": round(max(rss) / 1024, 1),
+            "results_json_mb": round((work / "out" / "results.json").stat().st_size / 2**20, 3),
+            "detail_jsonl_mb": round(detail / 2**20, 1)}
+    print(f"{figs['calls']} calls: cold {figs['first_s']} s, cached {figs['rerun_s']} s, "
+          f"peak RSS {figs['peak_rss_mb']} MB, results.json {figs['results_json_mb']} MB")
+    print(json.dumps(figs, sort_keys=True))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        worker(Path(sys.argv[2]))
+    else:
+        main()
