@@ -180,3 +180,31 @@ def test_expanded_percentile_is_wider_than_plain():
     assert plain == pytest.approx([-1.645, 1.645], abs=0.05)
     # t(9, 0.95) * sqrt(10/9) = 1.9456
     assert expanded == pytest.approx([-1.946, 1.946], abs=0.05)
+
+
+def test_pattern_quantiles_equal_the_expanded_bootstrap():
+    from judgekit.vbscore.replicas import pattern_quantiles
+
+    rng = np.random.default_rng(1)
+    for b in (2, 5, 8):
+        draws = rng.multinomial(b, np.full(b, 1 / b), size=10_000)
+        pats, freq = np.unique(draws, axis=0, return_counts=True)
+        x = rng.random((40, b))
+        ref = np.quantile(x @ (draws.T / b), [0.025, 0.975], axis=1)
+        lo, hi = pattern_quantiles(x, pats, freq, (0.025, 0.975))
+        assert np.allclose(lo, ref[0], atol=1e-12) and np.allclose(hi, ref[1], atol=1e-12)
+
+
+def test_batch_query_intervals_depend_only_on_the_query_and_seed():
+    from judgekit.vbscore.replicas import batch_query_intervals
+
+    rng = np.random.default_rng(0)
+    a, b, c = rng.random((3, 5)), rng.random((3, 5)), rng.random((3, 20))
+    first = batch_query_intervals([a, b, c], 0.95, 2000, seed=7)
+    again = batch_query_intervals([c, a], 0.95, 2000, seed=7)
+    assert first[0] == again[1] and first[2] == again[0]
+    assert batch_query_intervals([a], 0.95, 2000, seed=8)[0] != first[0]
+    const = np.full((2, 5), 0.4)
+    assert batch_query_intervals([const], 0.95, 2000, seed=7)[0][0] == (0.4, 0.4)
+    for lo, hi in first[0]:
+        assert lo <= hi

@@ -92,7 +92,10 @@ def score(pi: np.ndarray, gains: np.ndarray, alphas: Sequence[float] = ALPHA_GRI
     pi = check_distribution(pi)
     g = np.asarray(gains, float)
     es = expected_success(pi, g)
-    var = variance(pi, g, kind)
+    if kind == "bernoulli":  # the checks above are not repeated per statistic
+        var = es * (1.0 - es)
+    else:
+        var = variance(pi, g, kind)
     top = int(np.argmax(pi))
     return Score(es, {float(a): vb_from(es, var, a, clip) for a in alphas},
                  float(np.sqrt(var)), top, float(g[top]))

@@ -10,10 +10,10 @@ import numpy as np
 from judgekit.errors import StatsError
 from judgekit.stats import (
     Interval,
-    cluster_bootstrap_interval,
     normal_interval,
     paired_t_test,
 )
+from judgekit.stats.bootstrap import shared_bootstrap_intervals
 from judgekit.vbscore.metric import vb_from
 
 
@@ -72,6 +72,68 @@ def shared_percentile_intervals(stats: np.ndarray, level: float, resamples: int,
     return [iv for iv in out if iv is not None]
 
 
+def batch_query_intervals(stats: Sequence[np.ndarray], level: float, resamples: int,
+                          seed: int, chunk_elems: int = 8_000_000) -> list[list[Interval]]:
+    """Percentile bootstrap intervals for many queries at once.
+
+    ``stats[q]`` is query q's (S, B) matrix (ES and each VB_alpha over its B replicas).
+    Every query with B replicas is resampled with one multinomial count matrix drawn
+    from (seed, B), so a query's intervals depend only on its own scores and the seed,
+    not on file order or the other queries; the resampled means of all queries are then
+    one matrix product. A row whose values all agree gets a zero-width interval."""
+    out: list[list[Interval]] = [[] for _ in stats]
+    by_b: dict[int, list[int]] = {}
+    for q, m in enumerate(stats):
+        by_b.setdefault(int(m.shape[1]), []).append(q)
+    a = (1 - level) / 2
+    for b, qs in sorted(by_b.items()):
+        rng = np.random.default_rng(np.random.SeedSequence([seed, b, 20251]))
+        draws = rng.multinomial(b, np.full(b, 1.0 / b), size=resamples)  # (R, B) counts
+        # With few replicas the R draws repeat a handful of count patterns (126 for B = 5):
+        # the bootstrap distribution is then those patterns' means with their frequencies.
+        patterns, freq = np.unique(draws, axis=0, return_counts=True)
+        s_rows = int(stats[qs[0]].shape[0])
+        width = len(patterns) if 4 * len(patterns) <= resamples else resamples
+        step = max(1, chunk_elems // (width * s_rows))
+        for start in range(0, len(qs), step):
+            block = qs[start:start + step]
+            x = np.concatenate([stats[q] for q in block])  # (len*S, B)
+            if width < resamples:
+                lo, hi = pattern_quantiles(x, patterns, freq, (a, 1 - a))
+            else:
+                lo, hi = np.quantile(x @ (draws.T / b), [a, 1 - a], axis=1)
+            same = np.all(x == x[:, :1], axis=1)
+            lo = np.where(same, x[:, 0], lo)
+            hi = np.where(same, x[:, 0], hi)
+            for k, q in enumerate(block):
+                rows = range(k * s_rows, (k + 1) * s_rows)
+                out[q] = [Interval(float(lo[r]), float(hi[r])) for r in rows]
+    return out
+
+
+def pattern_quantiles(x: np.ndarray, patterns: np.ndarray, freq: np.ndarray,
+                      qs: Sequence[float]) -> list[np.ndarray]:
+    """numpy's default (linear) quantiles of each row's bootstrap means, where resample
+    pattern u (counts over the B columns) occurred ``freq[u]`` times: the same numbers as
+    expanding all R resamples, at the cost of the U distinct patterns."""
+    b = x.shape[1]
+    r = int(freq.sum())
+    means = x @ (patterns.T / b)  # (rows, U)
+    order = np.argsort(means, axis=1, kind="stable")
+    vals = np.take_along_axis(means, order, axis=1)
+    cum = np.cumsum(freq[order], axis=1)  # how many resamples are <= each sorted value
+    rows = np.arange(x.shape[0])
+    out = []
+    for q in qs:
+        h = (r - 1) * q
+        i0 = int(np.floor(h))
+        frac = h - i0
+        v0 = vals[rows, (cum > i0).argmax(axis=1)]
+        v1 = vals[rows, (cum > min(i0 + 1, r - 1)).argmax(axis=1)]
+        out.append(v0 + frac * (v1 - v0))
+    return out
+
+
 def query_interval(values: np.ndarray, level: float = 0.95) -> Interval:
     """judgekit's query-level interval of the mean replica score: Wilson when every
     replica scored 0 or 1 (one-interpretation queries: B agreeing replicas then still
@@ -89,7 +151,8 @@ def aggregate_query(query_id: str, es_reps: Sequence[float],
                     resamples: int = 10_000, rng: np.random.Generator | int = 0,
                     correct: Sequence[bool] | None = None,
                     variance_of_mean: float | None = None,
-                    clip: bool = False) -> QueryAggregate:
+                    clip: bool = False, intervals: list[Interval] | None = None
+                    ) -> QueryAggregate:
     """Mean of replica VB (VB_hat), VB of the mean ES (Jensen), and both intervals.
 
     ``variance_of_mean`` is the variance VB of the mean ES uses: None for the
@@ -103,7 +166,8 @@ def aggregate_query(query_id: str, es_reps: Sequence[float],
     stats = np.vstack([es, *[np.asarray(vb_reps[a], float) for a in alphas]])
     # One set of resample indices serves every statistic of the query (ES and each
     # VB_alpha): the same replicas are resampled together, at 1/(1+|alphas|) of the work.
-    cis = shared_percentile_intervals(stats, level, resamples, gen)
+    cis = intervals if intervals is not None else \
+        shared_percentile_intervals(stats, level, resamples, gen)
     vb_ci, vb_norm, vb_mean, vb_jensen = {}, {}, {}, {}
     for j, a in enumerate(alphas, start=1):
         v = stats[j]
@@ -129,14 +193,16 @@ def aggregate_collection(queries: Sequence[QueryAggregate], *, level: float = 0.
     es = np.array([q.es for q in queries])
     alphas = list(queries[0].vb)
     gen = np.random.default_rng(np.random.SeedSequence([seed, 10**9]))
+    vbs = {a: np.array([q.vb[a] for q in queries]) for a in alphas}
+    # Queries are resampled once for ES and every VB_alpha (the query is the unit).
+    cis = shared_bootstrap_intervals(np.vstack([es, *vbs.values()]), level, resamples, gen)
     vb, vb_ci, tests = {}, {}, {}
-    for a in alphas:
-        v = np.array([q.vb[a] for q in queries])
+    for j, a in enumerate(alphas, start=1):
+        v = vbs[a]
         vb[a] = float(v.mean())
-        vb_ci[a] = cluster_bootstrap_interval(v, level, resamples, gen)
+        vb_ci[a] = cis[j]
         t = paired_t_test(v, es)
         tests[a] = {"t": t.t, "p_value": t.p_value, "note": t.note}
     accs = [q.accuracy for q in queries if q.accuracy is not None]
-    return CollectionAggregate(len(queries), float(es.mean()), vb,
-                               cluster_bootstrap_interval(es, level, resamples, gen), vb_ci,
+    return CollectionAggregate(len(queries), float(es.mean()), vb, cis[0], vb_ci,
                                tests, float(np.mean(accs)) if accs else None)

@@ -16,7 +16,7 @@ from judgekit.errors import ConfigError, DataError, JudgekitError, describe_vali
 from judgekit.vbscore.distribution import Candidate, build, normalise_surface
 from judgekit.vbscore.metric import ALPHA_GRID, binary_gains, dcg_gains
 from judgekit.vbscore.metric import score as score_replica
-from judgekit.vbscore.replicas import aggregate_collection, aggregate_query, query_seed
+from judgekit.vbscore.replicas import aggregate_collection, aggregate_query, batch_query_intervals
 
 
 class _Interp(BaseModel):
@@ -44,9 +44,8 @@ class ReplicaLine(BaseModel):
     gold: str | None = None
 
 
-def read_replicas(path: Path, *, normalize: bool = False
-                  ) -> OrderedDict[str, list[ReplicaLine]]:
-    """Replica lines grouped by query, each checked: probabilities sum to 1 (or
+def read_replicas(path: Path, *, normalize: bool = False) -> Iterator[ReplicaLine]:
+    """Replica lines, streamed and each checked: probabilities sum to 1 (or
     ``normalize``), one kind of weight per line, no duplicate (query_id, replica)."""
     if not path.exists():
         raise DataError(f"{path}: file not found")
@@ -60,14 +59,14 @@ def read_replicas(path: Path, *, normalize: bool = False
                     except json.JSONDecodeError as exc:
                         raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
 
-    return group_replicas(lines(), str(path), normalize=normalize)
+    return iter_replicas(lines(), str(path), normalize=normalize)
 
 
-def group_replicas(records: Iterable[tuple[int, Any]], source: str, *,
-                   normalize: bool = False) -> OrderedDict[str, list[ReplicaLine]]:
-    groups: OrderedDict[str, list[ReplicaLine]] = OrderedDict()
+def iter_replicas(records: Iterable[tuple[int, Any]], source: str, *,
+                  normalize: bool = False) -> Iterator[ReplicaLine]:
     seen: dict[tuple[str, int], int] = {}
     where = f"{source} line" if source != "records" else "record"
+    any_line = False
     for n, raw in records:
         try:
             rec = ReplicaLine.model_validate(raw)
@@ -79,10 +78,10 @@ def group_replicas(records: Iterable[tuple[int, Any]], source: str, *,
             raise DataError(f"{where} {n}: query {rec.query_id!r} replica "
                             f"{rec.replica} already appears at {first}; each "
                             "(query_id, replica) must appear once")
-        groups.setdefault(rec.query_id, []).append(rec)
-    if not groups:
+        any_line = True
+        yield rec
+    if not any_line:
         raise DataError(f"{source}: no replica lines")
-    return groups
 
 
 def _check_line(where: str, rec: ReplicaLine, normalize: bool) -> None:
@@ -142,45 +141,54 @@ def score(records: Iterable[dict[str, Any]], *, alphas: Sequence[float] = ALPHA_
     """
     alphas = list(alphas)
     _check_options(alphas, k, gain, variance, resamples)
-    groups = group_replicas(enumerate(records, start=1), "records", normalize=normalize)
-    return _score(groups, alphas=alphas, k=k, seed=seed, gain=gain, variance=variance,
+    lines = iter_replicas(enumerate(records, start=1), "records", normalize=normalize)
+    return _score(lines, alphas=alphas, k=k, seed=seed, gain=gain, variance=variance,
                   resamples=resamples, clip=clip, normalize=normalize)
 
 
-def _score(groups: OrderedDict[str, list[ReplicaLine]], *, alphas: list[float], k: int | None,
+def _score(lines: Iterable[ReplicaLine], *, alphas: list[float], k: int | None,
            seed: int, gain: str, variance: str, resamples: int, clip: bool, normalize: bool
            ) -> dict[str, Any]:
+    """Stream the lines: each replica is scored as it is read and only its numbers are
+    kept (ES, VB per alpha, correctness, spread), so memory is O(replicas), not O(text)."""
     gain_fn = binary_gains if gain == "binary" else dcg_gains
-    aggs = []
-    for qi, (qid, reps) in enumerate(groups.items()):
-        es, vbs, correct = [], {a: [] for a in alphas}, []  # type: ignore[var-annotated]
-        spreads: list[float] = []
-        for rep in sorted(reps, key=lambda r: r.replica):
-            cands = [Candidate(i.id, score=i.score, prob=i.prob, kb_id=i.kb_id)
-                     for i in rep.interpretations]
-            try:
-                dist = build(cands)
-            except JudgekitError as exc:
-                raise DataError(f"query {qid} replica {rep.replica}: {exc}") from exc
-            # Tags and gold are matched to interpretation ids the same way ids are
-            # merged with each other: casefolded, NFC, punctuation removed.
-            label_of = {normalise_surface(m): lab for lab, ms in zip(dist.labels, dist.members)
-                        for m in ms}
-            tags = [label_of.get(normalise_surface(o.tag), o.tag) if o.tag else None
-                    for o in rep.outputs]
-            g = gain_fn(dist.labels, tags, k)
-            s = score_replica(dist.probs, g, alphas, variance, clip)  # type: ignore[arg-type]
-            es.append(s.es)
-            spreads.append(s.robustness ** 2)
-            for a in alphas:
-                vbs[a].append(s.vb[a])
-            if rep.gold is not None:
-                gold = label_of.get(normalise_surface(rep.gold), rep.gold)
-                correct.append(bool(tags) and tags[0] == gold)
-        var_of_mean = None if variance == "bernoulli" else float(np.mean(spreads))
-        aggs.append(aggregate_query(qid, es, vbs, resamples=resamples,
-                                    rng=query_seed(seed, qi), correct=correct or None,
-                                    variance_of_mean=var_of_mean, clip=clip))
+    acc: OrderedDict[str, list[tuple[int, float, list[float], bool | None, float]]] = \
+        OrderedDict()
+    for rep in lines:
+        cands = [Candidate(i.id, score=i.score, prob=i.prob, kb_id=i.kb_id)
+                 for i in rep.interpretations]
+        try:
+            dist = build(cands)
+        except JudgekitError as exc:
+            raise DataError(f"query {rep.query_id} replica {rep.replica}: {exc}") from exc
+        # Tags and gold are matched to interpretation ids the same way ids are merged
+        # with each other: casefolded, NFC, punctuation removed.
+        label_of = {normalise_surface(m): lab for lab, ms in zip(dist.labels, dist.members)
+                    for m in ms}
+        tags = [label_of.get(normalise_surface(o.tag), o.tag) if o.tag else None
+                for o in rep.outputs]
+        g = gain_fn(dist.labels, tags, k)
+        s = score_replica(dist.probs, g, alphas, variance, clip)  # type: ignore[arg-type]
+        correct = None
+        if rep.gold is not None:
+            gold = label_of.get(normalise_surface(rep.gold), rep.gold)
+            correct = bool(tags) and tags[0] == gold
+        acc.setdefault(rep.query_id, []).append(
+            (rep.replica, s.es, [s.vb[a] for a in alphas], correct, s.robustness ** 2))
+    per_query = []
+    for qid, rows in acc.items():
+        rows.sort(key=lambda r: r[0])
+        es = [r[1] for r in rows]
+        vbs = {a: [r[2][j] for r in rows] for j, a in enumerate(alphas)}
+        correct_list = [bool(r[3]) for r in rows if r[3] is not None]
+        per_query.append((qid, es, vbs, correct_list, [r[4] for r in rows]))
+    stats = [np.array([es, *[vbs[a] for a in alphas]], float)
+             for _, es, vbs, _, _ in per_query]
+    intervals = batch_query_intervals(stats, 0.95, resamples, seed)
+    aggs = [aggregate_query(qid, es, vbs, resamples=resamples, correct=correct or None,
+                            variance_of_mean=None if variance == "bernoulli"
+                            else float(np.mean(spreads)), clip=clip, intervals=cis)
+            for (qid, es, vbs, correct, spreads), cis in zip(per_query, intervals)]
     coll = aggregate_collection(aggs, resamples=resamples, seed=seed)
     fmt = _alpha_key
     return {
