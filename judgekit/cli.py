@@ -52,6 +52,8 @@ def run(
     seed: int | None = typer.Option(None, "--seed"),
     strict: bool = typer.Option(False, "--strict",
                                 help="data-check warnings become errors"),
+    execution: str | None = typer.Option(None, "--execution",
+                                         help="online | batch (providers' batch APIs)"),
 ) -> None:
     """Run an experiment config; write results.json, report.md and report.html."""
     from judgekit.api import run_config
@@ -60,6 +62,7 @@ def run(
     _, summary, directory = run_config(
         config, out=out, overwrite=overwrite, sets=set_, models=models,
         cassette_mode=cassette_mode, seed=seed, strict=True if strict else None,
+        execution=execution,
         prompts=str(prompts.resolve()) if prompts else None)
     console.print(f"wrote {directory}/results.json, report.md and report.html")
     if summary.get("headline"):
@@ -257,6 +260,39 @@ def data_list() -> None:
     for name, src in SOURCES.items():
         p = cached_path(name)
         print(f"{name:<20} {'cached' if p.exists() else '-':<7} {src.url}")
+
+
+batches_app = typer.Typer(no_args_is_help=True, help="Provider batches this cache submitted.")
+app.add_typer(batches_app, name="batches")
+
+
+@batches_app.command("list")
+def batches_list(cache_dir: Path | None = typer.Option(None, "--dir")) -> None:
+    """Batches recorded in the journal: id, provider, stage, requests, status."""
+    from judgekit.llm.batch import BatchJournal
+    from judgekit.llm.cache import default_cache_dir
+
+    journal = BatchJournal(cache_dir or default_cache_dir())
+    entries = journal.entries()
+    for e in entries.values():
+        print(f"{e['id']:<40} {e.get('provider', '?'):<10} {e.get('stage', '?'):<18} "
+              f"{e.get('requests', '?'):>7} attempt {e.get('attempt', '?')}  "
+              f"{e.get('status', '?')}")
+    print(f"{len(entries)} batch(es) in {journal.path}")
+
+
+@batches_app.command("cancel")
+def batches_cancel(batch_id: str, cache_dir: Path | None = typer.Option(None, "--dir")
+                   ) -> None:
+    """Cancel a submitted batch at its provider (needs that provider's key)."""
+    import asyncio
+
+    from judgekit.llm import Client, ClientSettings
+    from judgekit.llm.batch import cancel
+
+    client = Client(ClientSettings(cache_dir=cache_dir, use_cache=False, progress=False))
+    st = asyncio.run(cancel(client, batch_id))
+    print(f"{batch_id}: {st.status}")
 
 
 @local_app.command("serve")

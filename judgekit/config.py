@@ -30,6 +30,9 @@ class RunSettings(BaseModel):
     timeout: float = Field(120.0, gt=0)
     call_deadline: float = Field(600.0, gt=0)
     prompts: str | None = None  # a folder of templates searched before the packaged ones
+    execution: Literal["online", "batch"] = "online"
+    batch_fallback: Literal["online", "fail"] = "online"
+    batch_poll_interval: float = Field(10.0, gt=0)
     strict: bool = False  # data-check warnings (e.g. labels vs rubric values) become errors
     max_failures: int | float | None = 0.25
     base_urls: dict[str, str] = Field(default_factory=dict)
@@ -229,5 +232,6 @@ def client_for(cfg: RunSettings, *, progress: bool = True) -> Any:
         cache_dir=cfg.cache_dir, use_cache=cfg.use_cache, cassette=cfg.cassette,
         cassette_mode=cfg.cassette_mode, concurrency=cfg.concurrency, timeout=cfg.timeout,
         call_deadline=cfg.call_deadline, max_failures=cfg.max_failures,
-        base_urls=cfg.base_urls, progress=progress,
+        base_urls=cfg.base_urls, progress=progress, execution=cfg.execution,
+        batch_fallback=cfg.batch_fallback, batch_poll_interval=cfg.batch_poll_interval,
     ))

@@ -33,7 +33,13 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from judgekit.errors import CassetteMissError, JudgekitError, ProviderError, RunAborted
+from judgekit.errors import (
+    CassetteMissError,
+    ConfigError,
+    JudgekitError,
+    ProviderError,
+    RunAborted,
+)
 from judgekit.llm.cache import ResponseCache
 from judgekit.llm.cassette import Cassette
 from judgekit.llm.identity import identity_key, request_identity
@@ -58,6 +64,8 @@ REASK = ("Your previous answer could not be used: {error}\n"
          "Answer again with only a JSON object that matches the required schema.")
 EMPTY_REASK = ("Your previous answer was empty.\n"
                "Answer with only a JSON object that matches the required schema.")
+
+BATCH_PRICE = 0.5
 
 # Calls whose answers this process has stored (cache or cassette journal); the CLI
 # reports it when a run is interrupted.
@@ -100,6 +108,11 @@ class ClientSettings:
     failure_budget_min_calls: int = 50
     base_urls: dict[str, str] = field(default_factory=dict)
     progress: bool = True
+    execution: str = "online"  # online | batch (the providers' batch services)
+    batch_fallback: str = "online"  # errored/expired batch requests: online | fail
+    batch_poll_interval: float = 10.0
+    batch_max_poll_interval: float = 300.0
+    batch_max_requests: int | None = None  # below the provider's limit, e.g. for tests
 
 
 @dataclass
@@ -143,6 +156,14 @@ class Client:
         self.stats: dict[str, StageStats] = {}
         self.failure_log: list[dict[str, Any]] = []
         self._aborted: BaseException | None = None  # a run-wide error: no new calls start
+        if self.settings.execution not in ("online", "batch"):
+            raise ConfigError(f"execution {self.settings.execution!r} is not online or batch")
+        if self.settings.batch_fallback not in ("online", "fail"):
+            raise ConfigError(f"batch_fallback {self.settings.batch_fallback!r} is not online "
+                              "or fail")
+        self.batches_submitted = 0
+        self.batch_requests_submitted = 0
+        self.batch_fallbacks = 0
 
     # ---- public API -------------------------------------------------------------
     async def run(self, stage: Stage, variables: dict[str, Any], *, model: str, draw: int = 0,
@@ -153,31 +174,40 @@ class Client:
         cassette miss in mode none, a bad template or model string).
         """
         t0 = asyncio.get_running_loop().time()
-        provider = self._provider(model)
-        messages = self.templates.render(stage.template, variables)
-        samp = {**stage.sampling, **(sampling or {})}
+        prep = self._prepare(stage, Call(variables, model, draw, sampling))
+        st = self.stats.setdefault(stage.name, StageStats())
+        st.calls += 1
+        record, value, source = self._lookup(prep.key, prep.identity, stage)
+        if record is None:
+            record, source = await self._fetch(prep.key, prep.identity, prep.provider, stage,
+                                               prep.messages, prep.sampling, draw)
+            value = _validated(record, stage)
+        return self._finish(stage, st, prep, record, value, source, t0)
+
+    def _prepare(self, stage: Stage, call: Call) -> _Prepared:
+        """Render and identify one call (no I/O)."""
+        provider = self._provider(call.model)
+        messages = self.templates.render(stage.template, call.variables)
+        samp = {**stage.sampling, **(call.sampling or {})}
         identity = request_identity(
             provider=provider.name, model=provider.resolve_model(),
             base_url=provider.identity_base_url, messages=messages, sampling=samp,
             schema=stage.schema, template=stage.template,
-            template_hash=self.templates.content_hash(stage.template), draw=draw,
+            template_hash=self.templates.content_hash(stage.template), draw=call.draw,
         )
-        key = identity_key(identity, stage.schema_json)
-        st = self.stats.setdefault(stage.name, StageStats())
-        st.calls += 1
-        record, value, source = self._lookup(key, identity, stage)
-        if record is None:
-            record, source = await self._fetch(key, identity, provider, stage, messages, samp,
-                                               draw)
-            if source == "provider":
-                st.provider_calls += 1
-                st.attempts += record["attempts"]
-            value = _validated(record, stage)
+        return _Prepared(call.model, provider, messages, samp, identity,
+                         identity_key(identity, stage.schema_json), call.draw)
+
+    def _finish(self, stage: Stage, st: StageStats, prep: _Prepared, record: dict[str, Any],
+                value: Any, source: str, t0: float) -> StageResult[Any]:
+        if source in ("provider", "batch"):
+            st.provider_calls += 1
+            st.attempts += record["attempts"]
         else:
             st.cached += 1
-        result = self._result(stage, key, record, value, source)
+        result = self._result(stage, prep.key, record, value, source)
         result.elapsed_s = asyncio.get_running_loop().time() - t0
-        self._account(st, model, result, record)
+        self._account(st, prep.model, result, record)
         self._check_budget(stage.name, st)
         return result
 
@@ -189,6 +219,10 @@ class Client:
         """
         if not calls:
             return []
+        if self.settings.execution == "batch":
+            from judgekit.llm.batch import run_batch
+
+            return await run_batch(self, stage, calls)
         with _progress(self.settings.progress, description or stage.name, len(calls)) as tick:
             async def one(c: Call) -> StageResult[Any]:
                 res = await self.run(stage, c.variables, model=c.model, draw=c.draw,
@@ -261,6 +295,9 @@ class Client:
             "prompt_tokens": sum(s.prompt_tokens for s in self.stats.values()),
             "completion_tokens": sum(s.completion_tokens for s in self.stats.values()),
             "cost_usd": None if any(c is None for c in costs) else sum(c or 0 for c in costs),
+            "execution": self.settings.execution,
+            "batches_submitted": self.batches_submitted,
+            "batch_fallbacks": self.batch_fallbacks,
             "stages": stages,
         }
 
@@ -450,9 +487,11 @@ class Client:
         # cost counts only what this run paid a provider for.
         st.prompt_tokens += res.usage.prompt_tokens
         st.completion_tokens += res.usage.completion_tokens
-        if res.source != "provider":
+        if res.source not in ("provider", "batch"):
             return
         c = cost_usd(model, res.usage.prompt_tokens, res.usage.completion_tokens)
+        if c is not None and res.source == "batch":
+            c *= BATCH_PRICE  # the providers' batch services bill half the online price
         st.cost_usd = None if c is None or st.cost_usd is None else st.cost_usd + c
 
     def _check_budget(self, stage: str, st: StageStats) -> None:
@@ -475,6 +514,17 @@ class Client:
                 f"stage {stage}: {what}: {kinds}; stopping so a broken prompt or endpoint "
                 f"does not pay for every item (last error: {scrub_text(str(last))[:200]}); "
                 "fix it and rerun (answers so far are kept), or raise max_failures")
+
+
+@dataclass
+class _Prepared:
+    model: str
+    provider: Provider
+    messages: list[dict[str, str]]
+    sampling: dict[str, Any]
+    identity: dict[str, Any]
+    key: str
+    draw: int
 
 
 @dataclass
@@ -520,8 +570,6 @@ class _CallState:
 
 def normalise_budget(budget: Any) -> int | float | None:
     """A failure budget as a count (int >= 0), a fraction in (0, 1), or None."""
-    from judgekit.errors import ConfigError
-
     if budget is None:
         return None
     if isinstance(budget, (int, float)) and not isinstance(budget, bool) \

@@ -73,11 +73,12 @@ class StageResult(Generic[T]):
     usage: Usage
     model: str
     error: str | None = None
-    source: str = "provider"  # provider | cache | cassette | inflight (shared in-flight call)
+    # provider | batch | cache | cassette | inflight (shared in-flight call)
+    source: str = "provider"
     mean_token_entropy: float | None = None
     kind: str | None = None  # None when ok, else one of FAILURE_KINDS
     elapsed_s: float = 0.0  # wall time this call took in this run (0 for a replay)
 
     @property
     def cached(self) -> bool:
-        return self.source != "provider"
+        return self.source not in ("provider", "batch")

@@ -1,0 +1,250 @@
+"""The providers' batch services over HTTP: OpenAI Batch API and Anthropic Message Batches.
+
+Each adapter turns prepared requests into the provider's batch lines, submits them,
+reads the batch's status and request counts, and yields one :class:`BatchItem` per
+request from the results. Payloads are the documented ones:
+
+- OpenAI: upload a JSONL file (``purpose=batch``) to ``/files``, create the batch with
+  ``POST /batches`` (``endpoint=/v1/chat/completions``, ``completion_window=24h``), poll
+  ``GET /batches/{id}``, read ``/files/{output_file_id}/content`` and the error file.
+- Anthropic: ``POST /v1/messages/batches`` with ``requests: [{custom_id, params}]``, poll
+  ``GET /v1/messages/batches/{id}``, read the JSONL at ``results_url``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from judgekit.errors import ProviderError
+from judgekit.llm.providers.anthropic import API_VERSION, messages_payload, parse_messages_response
+from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, _error_message
+from judgekit.llm.providers.openai import OpenAIProvider, chat_payload, parse_chat_response
+from judgekit.llm.secrets import scrub_text
+from judgekit.llm.types import Completion, ProviderRequest
+
+
+@dataclass
+class BatchStatus:
+    done: bool
+    status: str
+    counts: dict[str, int] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BatchItem:
+    """One request's outcome: a completion, or an error with a failure kind
+    (``http_4xx``, ``transport``, ``expired``, ``canceled``)."""
+
+    custom_id: str
+    completion: Completion | None = None
+    kind: str | None = None
+    error: str | None = None
+
+
+class BatchAPI:
+    name = ""
+    max_requests = 0
+    max_bytes = 0
+
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+
+    def line(self, custom_id: str, req: ProviderRequest) -> dict[str, Any]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    async def submit(self, lines: list[dict[str, Any]]) -> str:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def results(self, batch_id: str, st: BatchStatus) -> AsyncIterator[BatchItem]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    # ---- HTTP helpers ---------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    async def _request(self, method: str, url: str, *, json_body: Any = None,
+                       data: Any = None, timeout: float = 300.0) -> bytes:
+        try:
+            async with self.provider.session().request(
+                method, url, json=json_body, data=data, headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as resp:
+                body = await resp.read()
+                if resp.status >= 400:
+                    text = body.decode("utf-8", errors="replace")
+                    raise ProviderError(
+                        scrub_text(f"{self.name} batch: HTTP {resp.status} from {url}: "
+                                   f"{_error_message(text)}"),
+                        status=resp.status, retryable=resp.status in RETRYABLE_STATUS)
+                return bytes(body)
+        except aiohttp.ClientError as exc:
+            raise ProviderError(scrub_text(f"{self.name} batch: {url}: {exc}"),
+                                retryable=True) from exc
+
+    async def _json(self, method: str, url: str, **kw: Any) -> dict[str, Any]:
+        body = await self._request(method, url, **kw)
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            raise ProviderError(f"{self.name} batch: {url} answered with a body that is not "
+                                "JSON", retryable=True) from exc
+        if not isinstance(data, dict):
+            raise ProviderError(f"{self.name} batch: {url} answered with no JSON object",
+                                retryable=True)
+        return data
+
+
+def _jsonl(body: bytes) -> list[dict[str, Any]]:
+    out = []
+    for line in body.decode("utf-8").splitlines():
+        if line.strip():
+            out.append(json.loads(line))
+    return out
+
+
+class OpenAIBatch(BatchAPI):
+    name = "openai"
+    max_requests = 50_000
+    max_bytes = 200 * 2**20
+    ENDPOINT = "/v1/chat/completions"
+
+    def _base(self) -> str:
+        return str(self.provider.base_url).rstrip("/")
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.provider.api_key()}"}
+
+    def line(self, custom_id: str, req: ProviderRequest) -> dict[str, Any]:
+        p = self.provider
+        assert isinstance(p, OpenAIProvider)
+        body = chat_payload(p.resolve_model(), req, schema_mode=p.schema_mode,
+                            max_tokens_field=p.max_tokens_field)
+        return {"custom_id": custom_id, "method": "POST", "url": self.ENDPOINT, "body": body}
+
+    async def submit(self, lines: list[dict[str, Any]]) -> str:
+        content = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", content.encode("utf-8"), filename="judgekit_batch.jsonl",
+                       content_type="application/jsonl")
+        upload = await self._json("POST", f"{self._base()}/files", data=form)
+        batch = await self._json("POST", f"{self._base()}/batches", json_body={
+            "input_file_id": upload["id"], "endpoint": self.ENDPOINT,
+            "completion_window": "24h", "metadata": {"created_by": "judgekit"}})
+        return str(batch["id"])
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        data = await self._json("GET", f"{self._base()}/batches/{batch_id}")
+        st = str(data.get("status"))
+        return BatchStatus(st in ("completed", "failed", "expired", "cancelled"), st,
+                           dict(data.get("request_counts") or {}), data)
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        data = await self._json("POST", f"{self._base()}/batches/{batch_id}/cancel")
+        return BatchStatus(False, str(data.get("status")), dict(data.get("request_counts") or {}),
+                           data)
+
+    async def results(self, batch_id: str, st: BatchStatus) -> AsyncIterator[BatchItem]:
+        for field_name in ("output_file_id", "error_file_id"):
+            file_id = st.raw.get(field_name)
+            if not file_id:
+                continue
+            body = await self._request("GET", f"{self._base()}/files/{file_id}/content")
+            for rec in _jsonl(body):
+                yield self._item(rec)
+
+    def _item(self, rec: dict[str, Any]) -> BatchItem:
+        cid = str(rec.get("custom_id"))
+        resp = rec.get("response") or {}
+        code = resp.get("status_code")
+        if code == 200 and isinstance(resp.get("body"), dict):
+            try:
+                return BatchItem(cid, completion=parse_chat_response(resp["body"], "openai"))
+            except ProviderError as exc:
+                return BatchItem(cid, kind="transport", error=str(exc))
+        err = rec.get("error") or (resp.get("body") or {}).get("error") or {}
+        msg = scrub_text(str(err.get("message", err)) if isinstance(err, dict) else str(err))
+        kind = "http_4xx" if isinstance(code, int) and 400 <= code < 500 and \
+            code not in RETRYABLE_STATUS else "transport"
+        if isinstance(err, dict) and err.get("code") == "batch_expired":
+            kind = "expired"
+        return BatchItem(cid, kind=kind, error=f"openai batch request failed ({code}): {msg}")
+
+
+class AnthropicBatch(BatchAPI):
+    name = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * 2**20
+
+    def _base(self) -> str:
+        return str(self.provider.base_url).rstrip("/")
+
+    def _headers(self) -> dict[str, str]:
+        return {"x-api-key": self.provider.api_key(), "anthropic-version": API_VERSION}
+
+    def line(self, custom_id: str, req: ProviderRequest) -> dict[str, Any]:
+        return {"custom_id": custom_id,
+                "params": messages_payload(self.provider.resolve_model(), req)}
+
+    async def submit(self, lines: list[dict[str, Any]]) -> str:
+        data = await self._json("POST", f"{self._base()}/v1/messages/batches",
+                                json_body={"requests": lines})
+        return str(data["id"])
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        data = await self._json("GET", f"{self._base()}/v1/messages/batches/{batch_id}")
+        st = str(data.get("processing_status"))
+        return BatchStatus(st == "ended", st, dict(data.get("request_counts") or {}), data)
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        data = await self._json("POST",
+                                f"{self._base()}/v1/messages/batches/{batch_id}/cancel")
+        return BatchStatus(False, str(data.get("processing_status")),
+                           dict(data.get("request_counts") or {}), data)
+
+    async def results(self, batch_id: str, st: BatchStatus) -> AsyncIterator[BatchItem]:
+        url = st.raw.get("results_url") or \
+            f"{self._base()}/v1/messages/batches/{batch_id}/results"
+        body = await self._request("GET", str(url))
+        for rec in _jsonl(body):
+            yield self._item(rec)
+
+    def _item(self, rec: dict[str, Any]) -> BatchItem:
+        cid = str(rec.get("custom_id"))
+        result = rec.get("result") or {}
+        kind = result.get("type")
+        if kind == "succeeded" and isinstance(result.get("message"), dict):
+            try:
+                return BatchItem(cid, completion=parse_messages_response(result["message"]))
+            except ProviderError as exc:
+                return BatchItem(cid, kind="transport", error=str(exc))
+        if kind in ("expired", "canceled"):
+            return BatchItem(cid, kind=kind, error=f"anthropic batch request {kind}")
+        err = (result.get("error") or {})
+        inner = err.get("error", err) if isinstance(err, dict) else {}
+        etype = inner.get("type", "") if isinstance(inner, dict) else ""
+        msg = scrub_text(str(inner.get("message", inner)) if isinstance(inner, dict)
+                         else str(inner))
+        return BatchItem(cid, kind="http_4xx" if etype == "invalid_request_error"
+                         else "transport", error=f"anthropic batch request errored: {msg}")
+
+
+def batch_api_for(provider: Provider) -> BatchAPI | None:
+    """The batch adapter of a provider, or None (LiteLLM, local and mock run online)."""
+    if provider.name == "openai":
+        return OpenAIBatch(provider)
+    if provider.name == "anthropic":
+        return AnthropicBatch(provider)
+    return None
