@@ -18,7 +18,11 @@ from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
 from judgekit.vbscore.distribution import Candidate, build
 from judgekit.vbscore.metric import binary_gains, score
-from judgekit.vbscore.replicas import aggregate_collection, aggregate_query, query_seed
+from judgekit.vbscore.replicas import (
+    aggregate_collection,
+    aggregate_query,
+    batch_query_intervals,
+)
 
 _TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
 
@@ -171,16 +175,20 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                        token_entropy=sres.mean_token_entropy)
             reps[qi].append(rec)
         aggs, qrows = [], []
-        for qi, q in enumerate(queries):
-            rs = reps[qi]
-            if not rs:
-                continue
+        scored = [qi for qi in range(len(queries)) if reps[qi]]
+        # Every query's bootstrap at once (shared count patterns per replica count).
+        cis = dict(zip(scored, batch_query_intervals(
+            [np.array([[x["es"] for x in reps[qi]],
+                       *[[x["vb"][repr(a)] for x in reps[qi]] for a in cfg.alphas]], float)
+             for qi in scored], cfg.level, cfg.resamples, _seed(cfg.seed, di, 31))))
+        for qi in scored:
+            q, rs = queries[qi], reps[qi]
             corr = [x["correct"] for x in rs if x["correct"] is not None]
             agg = aggregate_query(q.id, [x["es"] for x in rs],
                                   {a: [x["vb"][repr(a)] for x in rs] for a in cfg.alphas},
                                   level=cfg.level, resamples=cfg.resamples,
-                                  rng=query_seed(cfg.seed, di * 10_000 + qi),
-                                  correct=corr if q.gold is not None and corr else None)
+                                  correct=corr if q.gold is not None and corr else None,
+                                  intervals=cis[qi])
             aggs.append(agg)
             ents = [x["token_entropy"] for x in rs if x["token_entropy"] is not None]
             qrows.append({"dataset": name, "query_id": q.id, "query": q.text, "gold": q.gold,
