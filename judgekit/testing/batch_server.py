@@ -16,11 +16,8 @@ request sent twice is visible.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
-import socket
-import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -28,13 +25,16 @@ from typing import Any
 from aiohttp import web
 
 from judgekit.testing.chaos import default_answer
+from judgekit.testing.loopback import LoopbackServer
 
 
 def _u(text: str, salt: str) -> float:
     return int(hashlib.sha256(f"{salt}|{text}".encode()).hexdigest()[:8], 16) / 2**32
 
 
-class BatchServer:
+class BatchServer(LoopbackServer):
+    client_max_size = 512 * 2**20
+
     def __init__(self, *, polls_to_end: int = 2, error_rate: float = 0.0,
                  expire_rate: float = 0.0, bad_first_rate: float = 0.0,
                  answer: Callable[[str], dict[str, Any]] = default_answer) -> None:
@@ -47,17 +47,8 @@ class BatchServer:
         self.submissions: Counter[tuple[str, str]] = Counter()
         self.seen: Counter[str] = Counter()
         self.online = 0
-        self.lock = threading.Lock()
-        self.loop = asyncio.new_event_loop()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("batch server did not start")
+        super().__init__()
+        self.url = self.base
 
     @property
     def resubmitted(self) -> int:
@@ -252,11 +243,7 @@ class BatchServer:
         self.online += 1
         return web.json_response(self._message(await request.json()))
 
-    # ---- lifecycle ------------------------------------------------------------------
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application(client_max_size=512 * 2**20)
-        r = app.router
+    def routes(self, r: web.UrlDispatcher) -> None:
         r.add_post("/v1/files", self._oa_upload)
         r.add_post("/v1/batches", self._oa_create)
         r.add_get("/v1/batches/{bid}", self._oa_get)
@@ -268,21 +255,3 @@ class BatchServer:
         r.add_get("/v1/messages/batches/{bid}/results", self._an_results)
         r.add_post("/v1/messages/batches/{bid}/cancel", self._an_cancel)
         r.add_post("/v1/messages", self._an_online)
-        self.runner = web.AppRunner(app, handle_signals=False)
-        self.loop.run_until_complete(self.runner.setup())
-        self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
-        self._ready.set()
-        self.loop.run_forever()
-
-    def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-
-    def __enter__(self) -> BatchServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

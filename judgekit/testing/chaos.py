@@ -20,13 +20,13 @@ import asyncio
 import hashlib
 import json
 import random
-import socket
-import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+
+from judgekit.testing.loopback import LoopbackServer
 
 FAULTS = ("429", "500", "503", "529", "reset_before", "reset_mid", "non_json", "hang")
 _RETRY_AFTER = ("1", "nan", "86400", "-5", "inf", "Wed, 21 Oct 2015 07:28:00 GMT", "0.2")
@@ -40,8 +40,8 @@ def default_answer(prompt: str) -> dict[str, Any]:
                       f"sk-learn-style tooling ({tag})", "confidence": 0.5}
 
 
-class ChaosServer:
-    """An aiohttp server on 127.0.0.1 in a background thread."""
+class ChaosServer(LoopbackServer):
+    """An OpenAI-compatible server on 127.0.0.1 (``url`` ends in /v1) injecting faults."""
 
     def __init__(self, *, rates: dict[str, float] | None = None, permanent_400: float = 0.0,
                  plan: dict[str, list[str]] | None = None, seed: int = 0, hang_s: float = 5.0,
@@ -54,17 +54,8 @@ class ChaosServer:
         self.rng = random.Random(seed)
         self.counts: Counter[str] = Counter()
         self.log: list[tuple[str, str]] = []  # (prompt, behaviour), in arrival order
-        self.lock = threading.Lock()
-        self.loop = asyncio.new_event_loop()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("chaos server did not start")
+        super().__init__()
+        self.url = f"{self.base}/v1"
 
     # ---- behaviour ----------------------------------------------------------------
     def choose(self, prompt: str) -> str:
@@ -127,30 +118,9 @@ class ChaosServer:
         with self.lock:
             return web.json_response(dict(self.counts))
 
-    # ---- lifecycle ------------------------------------------------------------------
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._handle)
-        app.router.add_get("/stats", self._stats)
-        self.runner = web.AppRunner(app, handle_signals=False)
-        self.loop.run_until_complete(self.runner.setup())
-        self.loop.run_until_complete(web.TCPSite(self.runner, "127.0.0.1", self.port).start())
-        self._ready.set()
-        self.loop.run_forever()
-
-    def stop(self) -> None:
-        if not self._thread.is_alive():
-            return
-        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-
-    def __enter__(self) -> ChaosServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post("/v1/chat/completions", self._handle)
+        router.add_get("/stats", self._stats)
 
 
 def _chat(content: str, finish: str, refusal: str | None = None) -> dict[str, Any]:
