@@ -140,8 +140,9 @@ def resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
     for ds in doc.get("datasets") or []:
         if isinstance(ds, dict) and "path" in ds:
             ds["path"] = fix(ds["path"])
-    if isinstance(doc.get("system_outputs"), dict):
-        doc["system_outputs"] = {k: fix(v) for k, v in doc["system_outputs"].items()}
+    for key in ("system_outputs", "dataset_paths"):
+        if isinstance(doc.get(key), dict):
+            doc[key] = {k: fix(v) for k, v in doc[key].items()}
     return doc
 
 
@@ -219,6 +220,8 @@ register_method("vbscore", _lazy("judgekit.vbscore.config", "VBScoreConfig"),
                 _lazy("judgekit.vbscore.runner", "run"))
 register_method("nodata", _lazy("judgekit.nodata.config", "NoDataConfig"),
                 _lazy("judgekit.nodata.runner", "run"))
+register_method("probe", _lazy("judgekit.probe.config", "ProbeConfig"),
+                _lazy("judgekit.probe.runner", "run"))
 register_method("ondemand", _lazy("judgekit.ondemand.config", "OnDemandConfig"),
                 _lazy("judgekit.ondemand.runner", "run"))
 

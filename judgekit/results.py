@@ -118,8 +118,29 @@ class OnDemandResults(RunResult):
     method: Literal["ondemand"] = "ondemand"
 
 
+class ProbeTransform(_Open):
+    name: str
+    n: int
+    flip_rate: float
+    noise_floor: float
+    excess: float
+    excess_ci: list[float]
+    p_value: float
+    p_adjusted: float
+    verdict: str
+
+
+class ProbeResults(RunResult):
+    method: Literal["probe"] = "probe"
+    judge: str
+    n_pairs: int
+    transforms: list[ProbeTransform]
+    position_bias: dict[str, Any]
+    items: DetailFile
+
+
 MODELS: dict[str, type[RunResult]] = {"vbscore": VBScoreResults, "nodata": NoDataResults,
-                                      "ondemand": OnDemandResults}
+                                      "ondemand": OnDemandResults, "probe": ProbeResults}
 
 
 def model_for(method: str) -> type[RunResult]:

@@ -1,0 +1,1 @@
+"""Probing a judge: do its verdicts move when nothing that matters changes?"""

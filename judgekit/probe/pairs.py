@@ -1,0 +1,66 @@
+"""Pairs for pairwise probes: a user's JSONL, or built from datasets with objective
+answers (a correct answer against an incorrect one, the correct one placed first or
+second by a seeded coin), so accuracy and position bias need no human labels."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from judgekit.errors import DataError
+
+
+@dataclass
+class Pair:
+    id: str
+    question: str
+    a: str
+    b: str
+    correct: str | None = None  # "a" | "b"
+    human: str | None = None  # a human's preference, "a" | "b"
+
+
+def load_pairs(path: str | Path) -> list[Pair]:
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"pairs file {p} not found")
+    out = []
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            pair = Pair(str(r["id"]), str(r["question"]), str(r["a"]), str(r["b"]),
+                        r.get("correct"), r.get("human"))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DataError(f"{p} line {n}: need JSON with id, question, a, b ({exc})") \
+                from exc
+        for field in ("correct", "human"):
+            if getattr(pair, field) not in (None, "a", "b"):
+                raise DataError(f"{p} line {n}: field {field} must be \"a\" or \"b\"")
+        out.append(pair)
+    if len(out) < 2:
+        raise DataError(f"{p}: a probe needs at least two pairs")
+    return out
+
+
+def pairs_from_datasets(names: list[str], paths: dict[str, str], n: int, seed: int
+                        ) -> list[Pair]:
+    from judgekit.data.qa import load_dataset_queries
+
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 404]))
+    out: list[Pair] = []
+    for name in names:
+        for q in load_dataset_queries(name, paths.get(name)):
+            wrong = next((r for r in q.rejected if r.strip()), None)
+            if not q.gold or wrong is None:
+                continue
+            first = bool(rng.random() < 0.5)
+            a, b = (q.gold, wrong) if first else (wrong, q.gold)
+            out.append(Pair(f"{name}:{q.id}", q.text, a, b, "a" if first else "b"))
+    if len(out) < 2:
+        raise DataError("pairs_from gave fewer than two pairs")
+    return out[:n]
