@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from .conftest import ROOT, SHARED
+from .conftest import ROOT
 
 
 def _replay(config: str, out):
@@ -21,16 +21,27 @@ def _replay(config: str, out):
     return (out / "run" / "results.json").read_bytes()
 
 
-@pytest.mark.parametrize("config,cassette,needs_shared", [
-    ("experiments/demo.yaml", "cassettes/demo.json", False),
-    ("experiments/nodata_west_frisian.yaml", "cassettes/nodata_west_frisian.json", True),
+@pytest.mark.parametrize("config,cassette", [
+    ("experiments/demo.yaml", "cassettes/demo.json"),
+    ("experiments/nodata_west_frisian.yaml", "cassettes/nodata_west_frisian.json"),
+    ("experiments/probe_local.yaml", "cassettes/probe_local.json"),
 ])
-def test_committed_cassette_replays_identically(tmp_path, config, cassette, needs_shared):
-    if not (ROOT / cassette).exists():
-        pytest.skip(f"{cassette} has not been recorded")
-    if needs_shared and not SHARED.exists():
-        pytest.skip("the shared West Frisian sample is absent")
+def test_committed_cassette_replays_identically(tmp_path, config, cassette):
+    assert (ROOT / cassette).exists(), f"{cassette} is not committed"
     first = _replay(config, tmp_path / "a")
     second = _replay(config, tmp_path / "b")
     assert first == second
     assert b'"cached"' in first
+
+
+def test_probe_replay_reports_transforms_against_the_noise_floor(tmp_path):
+    import json
+
+    _replay("experiments/probe_local.yaml", tmp_path)
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    names = [t["name"] for t in res["transforms"]]
+    assert names == ["swap", "rename", "pad"]
+    for t in res["transforms"]:
+        assert {"name", "flip_rate", "noise_floor", "excess", "excess_ci", "p_value"} <= set(t)
+        assert t["excess"] == pytest.approx(t["flip_rate"] - t["noise_floor"])
+    assert res["position_bias"]["n"] >= 10

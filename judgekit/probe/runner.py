@@ -177,7 +177,13 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
     if "pad" in cfg.transforms:
         delta = [float(v["pad"] == v["pad:side"]) - float(v["run0"] == v["pad:side"])
                  for v in verdicts if v.get("pad") and v.get("run0")]
-        if delta:
+        if delta and all(d == 0 for d in delta):
+            # no verdict moved: bound the share that could move either way (Wilson 0/n)
+            from judgekit.stats.proportions import wilson_interval
+
+            hi = wilson_interval(0, len(delta), cfg.level).hi
+            pad = {"bias": 0.0, "ci": [-hi, hi], "n": len(delta)}
+        elif delta:
             b, ci, m = signed_bias([0.5 + d for d in delta], seed=_seed(cfg.seed, 8),
                                    resamples=cfg.resamples)
             pad = {"bias": b, "ci": ci, "n": m}

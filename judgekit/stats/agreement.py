@@ -177,7 +177,16 @@ def flip_excess(transform_flips: ArrayLike, rerun_flips: ArrayLike, *,
     if t.shape != r.shape or t.size == 0:
         raise StatsError("flip_excess needs paired, non-empty flip lists")
     diff = t - r
-    ci = item_bootstrap(lambda i: float(diff[i].mean()), t.size, seed, resamples, level)
+    if np.all(diff == diff[0]) and np.all(np.isin(t, (0, 1))) and np.all(np.isin(r, (0, 1))):
+        # no spread for the bootstrap to see: Newcombe's score interval for a difference
+        # of two proportions (it ignores the pairing, so it errs on the wide side)
+        from judgekit.stats.proportions import wilson_interval
+
+        lt, ht = wilson_interval(int(t.sum()), t.size, level)
+        lr, hr = wilson_interval(int(r.sum()), r.size, level)
+        ci = Interval(lt - hr, ht - lr)
+    else:
+        ci = item_bootstrap(lambda i: float(diff[i].mean()), t.size, seed, resamples, level)
     only_t, only_r = int(np.sum((t == 1) & (r == 0))), int(np.sum((t == 0) & (r == 1)))
     p = 1.0 if only_t + only_r == 0 else float(
         binomtest(only_t, only_t + only_r, 0.5).pvalue)
@@ -207,6 +216,13 @@ def signed_bias(chosen: ArrayLike, *, seed: Seed = 0, resamples: int = 2000,
     c = np.asarray(chosen, float)
     if c.size == 0:
         raise StatsError("signed_bias needs at least one item")
+    if np.all(c == c[0]) and c[0] in (0.0, 1.0):
+        # every item agrees: the bootstrap has no spread to show, so bound the share
+        # with a Wilson interval over items instead of reporting certainty
+        from judgekit.stats.proportions import wilson_interval
+
+        lo, hi = wilson_interval(int(c.sum()), int(c.size), level)
+        return float(c.mean() - 0.5), [lo - 0.5, hi - 0.5], int(c.size)
     ci = item_bootstrap(lambda i: float(c[i].mean() - 0.5), c.size, seed, resamples, level)
     return float(c.mean() - 0.5), list(ci), int(c.size)
 
@@ -240,7 +256,8 @@ def repeat_reliability(samples: np.ndarray, target: float = 0.8,
     r1 = max(min(r1, 1.0), 0.0)
     need = None
     if 0 < r1 < 1 and 0 < target < 1:
-        need = int(math.ceil(target * (1 - r1) / (r1 * (1 - target))))
+        # a hair of tolerance: 9.000000000000002 runs means 9
+        need = int(math.ceil(target * (1 - r1) / (r1 * (1 - target)) - 1e-9))
     elif r1 >= target:
         need = 1
     return Reliability(p.tolist(), cis, float(np.mean((p > 0) & (p < 1))), r1, need)

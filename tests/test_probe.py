@@ -1,0 +1,160 @@
+"""Judge reliability statistics pinned to values, and the probe end to end."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from judgekit.stats.agreement import (
+    agreement,
+    benjamini_hochberg,
+    cohen_kappa,
+    flip_excess,
+    gwet_ac,
+    krippendorff_alpha,
+    ppi_mean,
+    repeat_reliability,
+    signed_bias,
+)
+
+SKEW_J = [1] * 90 + [0] * 5 + [1] * 5
+SKEW_H = [1] * 90 + [1] * 5 + [0] * 5
+
+
+def test_agreement_under_skew_pinned():
+    # 90% raw agreement, but all disagreement on the rare class
+    assert cohen_kappa(SKEW_J, SKEW_H) == pytest.approx(-0.05263157894736842)
+    assert gwet_ac(SKEW_J, SKEW_H) == pytest.approx((0.9 - 0.095) / (1 - 0.095))
+    # Krippendorff: 1 - (n - 1) o_01 / (n_0 n_1) = 1 - 199 * 10 / (190 * 10)
+    assert krippendorff_alpha(SKEW_J, SKEW_H) == pytest.approx(1 - 199 / 190)
+    ag = agreement(SKEW_J, SKEW_H, seed=0, resamples=300)
+    assert ag.percent == 0.9 and ag.prevalence == 0.95 and ag.majority_baseline == 0.95
+    assert ag.cis["percent"][0] < 0.9 < ag.cis["percent"][1]
+
+
+def test_weighted_kappa_matches_sklearn():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 4, 300)
+    b = np.clip(a + rng.integers(-1, 2, 300), 0, 3)
+    assert cohen_kappa(a, b) == pytest.approx(cohen_kappa_score(a, b))
+    assert cohen_kappa(a, b, "quadratic") == pytest.approx(
+        cohen_kappa_score(a, b, weights="quadratic"))
+    # AC2 with quadratic weights stays within [-1, 1] and above AC1 for near misses
+    assert gwet_ac(a, b, "quadratic") > gwet_ac(a, b)
+
+
+def test_benjamini_hochberg_pinned():
+    assert benjamini_hochberg([0.01, 0.04, 0.03, 0.005]) == pytest.approx(
+        [0.02, 0.04, 0.04, 0.02])
+    assert benjamini_hochberg([0.5, 0.9]) == pytest.approx([0.9, 0.9])
+
+
+def test_flip_excess_uses_exact_mcnemar_on_discordant_items():
+    t = [1] * 8 + [0] * 12
+    r = [1] * 2 + [0] * 18
+    e = flip_excess(t, r, seed=0, resamples=500)
+    assert (e.flip_rate, e.noise_floor, e.excess) == pytest.approx((0.4, 0.1, 0.3))
+    from scipy.stats import binomtest
+
+    assert e.p_value == pytest.approx(binomtest(6, 6, 0.5).pvalue)  # 0.03125
+    assert e.excess_ci[0] > 0
+
+
+def test_signed_bias_and_interval():
+    b, ci, n = signed_bias([1.0, 1.0, 0.5, 1.0], seed=0, resamples=500)
+    assert (b, n) == (0.375, 4) and ci[0] <= b <= ci[1]
+
+
+def test_repeat_reliability_spearman_brown():
+    x = np.array([[1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 1, 0], [1, 1, 1, 0]], float)
+    rel = repeat_reliability(x, target=0.9)
+    p = x.mean(axis=1)
+    msb, msw = 4 * np.var(p, ddof=1), np.sum((x - p[:, None]) ** 2) / (4 * 3)
+    r1 = (msb - msw) / (msb + 3 * msw)
+    assert rel.single_run_reliability == pytest.approx(r1)
+    assert rel.k_for_target == int(np.ceil(0.9 * (1 - r1) / (r1 * 0.1)))
+    assert rel.unstable_share == 0.5 and rel.pass_ci[0] == pytest.approx([0.5101, 1.0],
+                                                                          abs=1e-4)
+
+
+def test_ppi_formula_pinned():
+    f = np.array([1, 1, 0, 1, 0, 1, 1, 0], float)
+    fl, y = np.array([1, 0, 1, 1], float), np.array([1, 0, 0, 1], float)
+    c = ppi_mean(f, fl, y, level=0.90)
+    rect = y - fl
+    se = np.sqrt(f.var(ddof=1) / 8 + rect.var(ddof=1) / 4)
+    assert c.estimate == pytest.approx(f.mean() + rect.mean())
+    assert c.ci == pytest.approx([c.estimate - 1.6448536 * se, c.estimate + 1.6448536 * se])
+    assert c.human_only == 0.5 and c.n_labelled == 4
+
+
+# ---- the probe end to end ---------------------------------------------------------
+def _pairs(tmp_path, n=40):
+    p = tmp_path / "pairs.jsonl"
+    p.write_text("".join(json.dumps({
+        "id": f"p{i}", "question": f"Q{i}?", "a": f"ans {i} [good]" if i % 2 else f"x{i} [bad]",
+        "b": f"x{i} [bad]" if i % 2 else f"ans {i} [good]", "correct": "a" if i % 2 else "b",
+        "human": "a" if i % 2 else "b"}) + "\n" for i in range(n)))
+    return p
+
+
+def _run(tmp_path, name, fn, **extra):
+    from judgekit.llm.providers.mock import register_script
+    from judgekit.probe.config import ProbeConfig
+    from judgekit.probe.runner import run
+
+    register_script(name, fn)
+    cfg = ProbeConfig.model_validate({"method": "probe", "data_path": str(_pairs(tmp_path)),
+                                      "use_cache": False, "models": {"judge": f"mock/{name}"},
+                                      "resamples": 300, **extra})
+    run(cfg, tmp_path / name)
+    return json.loads((tmp_path / name / "results.json").read_text())
+
+
+def _first_label(req):
+    import re
+
+    return re.findall(r"^Answer (\w+):", req.messages[-1]["content"], re.MULTILINE)[0]
+
+
+def test_always_first_judge_is_maximally_position_biased(tmp_path):
+    r = _run(tmp_path, "first", lambda req: {"winner": _first_label(req)}, human_sample=10)
+    assert r["position_bias"]["bias"] == 0.5 and r["noise_floor"]["rate"] == 0.0
+    swap = next(t for t in r["transforms"] if t["name"] == "swap")
+    assert swap["flip_rate"] == 1.0 and swap["excess"] == 1.0 and swap["verdict"] == "biased"
+    assert {t["name"] for t in r["transforms"]} == {"swap", "rename", "pad"}
+    for t in r["transforms"]:
+        assert set(t) >= {"name", "flip_rate", "noise_floor", "excess", "excess_ci",
+                          "p_value"}
+    assert r["order_consistency"]["rate"] == 0.0
+    assert r["human"]["agreement"]["percent"] == 0.5
+    assert "a_win_rate" in r["human"]
+
+
+def test_an_oracle_judge_shows_no_bias(tmp_path):
+    import re
+
+    def oracle(req):
+        user = req.messages[-1]["content"]
+        labels = re.findall(r"^Answer (\w+):", user, re.MULTILINE)
+        return {"winner": labels[0] if user.index("[good]") < user.index("[bad]")
+                else labels[1]}
+
+    r = _run(tmp_path, "oracle", oracle)
+    assert r["position_bias"]["bias"] == 0.0 and r["accuracy"]["both_orders"]["rate"] == 1.0
+    assert all(t["flip_rate"] == 0.0 and t["verdict"] != "biased" for t in r["transforms"])
+    assert (tmp_path / "oracle" / "report.html").exists()
+
+
+def test_unanimous_items_get_a_wilson_bound_not_certainty():
+    from judgekit.stats.proportions import wilson_interval
+
+    b, ci, n = signed_bias([1.0] * 15, seed=0)
+    lo, _ = wilson_interval(15, 15)
+    assert (b, n) == (0.5, 15) and ci == pytest.approx([lo - 0.5, 0.5])
+    e = flip_excess([1] * 20, [0] * 20, seed=0)
+    assert e.excess == 1.0 and 0 < e.excess_ci[0] < 1.0
