@@ -158,3 +158,15 @@ def test_unanimous_items_get_a_wilson_bound_not_certainty():
     assert (b, n) == (0.5, 15) and ci == pytest.approx([lo - 0.5, 0.5])
     e = flip_excess([1] * 20, [0] * 20, seed=0)
     assert e.excess == 1.0 and 0 < e.excess_ci[0] < 1.0
+
+
+def test_ppi_shares_for_k_ary_labels_sum_to_one():
+    from judgekit.stats.agreement import ppi_shares
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 400)
+    f = np.where(rng.random(400) < 0.8, y, rng.integers(0, 3, 400))
+    lab = rng.choice(400, 60, replace=False)
+    shares = ppi_shares(f, f[lab], y[lab])
+    assert set(shares) == {0, 1, 2}
+    assert sum(s.estimate for s in shares.values()) == pytest.approx(1.0)

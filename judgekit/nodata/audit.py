@@ -403,8 +403,14 @@ def _known(items: list[JudgedItem], evals: list[Any], rubric: Rubric) -> dict[st
                for it, e in pairs if c in it.criterion_values()]
         if got:
             per[c] = float(np.mean([a == b for a, b in got]))
+    from judgekit.stats.agreement import agreement
+
+    # chance-corrected agreement with the human labels, honest under skewed labels
+    ag = agreement(p, [int(v or 0) for v in y], seed=0, resamples=1000) \
+        if len(pairs) >= 2 else None
     return {"n": len(pairs), "accuracy": float(accuracy_score(y, p)),
-            "f1": float(f1_score(y, p, zero_division=0)), "per_criterion_accuracy": per}
+            "f1": float(f1_score(y, p, zero_division=0)), "per_criterion_accuracy": per,
+            "agreement": None if ag is None else ag._asdict()}
 
 
 def _baseline(items: list[JudgedItem], ens: dict[str, list[Any]]) -> dict[str, Any] | None:
@@ -417,6 +423,24 @@ def _baseline(items: list[JudgedItem], ens: dict[str, list[Any]]) -> dict[str, A
     truth = [items[i].Label for i in ok]
     known = [int(t) for t in truth if t is not None]
     return {"n_items": len(ok), **ensemble(labels, known if len(known) == len(ok) else None)}
+
+
+def _agreement_line(k: dict[str, Any]) -> str:
+    ag = k.get("agreement")
+    if not ag:
+        return "No human labels: agreement not computed."
+
+    def one(name: str, key: str) -> str:
+        ci = ag["cis"][key]
+        return f"{name} {ag[key]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+    return ("Agreement of the evaluator's labels with the human labels "
+            f"(n = {ag['n']}): " + "; ".join([one("percent", "percent"), one("Cohen's kappa",
+                                                                           "kappa"),
+                                               one("Krippendorff's alpha", "alpha"),
+                                               one("Gwet's AC1", "ac")])
+            + f"; prevalence of the commonest human label {ag['prevalence']:.3f} "
+            f"(always saying it agrees {ag['majority_baseline']:.3f}).")
 
 
 def _pct(v: float | None) -> str:
@@ -460,6 +484,7 @@ def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
         "Claims agree: the share of items where the verifier's reading of x matches the "
         "judge's claimed criteria and label.",
         "Paper (GPT-4.1 on 515 items): IP successes 86-88%, OOP about 1%.",
+        _agreement_line(k),
         "## Per-criterion accuracy of the evaluator against human labels",
         md_table(["criterion", "accuracy"], per) if per else "No human criterion labels.",
         "## Failures by stage (excluded, never scored as a default)",

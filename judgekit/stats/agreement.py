@@ -291,3 +291,11 @@ def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
     return Corrected(est, [est - z * se, est + z * se], float(y.mean()),
                      [float(y.mean()) - z * h_se, float(y.mean()) + z * h_se],
                      int(y.size), int(f.size))
+
+
+def ppi_shares(judge_all: ArrayLike, judge_labelled: ArrayLike, human_labelled: ArrayLike,
+               level: float = 0.90) -> dict[int, Corrected]:
+    """k-ary labels: the prediction-powered share of every class (one indicator each)."""
+    f, fl, y = (np.asarray(v) for v in (judge_all, judge_labelled, human_labelled))
+    classes = sorted(set(np.unique(f).tolist()) | set(np.unique(y).tolist()))
+    return {int(c): ppi_mean(f == c, fl == c, y == c, level) for c in classes}
