@@ -29,6 +29,7 @@ _LAZY = {
     "StageResult": "judgekit.llm.types",
     "run": "judgekit.api",
     "audit": "judgekit.api",
+    "probe_judge": "judgekit.api",
     "load_results": "judgekit.results",
     "RunResult": "judgekit.results",
 }
@@ -49,6 +50,7 @@ __all__ = [
     "__version__",
     "audit",
     "load_results",
+    "probe_judge",
     "run",
 ]
 

@@ -110,3 +110,33 @@ def _rubric_path(rubric: str | Path | dict[str, Any], target: Path) -> str:
         target.write_text(yaml.safe_dump(rubric, sort_keys=False), encoding="utf-8")
         return str(target)
     return str(rubric)
+
+
+def probe_judge(data: list[dict[str, Any]] | str | Path, *, judge: str,
+                mode: str = "pairwise", out: str | Path | None = None,
+                overwrite: bool = False, **settings: Any) -> RunResult:
+    """Probe a judge's reliability (``method: probe``) without writing YAML.
+
+    Args:
+        data: pairwise: pairs (``{"id", "question", "a", "b", "correct"?, "human"?}``) or a
+            JSONL path; pointwise: judged items (``{"Prompt", "Output", "Label"?}``) or a
+            JSON path.
+        judge: the judge under test (``provider/model``).
+        mode: ``pairwise`` or ``pointwise`` (then pass ``rubric=``).
+        settings: any other probe config field (``transforms``, ``repeats``,
+            ``template_transforms``, ``human_sample``, ``cassette``...).
+    """
+    tmp = Path(tempfile.mkdtemp(prefix="judgekit-probe-"))
+    if isinstance(data, (str, Path)):
+        path = Path(data)
+    elif mode == "pairwise":
+        path = tmp / "pairs.jsonl"
+        path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in data),
+                        encoding="utf-8")
+    else:
+        path = _dump(tmp / "items.json", data)
+    if isinstance(settings.get("rubric"), dict):
+        settings["rubric"] = _rubric_path(settings["rubric"], tmp / "rubric.yaml")
+    doc = {"method": "probe", "name": "probe", "judge_mode": mode, "data_path": str(path),
+           "models": {"judge": judge}, **settings}
+    return run(doc, out=out or tmp / "run", overwrite=overwrite)

@@ -122,7 +122,7 @@ def load_raw(path: str | Path) -> dict[str, Any]:
 # Config values that are file paths: relative ones resolve against the config file's
 # folder, so a config runs the same from any working directory (and from the wheel).
 _PATH_KEYS = ("data_path", "data_dir", "cassette", "prompts", "labels_file")
-_RUBRIC_KEYS = ("rubric", "verifier_rubric")
+_RUBRIC_KEYS = ("rubric", "verifier_rubric", "rubric_paraphrase")
 
 
 def resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:

@@ -135,7 +135,8 @@ class ProbeResults(RunResult):
     judge: str
     n_pairs: int
     transforms: list[ProbeTransform]
-    position_bias: dict[str, Any]
+    mode: str = "pairwise"
+    position_bias: dict[str, Any] | None
     items: DetailFile
 
 

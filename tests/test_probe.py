@@ -170,3 +170,64 @@ def test_ppi_shares_for_k_ary_labels_sum_to_one():
     shares = ppi_shares(f, f[lab], y[lab])
     assert set(shares) == {0, 1, 2}
     assert sum(s.estimate for s in shares.values()) == pytest.approx(1.0)
+
+
+def _pointwise(tmp_path, name, fn, **extra):
+    from judgekit.llm.providers.mock import register_script
+    from judgekit.probe.config import ProbeConfig
+    from judgekit.probe.runner import run
+    from judgekit.testing import judges
+
+    (tmp_path / "items.json").write_text(json.dumps(judges.make_items(40, seed=5)))
+    (tmp_path / "rubric.yaml").write_text(judges.rubric_yaml())
+    para = judges.rubric_yaml().replace("holds.", "is present in the response.")
+    (tmp_path / "para.yaml").write_text(para)
+    register_script(name, fn)
+    cfg = ProbeConfig.model_validate({
+        "method": "probe", "judge_mode": "pointwise", "data_path": str(tmp_path / "items.json"),
+        "rubric": str(tmp_path / "rubric.yaml"), "rubric_paraphrase": str(tmp_path / "para.yaml"),
+        "use_cache": False, "resamples": 300, "models": {"judge": f"mock/{name}"}, **extra})
+    run(cfg, tmp_path / name)
+    return json.loads((tmp_path / name / "results.json").read_text())
+
+
+def test_pointwise_oracle_is_stable_under_every_transform(tmp_path):
+    from judgekit.testing import judges
+
+    r = _pointwise(tmp_path, "pw_oracle", judges.judge("oracle"), human_sample=10)
+    assert r["mode"] == "pointwise" and r["position_bias"] is None
+    assert [t["name"] for t in r["transforms"]] == ["reorder", "paraphrase", "pad"]
+    assert all(t["flip_rate"] == 0.0 for t in r["transforms"])
+    assert r["human"]["agreement"]["percent"] == 1.0 and r["human"]["agreement"]["kappa"] == 1.0
+
+
+def test_pointwise_length_biased_judge_is_caught_by_padding(tmp_path):
+    from judgekit.testing import judges
+
+    oracle = judges.judge("oracle")
+
+    def lengthy(req):
+        out = json.loads(oracle(req))
+        if "once more in other words" in req.messages[-1]["content"]:
+            out["label"] = 1  # a padded answer always passes
+            out["criteria"] = [{**c, "value": 1} for c in out["criteria"]]
+        return out
+
+    r = _pointwise(tmp_path, "pw_long", lengthy)
+    pad = next(t for t in r["transforms"] if t["name"] == "pad")
+    assert pad["verdict"] == "biased" and pad["excess_ci"][0] > 0
+    assert r["padding_bias"]["bias"] > 0 and r["padding_bias"]["ci"][0] > 0
+
+
+def test_probe_judge_python_api(tmp_path):
+    import judgekit
+    from judgekit.llm.providers.mock import register_script
+
+    register_script("api_first", lambda req: {"winner": _first_label(req)})
+    pairs = [{"id": f"p{i}", "question": f"Q{i}?", "a": f"a{i}", "b": f"b{i}"}
+             for i in range(12)]
+    res = judgekit.probe_judge(pairs, judge="mock/api_first", use_cache=False,
+                               resamples=300, out=tmp_path / "o")
+    assert res.method == "probe" and res.position_bias["bias"] == 0.5
+    assert [t.name for t in res.transforms] == ["swap", "rename", "pad"]
+    assert len(list(res.detail("items"))) == 12

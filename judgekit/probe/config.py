@@ -8,7 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgekit.config import RunSettings
 
-BUILTIN = ("swap", "rename", "pad")
+BUILTIN = ("swap", "rename", "pad")  # pairwise
+POINTWISE = ("reorder", "paraphrase", "pad")
 
 
 class TemplateTransform(BaseModel):
@@ -22,13 +23,17 @@ class TemplateTransform(BaseModel):
 
 class ProbeConfig(RunSettings):
     method: Literal["probe"] = "probe"
+    # pairwise: which of two answers is better; pointwise: a rubric verdict on one item
+    judge_mode: Literal["pairwise", "pointwise"] = "pairwise"
+    rubric: str = "west_frisian_ip.yaml"  # pointwise: what the judge is told
+    rubric_paraphrase: str | None = None  # pointwise: the same criteria, reworded
     # pairs: a JSONL of {"id", "question", "a", "b", "correct"?: "a"|"b", "human"?: "a"|"b"}
     data_path: str | None = None
     # or pairs built from datasets with objective answers (correct vs an incorrect one)
     pairs_from: list[Literal["truthfulqa", "arc"]] = Field(default_factory=list)
     dataset_paths: dict[str, str] = Field(default_factory=dict)
     n_pairs: int = Field(20, ge=2)
-    transforms: list[str] = Field(default_factory=lambda: list(BUILTIN))
+    transforms: list[str] | None = None  # default: every built-in of the mode
     template_transforms: list[TemplateTransform] = Field(default_factory=list)
     repeats: int = Field(2, ge=2, le=20)  # verdicts per item in the original order
     temperature: float = Field(0.7, ge=0)  # > 0 so identical re-runs can differ
@@ -44,10 +49,19 @@ class ProbeConfig(RunSettings):
     def _check(self) -> ProbeConfig:
         if "judge" not in self.models:
             raise ValueError("models.judge is required")
-        bad = [t for t in self.transforms if t not in BUILTIN]
+        known = BUILTIN if self.judge_mode == "pairwise" else POINTWISE
+        if self.transforms is None:
+            self.transforms = [t for t in known
+                               if t != "paraphrase" or self.rubric_paraphrase]
+        bad = [t for t in self.transforms if t not in known]
         if bad:
-            raise ValueError(f"unknown transform {bad[0]!r}; built-ins are "
-                             f"{', '.join(BUILTIN)} (add your own as template_transforms)")
-        if not self.data_path and not self.pairs_from:
+            raise ValueError(f"unknown {self.judge_mode} transform {bad[0]!r}; built-ins are "
+                             f"{', '.join(known)} (add your own as template_transforms)")
+        if "paraphrase" in self.transforms and not self.rubric_paraphrase:
+            raise ValueError("the paraphrase transform needs rubric_paraphrase (the same "
+                             "criteria ids, reworded)")
+        if self.judge_mode == "pairwise" and not self.data_path and not self.pairs_from:
             raise ValueError("give data_path (a pairs JSONL) or pairs_from")
+        if self.judge_mode == "pointwise" and not self.data_path:
+            raise ValueError("pointwise probes need data_path (judged items JSON)")
         return self

@@ -64,7 +64,7 @@ class Variant(BaseModel):
 def variants(cfg: ProbeConfig, pair: Pair, index: int, render: Any) -> list[Variant]:
     out = [Variant(name=f"run{d}", draw=d, a=pair.a, b=pair.b) for d in range(cfg.repeats)]
     side: Literal["a", "b"] = "a" if index % 2 == 0 else "b"
-    for t in cfg.transforms:
+    for t in cfg.transforms or []:
         if t == "swap":
             out.append(Variant(name="swap", swapped=True, a=pair.a, b=pair.b))
         elif t == "rename":
@@ -119,6 +119,8 @@ async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair]
 
 
 def run(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
+    if cfg.judge_mode == "pointwise":
+        return _run_pointwise(cfg, out)
     pairs = (load_pairs(cfg.data_path) if cfg.data_path else
              pairs_from_datasets(list(cfg.pairs_from), cfg.dataset_paths, cfg.n_pairs, cfg.seed))
     client = client_for(cfg)
@@ -132,10 +134,43 @@ def run(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     publish(out, results, report(cfg, results), title=f"Probe of {cfg.models['judge']}",
             detail_keys=("items",))
-    pos = results["position_bias"]
+    pos = results["position_bias"] or {"bias": 0.0, "ci": None, "n": 0}
     head = (f"position bias {pos['bias']:+.3f} {pos['ci']} over {pos['n']} pairs; "
             f"re-run flip rate {results['noise_floor']['rate']:.3f}")
     return {"headline": head, "failed_calls": write_failures(out, client)}
+
+
+def _run_pointwise(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
+    from judgekit.data.judged import load_judged
+    from judgekit.probe.pointwise import collect
+
+    items = load_judged(str(cfg.data_path))
+    client = client_for(cfg)
+    try:
+        labels = asyncio.run(collect(cfg, client, items))
+    finally:
+        client.close()
+    # a pointwise verdict is a label: reuse the pairwise bookkeeping with "1"/"0" choices
+    pairs = [Pair(f"item{i}", it.Prompt, it.Output, "", None,
+                  None if it.Label is None else ("a" if it.Label == 1 else "b"))
+             for i, it in enumerate(items)]
+    verdicts = [{k: (None if v is None else ("a" if v == 1 else "b")) for k, v in lab.items()}
+                for lab in labels]
+    results = analyse(cfg, pairs, verdicts)
+    results["mode"] = "pointwise"
+    results["position_bias"] = None
+    results["order_consistency"] = None
+    results["pass_rate"] = dict(zip(("rate", "ci", "n"), rate_with_interval(
+        [v["run0"] == "a" for v in verdicts if v.get("run0")], cfg.level)))
+    results["calls"] = {k: client.summary()[k] for k in
+                        ("total", "cached", "failed", "provider_calls", "failed_by_kind")}
+    out.mkdir(parents=True, exist_ok=True)
+    publish(out, results, report(cfg, results), title=f"Probe of {cfg.models['judge']}",
+            detail_keys=("items",))
+    return {"headline": f"re-run flip rate {results['noise_floor']['rate']:.3f}; "
+                        + "; ".join(f"{t['name']} excess {t['excess']:+.3f}"
+                                    for t in results["transforms"]),
+            "failed_calls": write_failures(out, client)}
 
 
 def _excess_row(cfg: ProbeConfig, name: str, keep: list[int], base: list[str | None],
@@ -157,7 +192,7 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
     keep = [i for i in range(n) if base[i] is not None and verdicts[i].get("run1") is not None]
     rerun = flips([str(base[i]) for i in keep], [str(verdicts[i]["run1"]) for i in keep])
     noise_rate, noise_ci, noise_n = rate_with_interval([bool(x) for x in rerun], cfg.level)
-    names = [t for t in cfg.transforms] + [t.name for t in cfg.template_transforms]
+    names = list(cfg.transforms or []) + [t.name for t in cfg.template_transforms]
     rows = [_excess_row(cfg, t, keep, base, [v.get(t) for v in verdicts], rerun, pairs)
             for t in names]
     adj = benjamini_hochberg([r["p_value"] for r in rows])
@@ -172,10 +207,12 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
         if len(slots) == 2:
             first.append(sum(s == "first" for s in slots) / 2)
     pos = dict(zip(("bias", "ci", "n"), signed_bias(first, seed=_seed(cfg.seed, 7),
-                                                     resamples=cfg.resamples)))
+                                                     resamples=cfg.resamples))) \
+        if first else None
     pad: dict[str, Any] | None = None
-    if "pad" in cfg.transforms:
-        delta = [float(v["pad"] == v["pad:side"]) - float(v["run0"] == v["pad:side"])
+    if "pad" in (cfg.transforms or []):
+        delta = [float(v["pad"] == v.get("pad:side", "a"))
+                 - float(v["run0"] == v.get("pad:side", "a"))
                  for v in verdicts if v.get("pad") and v.get("run0")]
         if delta and all(d == 0 for d in delta):
             # no verdict moved: bound the share that could move either way (Wilson 0/n)
@@ -241,6 +278,7 @@ def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None]
     ag = agreement(judge, human, seed=_seed(cfg.seed, 9), resamples=cfg.resamples)
     out: dict[str, Any] = {"agreement": ag._asdict()}
     if cfg.human_sample:
+        # the rate at which the judge says "a" (pairwise: answer A wins; pointwise: pass)
         rng = np.random.default_rng(_seed(cfg.seed, 10))
         pick = sorted(rng.choice(len(idx), size=min(cfg.human_sample, len(idx)),
                                  replace=False).tolist())
@@ -273,15 +311,22 @@ def report(cfg: ProbeConfig, r: dict[str, Any]) -> str:
         "## Transforms against the noise floor",
         md_table(["transform", "flip rate", "noise floor", "excess (95% CI)", "p (exact)",
                   "p (BH)", "verdict", "n"], rows),
-        f"Position bias P(first slot) - 0.5: {pos['bias']:+.3f} {_ci(pos['ci'])}, "
-        f"n = {pos['n']} pairs judged in both orders.",
     ]
+    if pos:
+        parts.append(f"Position bias P(first slot) - 0.5: {pos['bias']:+.3f} "
+                     f"{_ci(pos['ci'])}, n = {pos['n']} pairs judged in both orders.")
+    if r.get("pass_rate"):
+        pr = r["pass_rate"]
+        parts.append(f"Pass rate (as given): {_pct(pr['rate'])} {_ci(pr['ci'])}, "
+                     f"n = {pr['n']}.")
     if pad:
-        parts.append(f"Padding bias (change in the padded answer's win rate): "
+        what = "pass rate" if r.get("mode") == "pointwise" else "padded answer's win rate"
+        parts.append(f"Padding bias (change in the {what}): "
                      f"{pad['bias']:+.3f} {_ci(pad['ci'])}, n = {pad['n']}.")
     oc = r["order_consistency"]
-    parts.append(f"Same winner in both orders: {_pct(oc['rate'])} {_ci(oc['ci'])}, "
-                 f"n = {oc['n']}.")
+    if oc:
+        parts.append(f"Same winner in both orders: {_pct(oc['rate'])} {_ci(oc['ci'])}, "
+                     f"n = {oc['n']}.")
     if r["accuracy"]:
         a1, a2 = r["accuracy"]["single_order"], r["accuracy"]["both_orders"]
         parts.append(f"Accuracy against the known correct answer: one order "

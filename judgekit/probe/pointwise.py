@@ -1,0 +1,73 @@
+"""The pointwise probe: a rubric judge's label on one item under meaning-preserving
+transforms, against its identical re-run noise floor.
+
+Per judged item: ``repeats`` verdicts as given (draws 0..k-1), then one per transform:
+``reorder`` (the rubric's criteria in reverse order), ``paraphrase`` (the same criteria,
+reworded, from ``rubric_paraphrase``), ``pad`` (neutral padding appended to the answer),
+and user template transforms of the answer. The padding bias is the change in the pass
+rate when the answer is padded. Human labels (``Label``) give agreement and, with
+``human_sample``, a prediction-powered pass rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from judgekit.data.judged import JudgedItem
+from judgekit.llm import Call, Client
+from judgekit.nodata import llm_stages as st
+from judgekit.nodata.rubric import Rubric, load_rubric
+from judgekit.probe.config import ProbeConfig
+
+
+def _rubric_vars(item: JudgedItem, output: str, rubric: Rubric) -> dict[str, Any]:
+    text = ("1 if every criterion is 1, else 0" if rubric.aggregator == "all"
+            else "1 if most criteria are 1, else 0")
+    return {"prompt": item.Prompt, "output": output, "rubric": rubric,
+            "criteria": rubric.criteria, "aggregator_text": text}
+
+
+def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any
+             ) -> list[tuple[str, int, dict[str, Any]]]:
+    """(name, draw, template variables) per verdict asked for this item."""
+    out = [(f"run{d}", d, _rubric_vars(item, item.Output, rubric)) for d in range(cfg.repeats)]
+    for t in cfg.transforms or []:
+        if t == "reorder":
+            rev = rubric.model_copy(update={"criteria": list(reversed(rubric.criteria))})
+            out.append(("reorder", 0, _rubric_vars(item, item.Output, rev)))
+        elif t == "paraphrase":
+            para = load_rubric(str(cfg.rubric_paraphrase))
+            if [c.id for c in para.criteria] != [c.id for c in rubric.criteria]:
+                from judgekit.errors import ConfigError
+
+                raise ConfigError(f"rubric_paraphrase {cfg.rubric_paraphrase} must have the "
+                                  "same criteria ids, in the same order, as the rubric")
+            out.append(("paraphrase", 0, _rubric_vars(item, item.Output, para)))
+        elif t == "pad":
+            padded = f"{item.Output} {cfg.padding.format(answer=item.Output)}"
+            out.append(("pad", 0, _rubric_vars(item, padded, rubric)))
+    for tt in cfg.template_transforms:
+        text = render(tt.template, {"answer": item.Output, "question": item.Prompt})
+        out.append((tt.name, 0, _rubric_vars(item, text, rubric)))
+    return out
+
+
+async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem]
+                  ) -> list[dict[str, int | None]]:
+    rubric = load_rubric(cfg.rubric)
+    per = [variants(cfg, it, rubric, client.templates.render_string) for it in items]
+    flat = [(i, name, draw, v) for i, vs in enumerate(per) for name, draw, v in vs]
+    stage = st.evaluator_all(cfg.max_tokens)
+    stage = type(stage)(stage.name, stage.template, stage.output,
+                        sampling={"temperature": cfg.temperature, "max_tokens": cfg.max_tokens})
+    res = await client.map(stage, [Call(v, cfg.models["judge"], draw=d,
+                                        sampling={"seed": int(np.random.SeedSequence(
+                                            [cfg.seed, d]).generate_state(1)[0] % 2**31)})
+                                   for _, _, d, v in flat], description="probe judge")
+    out: list[dict[str, int | None]] = [{} for _ in items]
+    for (i, name, _, _), r in zip(flat, res):
+        out[i][name] = int(r.value.label) if r.ok else None
+    await client.aclose_providers()
+    return out
