@@ -85,7 +85,7 @@ def parse_assignment(text: str, flag: str) -> tuple[str, Any]:
 def find_config(path: str | Path) -> Path:
     """The config file: as given, or a packaged experiment by name (``demo``)."""
     p = Path(path)
-    if p.exists():
+    if p.is_file():
         return p
     if p.parent == Path(".") and p.suffix in ("", ".yaml"):
         from judgekit.resources import resource_dir
@@ -93,7 +93,8 @@ def find_config(path: str | Path) -> Path:
         shipped = resource_dir("experiments") / f"{p.stem}.yaml"
         if shipped.exists():
             return shipped
-    raise ConfigError(f"config file {p} not found (packaged experiments: "
+    what = "is a folder, not a file" if p.is_dir() else "not found"
+    raise ConfigError(f"config file {p} {what} (packaged experiments: "
                       f"{', '.join(packaged_experiments())})")
 
 
@@ -108,6 +109,8 @@ def load_raw(path: str | Path) -> dict[str, Any]:
     p = find_config(path)
     try:
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config {p} cannot be read: {exc}") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -135,7 +135,7 @@ def run(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
     publish(out, results, report(cfg, results), title=f"Probe of {cfg.models['judge']}",
             detail_keys=("items",))
     pos = results["position_bias"] or {"bias": 0.0, "ci": None, "n": 0}
-    head = (f"position bias {pos['bias']:+.3f} {pos['ci']} over {pos['n']} pairs; "
+    head = (f"position bias {pos['bias']:+.3f} {_ci(pos['ci'])} over {pos['n']} pairs; "
             f"re-run flip rate {results['noise_floor']['rate']:.3f}")
     return {"headline": head, "failed_calls": write_failures(out, client)}
 
