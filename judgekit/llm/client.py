@@ -22,7 +22,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from tenacity import (
@@ -59,6 +59,7 @@ from judgekit.llm.types import (
 )
 
 log = logging.getLogger("judgekit.llm")
+T = TypeVar("T")
 
 REASK = ("Your previous answer could not be used: {error}\n"
          "Answer again with only a JSON object that matches the required schema.")
@@ -243,6 +244,16 @@ class Client:
             if errors:
                 raise errors[0]  # type: ignore[misc]
             return [t.result() for t in tasks]
+
+    def run_until_complete(self, coro: Awaitable[T]) -> T:
+        """``asyncio.run(coro)``, closing this client's HTTP sessions however it ends
+        (no "Unclosed client session" warnings after an error or Ctrl-C)."""
+        async def go() -> T:
+            try:
+                return await coro
+            finally:
+                await self.aclose_providers()
+        return asyncio.run(go())
 
     def run_sync(self, stage: Stage, variables: dict[str, Any], **kw: Any) -> StageResult[Any]:
         async def go() -> StageResult[Any]:

@@ -10,7 +10,6 @@ protocol outcomes.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -266,7 +265,7 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                                str(cfg.data_path), strict=cfg.strict)
     client = client_for(cfg)
     try:
-        raw = asyncio.run(_audit(cfg, client, items, ev_rubric, ver_rubric))
+        raw = client.run_until_complete(_audit(cfg, client, items, ev_rubric, ver_rubric))
     finally:
         client.close()
     calls = client.summary()

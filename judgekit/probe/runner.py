@@ -13,7 +13,6 @@ padded answer's win rate.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Literal
 
@@ -125,7 +124,7 @@ def run(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
              pairs_from_datasets(list(cfg.pairs_from), cfg.dataset_paths, cfg.n_pairs, cfg.seed))
     client = client_for(cfg)
     try:
-        verdicts = asyncio.run(_collect(cfg, client, pairs))
+        verdicts = client.run_until_complete(_collect(cfg, client, pairs))
     finally:
         client.close()
     results = analyse(cfg, pairs, verdicts)
@@ -147,7 +146,7 @@ def _run_pointwise(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
     items = load_judged(str(cfg.data_path))
     client = client_for(cfg)
     try:
-        labels = asyncio.run(collect(cfg, client, items))
+        labels = client.run_until_complete(collect(cfg, client, items))
     finally:
         client.close()
     # a pointwise verdict is a label: reuse the pairwise bookkeeping with "1"/"0" choices

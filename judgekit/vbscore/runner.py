@@ -38,7 +38,7 @@ def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
         data[spec.name] = sample_queries(qs, spec.n, cfg.seed, spec.name)
     client = client_for(cfg)
     try:
-        raw = asyncio.run(_collect_all(cfg, client, data))
+        raw = client.run_until_complete(_collect_all(cfg, client, data))
     finally:
         client.close()
     results = score_all(cfg, data, raw)
