@@ -43,16 +43,19 @@ def percent_agreement(a: ArrayLike, b: ArrayLike) -> float:
     return float(np.mean(x == y))
 
 
-def cohen_kappa(a: ArrayLike, b: ArrayLike, weights: str = "nominal") -> float:
-    """Cohen's kappa (weighted for ordinal scores): (p_o - p_e) / (1 - p_e)."""
+def _confusion(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """The categories seen and the joint proportion matrix of (a, b)."""
     x, y = _pair(a, b)
-    cats = np.unique(np.concatenate([x, y]))
-    idx = {c: i for i, c in enumerate(cats)}
+    cats, codes = np.unique(np.concatenate([x, y]), return_inverse=True)
     k = len(cats)
     obs = np.zeros((k, k))
-    for u, v in zip(x, y):
-        obs[idx[u], idx[v]] += 1
-    obs /= obs.sum()
+    np.add.at(obs, (codes[: x.size], codes[x.size:]), 1.0)
+    return cats, obs / obs.sum()
+
+
+def cohen_kappa(a: ArrayLike, b: ArrayLike, weights: str = "nominal") -> float:
+    """Cohen's kappa (weighted for ordinal scores): (p_o - p_e) / (1 - p_e)."""
+    cats, obs = _confusion(a, b)
     w = _weights(cats, weights)
     po = float((w * obs).sum())
     pe = float((w * np.outer(obs.sum(1), obs.sum(0))).sum())
@@ -63,16 +66,10 @@ def gwet_ac(a: ArrayLike, b: ArrayLike, weights: str = "nominal") -> float:
     """Gwet's AC1 (nominal) or AC2 (weighted): chance agreement from the mean category
     prevalence, pe = T_w / (q (q - 1)) * sum_k pi_k (1 - pi_k), stable under skew where
     kappa and alpha collapse (Gwet 2008, 2014)."""
-    x, y = _pair(a, b)
-    cats = np.unique(np.concatenate([x, y]))
+    cats, obs = _confusion(a, b)
     q = len(cats)
     if q < 2:
         return 1.0
-    idx = {c: i for i, c in enumerate(cats)}
-    obs = np.zeros((q, q))
-    for u, v in zip(x, y):
-        obs[idx[u], idx[v]] += 1
-    obs /= obs.sum()
     w = _weights(cats, weights)
     po = float((w * obs).sum())
     pi = (obs.sum(1) + obs.sum(0)) / 2.0
