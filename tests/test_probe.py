@@ -231,3 +231,72 @@ def test_probe_judge_python_api(tmp_path):
     assert res.method == "probe" and res.position_bias["bias"] == 0.5
     assert [t.name for t in res.transforms] == ["swap", "rename", "pad"]
     assert len(list(res.detail("items"))) == 12
+
+
+def test_importance_sampled_ppi_is_unbiased_and_covers():
+    from judgekit.stats.agreement import importance_inclusion, ppi_weighted
+
+    rng = np.random.default_rng(11)
+    n_items, truth = 1500, 0.6
+    hits, ests = 0, []
+    for _ in range(300):
+        y = (rng.random(n_items) < truth).astype(float)
+        unsure = rng.random(n_items) < 0.3
+        f = np.where(unsure & (rng.random(n_items) < 0.5), 1 - y, y)
+        pi = importance_inclusion(unsure.astype(float), 120)
+        assert pi.sum() == pytest.approx(120, rel=1e-6) and pi.min() > 0
+        lab = np.flatnonzero(rng.random(n_items) < pi)
+        c = ppi_weighted(f, lab, y[lab], pi, level=0.90)
+        ests.append(c.estimate)
+        hits += c.ci[0] <= y.mean() <= c.ci[1]
+    assert np.mean(ests) == pytest.approx(truth, abs=0.01)
+    assert 0.85 <= hits / 300 <= 0.96
+
+
+def test_human_ceiling_pinned():
+    from judgekit.stats.agreement import ceiling
+
+    ann = [[1, 1, 1], [1, 0, 1], [0, 0, 0], [1, 1, 0]]
+    c = ceiling(ann, seed=0, resamples=200)
+    # pairs (0,1): 3/4, (0,2): 3/4, (1,2): 2/4
+    assert c["percent"] == pytest.approx((0.75 + 0.75 + 0.5) / 3)
+    assert c["annotator_pairs"] == 3 and c["n"] == 4
+
+
+def test_probe_reports_the_human_ceiling_and_importance_sampled_rate(tmp_path):
+    import re
+
+    from judgekit.llm.providers.mock import register_script
+    from judgekit.probe.config import ProbeConfig
+    from judgekit.probe.runner import run
+
+    rows = []
+    for i in range(60):
+        good_first = i % 2 == 0
+        humans = ["a" if good_first else "b"] * 2 + (["b" if good_first else "a"]
+                                                      if i % 5 == 0 else ["a" if good_first
+                                                                          else "b"])
+        rows.append({"id": f"p{i}", "question": f"Q{i}?",
+                     "a": f"ans{i} [good]" if good_first else f"x{i} [bad]",
+                     "b": f"x{i} [bad]" if good_first else f"ans{i} [good]",
+                     "humans": humans})
+    (tmp_path / "pairs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def oracle(req):
+        user = req.messages[-1]["content"]
+        labels = re.findall(r"^Answer (\w+):", user, re.MULTILINE)
+        return {"winner": labels[0] if user.index("[good]") < user.index("[bad]")
+                else labels[1]}
+
+    register_script("hum", oracle)
+    cfg = ProbeConfig.model_validate({
+        "method": "probe", "data_path": str(tmp_path / "pairs.jsonl"), "use_cache": False,
+        "resamples": 300, "models": {"judge": "mock/hum"}, "human_sample": 20,
+        "human_sampling": "importance"})
+    run(cfg, tmp_path / "o")
+    r = json.loads((tmp_path / "o" / "results.json").read_text())
+    # annotators 1 and 2 always agree; annotator 3 disagrees on 12 of 60 items
+    assert r["human"]["human_ceiling"]["percent"] == pytest.approx((1 + 0.8 + 0.8) / 3)
+    assert r["human"]["agreement"]["percent"] == 1.0
+    assert r["human"]["a_win_rate"]["sampling"] == "importance"
+    assert r["human"]["a_win_rate"]["estimate"] == pytest.approx(0.5)

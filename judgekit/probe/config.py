@@ -42,6 +42,9 @@ class ProbeConfig(RunSettings):
                     "words, with no new information: {answer}")
     target_reliability: float = Field(0.8, gt=0, lt=1)
     human_sample: int | None = Field(None, ge=2)  # human labels used by the corrected rate
+    # random: a simple random sample; importance: Poisson sampling favouring items the
+    # judge is unsure of (its verdict changed across identical runs), Horvitz-Thompson
+    human_sampling: Literal["random", "importance"] = "random"
     level: float = Field(0.95, gt=0, lt=1)
     resamples: int = Field(2000, ge=200)
 

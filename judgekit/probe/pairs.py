@@ -21,6 +21,7 @@ class Pair:
     b: str
     correct: str | None = None  # "a" | "b"
     human: str | None = None  # a human's preference, "a" | "b"
+    humans: list[str] | None = None  # several annotators' preferences (for the ceiling)
 
 
 def load_pairs(path: str | Path) -> list[Pair]:
@@ -33,14 +34,19 @@ def load_pairs(path: str | Path) -> list[Pair]:
             continue
         try:
             r = json.loads(line)
+            humans = r.get("humans")
             pair = Pair(str(r["id"]), str(r["question"]), str(r["a"]), str(r["b"]),
-                        r.get("correct"), r.get("human"))
+                        r.get("correct"), r.get("human") or (humans[0] if humans else None),
+                        humans)
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DataError(f"{p} line {n}: need JSON with id, question, a, b ({exc})") \
                 from exc
         for field in ("correct", "human"):
             if getattr(pair, field) not in (None, "a", "b"):
                 raise DataError(f"{p} line {n}: field {field} must be \"a\" or \"b\"")
+        if pair.humans is not None and (not isinstance(pair.humans, list) or
+                                        any(h not in ("a", "b") for h in pair.humans)):
+            raise DataError(f"{p} line {n}: field humans must be a list of \"a\"/\"b\"")
         out.append(pair)
     if len(out) < 2:
         raise DataError(f"{p}: a probe needs at least two pairs")

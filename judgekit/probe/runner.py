@@ -244,7 +244,9 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
             "single_run_reliability": rel.single_run_reliability,
             "k_for_target": rel.k_for_target, "target": cfg.target_reliability,
             "n": len(reps)},
-        "human": _human(cfg, pairs, base),
+        "human": _human(cfg, pairs, base, [len({verdicts[i].get(f"run{d}")
+                                                      for d in range(cfg.repeats)}) > 1
+                                                 for i in range(n)]),
         "items": [{"id": p.id, "question": p.question, "a": p.a, "b": p.b,
                    "correct": p.correct, "verdicts": verdicts[i],
                    "flipped_under": [r["name"] for r in rows if p.id in r["flipped"]]}
@@ -266,9 +268,12 @@ def _accuracy(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str 
             "both_orders": dict(zip(("rate", "ci", "n"), strict))}
 
 
-def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None]
-           ) -> dict[str, Any] | None:
-    """Agreement with human preferences, and the corrected rate at which answer A wins."""
+def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None],
+           unstable: list[bool] | None = None) -> dict[str, Any] | None:
+    """Agreement with human preferences (and the human-human ceiling when items carry
+    several annotations), and the corrected rate at which the judge says "a"."""
+    from judgekit.stats.agreement import ceiling, importance_inclusion, ppi_weighted
+
     idx = [i for i, p in enumerate(pairs) if p.human and base[i]]
     if len(idx) < 2:
         return None
@@ -276,14 +281,25 @@ def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None]
     human = [int(pairs[i].human == "a") for i in idx]
     ag = agreement(judge, human, seed=_seed(cfg.seed, 9), resamples=cfg.resamples)
     out: dict[str, Any] = {"agreement": ag._asdict()}
+    multi = [[int(h == "a") for h in p.humans] for p in pairs if p.humans and len(p.humans) > 1]
+    if len(multi) >= 2:
+        out["human_ceiling"] = ceiling(multi, seed=_seed(cfg.seed, 11),
+                                       resamples=min(cfg.resamples, 1000))
     if cfg.human_sample:
         # the rate at which the judge says "a" (pairwise: answer A wins; pointwise: pass)
         rng = np.random.default_rng(_seed(cfg.seed, 10))
+        if cfg.human_sampling == "importance" and unstable is not None:
+            w = np.array([float(unstable[i]) for i in idx])
+            pi = importance_inclusion(w, cfg.human_sample)
+            lab = np.flatnonzero(rng.random(len(idx)) < pi)
+            if len(lab) >= 2:
+                c = ppi_weighted(judge, lab, [human[k] for k in lab], pi)
+                out["a_win_rate"] = {**c._asdict(), "sampling": "importance"}
+            return out
         pick = sorted(rng.choice(len(idx), size=min(cfg.human_sample, len(idx)),
                                  replace=False).tolist())
-        all_judge = [int(b == "a") for b in base if b]
-        c = ppi_mean(all_judge, [judge[k] for k in pick], [human[k] for k in pick])
-        out["a_win_rate"] = c._asdict()
+        c = ppi_mean(judge, [judge[k] for k in pick], [human[k] for k in pick])
+        out["a_win_rate"] = {**c._asdict(), "sampling": "random"}
     return out
 
 

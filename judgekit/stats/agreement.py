@@ -8,7 +8,7 @@ All functions are pure (numpy arrays in, numbers out); intervals resample items
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -296,3 +296,78 @@ def ppi_shares(judge_all: ArrayLike, judge_labelled: ArrayLike, human_labelled: 
     f, fl, y = (np.asarray(v) for v in (judge_all, judge_labelled, human_labelled))
     classes = sorted(set(np.unique(f).tolist()) | set(np.unique(y).tolist()))
     return {int(c): ppi_mean(f == c, fl == c, y == c, level) for c in classes}
+
+
+def importance_inclusion(weights: ArrayLike, n: int) -> np.ndarray:
+    """Inclusion probabilities for Poisson sampling of about ``n`` items with
+    probability proportional to ``weights`` (e.g. the judge's instability), capped at 1
+    and re-spread so they still sum to n; every item keeps a positive probability."""
+    w = np.asarray(weights, float) + 1e-3
+    if n <= 0 or w.size == 0:
+        raise StatsError("importance sampling needs n >= 1 and at least one item")
+    n = min(n, w.size)
+    pi = np.zeros_like(w)
+    free = np.ones(w.size, bool)
+    left = float(n)
+    while True:  # cap at 1, give the excess to the rest
+        pi[free] = left * w[free] / w[free].sum()
+        over = free & (pi >= 1.0)
+        if not over.any():
+            break
+        pi[over] = 1.0
+        free &= ~over
+        left = n - float(np.sum(~free))
+        if left <= 0 or not free.any():
+            break
+    return np.clip(pi, 1e-9, 1.0)
+
+
+def ppi_weighted(judge_all: ArrayLike, labelled: ArrayLike, human: ArrayLike,
+                 inclusion: ArrayLike, level: float = 0.90) -> Corrected:
+    """Prediction-powered mean when the human-labelled items were drawn with known
+    inclusion probabilities pi_i (Poisson sampling, e.g. by the judge's uncertainty):
+    theta = mean(f) + (1/N) sum_{i in S} (y_i - f_i) / pi_i (Horvitz-Thompson), with
+    variance Var(f)/N + (1/N^2) sum_{i in S} (1 - pi_i) (y_i - f_i)^2 / pi_i^2. Unbiased
+    for any design with all pi_i > 0; the human-only estimate uses the same weights
+    (Horvitz-Thompson mean of y over the N items)."""
+    f = np.asarray(judge_all, float)
+    idx = np.asarray(labelled, int)
+    y = np.asarray(human, float)
+    pi = np.asarray(inclusion, float)[idx]
+    if y.shape != idx.shape or y.size < 2:
+        raise StatsError("weighted PPI needs >= 2 labelled items with their labels")
+    n_all = f.size
+    z = float(ndtri(0.5 + level / 2))
+    rect = y - f[idx]
+    est = float(f.mean() + np.sum(rect / pi) / n_all)
+    var = f.var(ddof=1) / n_all + float(np.sum((1 - pi) * rect**2 / pi**2)) / n_all**2
+    h = float(np.sum(y / pi) / n_all)
+    h_var = float(np.sum((1 - pi) * y**2 / pi**2)) / n_all**2
+    return Corrected(est, [est - z * math.sqrt(var), est + z * math.sqrt(var)], h,
+                     [h - z * math.sqrt(h_var), h + z * math.sqrt(h_var)], int(y.size), n_all)
+
+
+def ceiling(annotations: Sequence[Sequence[int]], *, seed: Seed = 0,
+            resamples: int = 1000) -> dict[str, float | list[float] | int]:
+    """Human-human agreement (the ceiling a judge can be held to): percent agreement and
+    Gwet's AC1 averaged over every pair of annotators, on the items each pair both
+    labelled; ``annotations[i]`` lists item i's labels (None-free, >= 2 per item)."""
+    pairs_pa, pairs_ac = [], []
+    width = max(len(a) for a in annotations)
+    for j in range(width):
+        for k in range(j + 1, width):
+            both = [(a[j], a[k]) for a in annotations if len(a) > k]
+            if len(both) >= 2:
+                u, v = zip(*both)
+                pairs_pa.append(percent_agreement(u, v))
+                pairs_ac.append(gwet_ac(u, v))
+    if not pairs_pa:
+        raise StatsError("a human ceiling needs items with at least two annotations")
+    first = [a[0] for a in annotations if len(a) > 1]
+    second = [a[1] for a in annotations if len(a) > 1]
+    ci = item_bootstrap(lambda i: percent_agreement(np.asarray(first)[i],
+                                                    np.asarray(second)[i]),
+                        len(first), seed, resamples)
+    return {"percent": float(np.mean(pairs_pa)), "ac1": float(np.mean(pairs_ac)),
+            "percent_ci_first_pair": list(ci), "n": len(first),
+            "annotator_pairs": len(pairs_pa)}
