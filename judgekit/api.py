@@ -50,9 +50,27 @@ def run_config(config: str | Path | dict[str, Any], *, out: str | Path | None = 
     else:
         cfg, runner = resolve(config, sets or [], model_args, ov)
     directory = out_dir(cfg)
+    if out is None and not overwrite:
+        # No folder was asked for: the config's default gets a fresh one each run
+        # (runs/demo, runs/demo-2, ...), as evaluation logs do; an explicit --out that
+        # is not empty is refused unless overwritten.
+        directory = next_free(directory)
     prepare_out(directory, overwrite=overwrite, inputs=_inputs(cfg))
     summary = runner(cfg, directory)
     return load_results(directory / "results.json"), summary, directory
+
+
+def next_free(directory: Path) -> Path:
+    """``directory`` if it is absent or empty, else the first free ``<name>-N`` beside it."""
+    def free(p: Path) -> bool:
+        return not p.exists() or (p.is_dir() and not any(p.iterdir()))
+
+    if free(directory):
+        return directory
+    n = 2
+    while not free(directory.with_name(f"{directory.name}-{n}")):
+        n += 1
+    return directory.with_name(f"{directory.name}-{n}")
 
 
 def _inputs(cfg: Any) -> tuple[Path, ...]:

@@ -251,3 +251,15 @@ def test_cache_stats_reports_the_whole_cache(tmp_path):
     r = jk("cache", "stats", "--dir", str(tmp_path / "c"), cwd=tmp_path)
     stats = json.loads(r.stdout)
     assert stats["entries"] == 3 and stats["bytes"] > 0
+
+
+def test_default_output_folder_is_fresh_each_run(tmp_path, cache_env):
+    cfg = tmp_path / "sim.yaml"
+    cfg.write_text((ROOT / "experiments" / "ondemand_simulation.yaml").read_text()
+                   .replace("repeats: 500", "repeats: 5").replace("out: runs/ondemand_simulation",
+                                                                  f"out: {tmp_path}/runs/sim"))
+    for _ in range(2):
+        r = jk("run", str(cfg), cwd=tmp_path, env=cache_env)
+        assert r.returncode == 0, r.stderr
+    assert (tmp_path / "runs" / "sim" / "results.json").exists()
+    assert (tmp_path / "runs" / "sim-2" / "results.json").exists()
