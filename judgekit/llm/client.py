@@ -335,9 +335,9 @@ class Client:
         if cas is not None and mode != "all":
             rec = cas.get(key)
             if rec is not None:
-                why = _unusable(rec, stage)
+                why, value = _check_record(rec, stage)
                 if why is None and (rec["ok"] or mode == "none"):
-                    return rec, _validated(rec, stage), "cassette"
+                    return rec, value, "cassette"
                 if mode == "none":
                     raise cas.miss_error(key, identity, why=why)
                 if why:
@@ -348,11 +348,12 @@ class Client:
         if self.cache is not None and mode != "all":
             rec = self.cache.get(key)
             if rec is not None:
-                why = _unusable(rec, stage) or (None if rec.get("ok") else "a failed call")
+                why, value = _check_record(rec, stage)
+                why = why or (None if rec.get("ok") else "a failed call")
                 if why is None:
                     if cas is not None:
                         cas.put(key, identity, rec)
-                    return rec, _validated(rec, stage), "cache"
+                    return rec, value, "cache"
                 log.warning("judgekit: cached answer %s is not used (%s); calling the "
                             "provider again", key[:12], why)
         return None, None, "provider"
@@ -593,20 +594,20 @@ def normalise_budget(budget: Any) -> int | float | None:
                       "between 0 and 1 (e.g. 0.25), or null for no budget")
 
 
-def _unusable(rec: dict[str, Any], stage: Stage) -> str | None:
-    """Why a recorded answer cannot be served for ``stage`` now, or None."""
+def _check_record(rec: dict[str, Any], stage: Stage) -> tuple[str | None, Any]:
+    """(why a recorded answer cannot be served for ``stage`` now, or None; its value,
+    validated once against the stage's current output model)."""
     if not isinstance(rec, dict) or not isinstance(rec.get("ok"), bool):
-        return "the record is malformed"
+        return "the record is malformed", None
     if not rec["ok"]:
-        return None
+        return None, None
     try:
-        stage.output.model_validate(rec.get("parsed"))
+        return None, stage.output.model_validate(rec.get("parsed"))
     except ValidationError as exc:
         from judgekit.errors import describe_validation
 
-        return f"its parsed value no longer fits {stage.output.__name__}: " \
-               f"{describe_validation(exc)}"
-    return None
+        return (f"its parsed value no longer fits {stage.output.__name__}: "
+                f"{describe_validation(exc)}"), None
 
 
 def _validated(rec: dict[str, Any], stage: Stage) -> Any:
