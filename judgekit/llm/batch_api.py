@@ -192,7 +192,8 @@ class AnthropicBatch(BatchAPI):
         return str(self.provider.base_url).rstrip("/")
 
     def _headers(self) -> dict[str, str]:
-        return {"x-api-key": self.provider.api_key(), "anthropic-version": API_VERSION}
+        key = self.provider.api_key()
+        return {"x-api-key": key, "anthropic-version": API_VERSION}
 
     def line(self, custom_id: str, req: ProviderRequest) -> dict[str, Any]:
         return {"custom_id": custom_id,
