@@ -54,6 +54,8 @@ def run(
                                 help="data-check warnings become errors"),
     execution: str | None = typer.Option(None, "--execution",
                                          help="online | batch (providers' batch APIs)"),
+    dry_run: bool = typer.Option(False, "--dry-run",
+                                 help="price the first stage's calls; send nothing"),
 ) -> None:
     """Run an experiment config; write results.json, report.md and report.html."""
     from judgekit.api import run_config
@@ -62,7 +64,7 @@ def run(
     _, summary, directory = run_config(
         config, out=out, overwrite=overwrite, sets=set_, models=models,
         cassette_mode=cassette_mode, seed=seed, strict=True if strict else None,
-        execution=execution,
+        execution=execution, dry_run=True if dry_run else None,
         prompts=str(prompts.resolve()) if prompts else None)
     console.print(f"wrote {directory}/results.json, report.md and report.html")
     if summary.get("headline"):
@@ -342,8 +344,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    from judgekit.errors import DryRun
+
     try:
         rv = app(args=argv, standalone_mode=False, prog_name="judgekit")
+    except DryRun as exc:
+        print(exc)
+        return 0
     except JudgekitError as exc:
         _err(f"error: {exc}")
         return 2

@@ -33,6 +33,7 @@ class RunSettings(BaseModel):
     execution: Literal["online", "batch"] = "online"
     batch_fallback: Literal["online", "fail"] = "online"
     batch_poll_interval: float = Field(10.0, gt=0)
+    dry_run: bool = False
     strict: bool = False  # data-check warnings (e.g. labels vs rubric values) become errors
     max_failures: int | float | None = 0.25
     base_urls: dict[str, str] = Field(default_factory=dict)
@@ -240,4 +241,5 @@ def client_for(cfg: RunSettings, *, progress: bool = True) -> Any:
         call_deadline=cfg.call_deadline, max_failures=cfg.max_failures,
         base_urls=cfg.base_urls, progress=progress, execution=cfg.execution,
         batch_fallback=cfg.batch_fallback, batch_poll_interval=cfg.batch_poll_interval,
+        dry_run=cfg.dry_run,
     ))

@@ -45,6 +45,10 @@ class ProviderError(JudgekitError):
         return self.status in (401, 403, 404)
 
 
+class DryRun(JudgekitError):
+    """A dry run stopped before paying for anything; the message says what it would cost."""
+
+
 class RunAborted(JudgekitError):
     """A run-wide problem (bad key, unknown model, failure budget spent): stop at once."""
 

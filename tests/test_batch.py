@@ -196,3 +196,32 @@ def test_batches_list_and_cancel_cli(tmp_path, server, monkeypatch):
                                  str(tmp_path / "cache")])
     assert r.exit_code == 0 and "cancelling" in r.output
     assert srv.batches["batch_1"]["cancelled"]
+
+
+def test_dry_run_prices_and_sends_nothing(tmp_path, server):
+    srv = server()
+    c = client(tmp_path, srv, dry_run=True)
+    from judgekit.errors import DryRun
+
+    with pytest.raises(DryRun, match=r"30 call\(s\) to openai/gpt-4.1-mini: .*batch price"):
+        import asyncio
+
+        asyncio.run(go(c, calls("openai", 30)))
+    assert srv.batches == {} and srv.online == 0
+
+
+def test_dry_run_cli_exits_0(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from .conftest import ROOT
+
+    exe = shutil.which("judgekit") or str(Path(sys.executable).parent / "judgekit")
+    r = subprocess.run([exe, "run", str(ROOT / "experiments" / "case_study.yaml"), "--dry-run",
+                        "--execution", "batch", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=120,
+                       env={"PATH": "/usr/bin:/bin", "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")})
+    assert r.returncode == 0, r.stderr
+    assert "dry run, stage interpretations" in r.stdout and "Nothing was sent" in r.stdout

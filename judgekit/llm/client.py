@@ -36,6 +36,7 @@ from tenacity import (
 from judgekit.errors import (
     CassetteMissError,
     ConfigError,
+    DryRun,
     JudgekitError,
     ProviderError,
     RunAborted,
@@ -114,6 +115,7 @@ class ClientSettings:
     batch_poll_interval: float = 10.0
     batch_max_poll_interval: float = 300.0
     batch_max_requests: int | None = None  # below the provider's limit, e.g. for tests
+    dry_run: bool = False  # price a stage's uncached calls, then stop before any is sent
 
 
 @dataclass
@@ -185,6 +187,36 @@ class Client:
             value = _validated(record, stage)
         return self._finish(stage, st, prep, record, value, source, t0)
 
+    def _dry_run(self, stage: Stage, calls: Sequence[Call]) -> DryRun:
+        """How many of ``calls`` are not yet answered, and what they would cost: prompt
+        tokens estimated at 4 characters a token, completions at their max_tokens."""
+        misses: dict[str, _Prepared] = {}
+        for call in calls:
+            p = self._prepare(stage, call)
+            if p.key not in misses and self._lookup(p.key, p.identity, stage)[0] is None:
+                misses[p.key] = p
+        by_model: dict[str, list[int]] = {}
+        for p in misses.values():
+            prompt = sum(len(m["content"]) for m in p.messages) // 4
+            completion = int(p.sampling.get("max_tokens") or 1024)
+            tot = by_model.setdefault(p.model, [0, 0, 0])
+            tot[0] += 1
+            tot[1] += prompt
+            tot[2] += completion
+        parts = []
+        batch = self.settings.execution == "batch"
+        for model, (n, pt, ct) in sorted(by_model.items()):
+            usd = cost_usd(model, pt, ct)
+            price = "unknown price" if usd is None else \
+                f"about ${usd * (BATCH_PRICE if batch else 1.0):.2f}"
+            parts.append(f"{n} call(s) to {model}: ~{pt} prompt tokens, <= {ct} completion "
+                         f"tokens, {price}{' at the batch price' if batch else ''}")
+        answered = len(calls) - len(misses)
+        what = "; ".join(parts) or "nothing: every call is already answered"
+        return DryRun(f"dry run, stage {stage.name}: {what} ({answered} of {len(calls)} "
+                      "already answered in the cache or cassette). Nothing was sent; later "
+                      "stages depend on this one's answers and are not priced.")
+
     def _prepare(self, stage: Stage, call: Call) -> _Prepared:
         """Render and identify one call (no I/O)."""
         provider = self._provider(call.model)
@@ -220,6 +252,8 @@ class Client:
         """
         if not calls:
             return []
+        if self.settings.dry_run:
+            raise self._dry_run(stage, calls)
         if self.settings.execution == "batch":
             from judgekit.llm.batch import run_batch
 
