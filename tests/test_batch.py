@@ -124,29 +124,37 @@ async def test_limits_split_batches(tmp_path, server):
     assert all(r.ok for r in res) and c.batches_submitted == 5
 
 
-async def test_interrupted_run_resumes_polling_without_resubmitting(tmp_path, server):
+@pytest.mark.parametrize("provider, when", [("anthropic", "journaled"),
+                                             ("openai", "journaled"),
+                                             ("openai", "accepted")])
+async def test_interrupted_run_resumes_polling_without_resubmitting(tmp_path, server,
+                                                                    provider, when):
+    """Ctrl-C while polling (journaled); for OpenAI also right after the provider accepted
+    the batch, before its id reached the journal: found again by its metadata tag."""
     import asyncio
 
     srv = server(polls_to_end=20)
     first = client(tmp_path, srv, pause=0.05)
-
-    async def interrupted():
-        task = asyncio.ensure_future(first.map(STAGE, calls("anthropic", 25)))
-        while not srv.batches:
-            await asyncio.sleep(0.01)
-        task.cancel()  # Ctrl-C after the batch was accepted
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await first.aclose_providers()
-
-    await interrupted()
     journal = BatchJournal(tmp_path / "cache")
-    assert [e["status"] for e in journal.entries().values()] == ["submitted"]
+
+    def ready() -> bool:
+        if when == "accepted":
+            return bool(srv.batches)
+        return any(e.get("status") == "submitted" for e in journal.entries().values())
+
+    task = asyncio.ensure_future(first.map(STAGE, calls(provider, 25)))
+    while not ready():
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await first.aclose_providers()
     again = client(tmp_path, srv)
-    res = await go(again, calls("anthropic", 25))
+    res = await go(again, calls(provider, 25))
     assert all(r.ok for r in res) and again.batches_submitted == 0
     assert srv.resubmitted == 0 and len(srv.batches) == 1
-    assert [e["status"] for e in journal.entries().values()] == ["collected"]
+    statuses = {e["id"]: e["status"] for e in journal.entries().values()}
+    assert [v for k, v in statuses.items() if not k.startswith("pending:")] == ["collected"]
 
 
 async def test_local_and_mock_models_run_online_in_batch_mode(tmp_path, server, caplog):

@@ -164,6 +164,7 @@ async def _batched(client: Client, api: BatchAPI, stage: Stage, group: dict[str,
     # Resume: batches submitted by an earlier, interrupted run are polled, not resent.
     waiting: list[dict[str, Any]] = []
     covered: set[str] = set()
+    await _reconcile(api, journal, base_url, set(states))
     for entry in journal.open_batches(api.name, base_url):
         ks = set(journal.keys(entry)) & set(states)
         if ks:
@@ -203,6 +204,27 @@ async def _batched(client: Client, api: BatchAPI, stage: Stage, group: dict[str,
     return done
 
 
+async def _reconcile(api: BatchAPI, journal: BatchJournal, base_url: str,
+                     wanted: set[str]) -> None:
+    """Submissions recorded as sent but never answered (the process died in between):
+    find them at the provider and journal them, so they are polled, not paid twice."""
+    for e in journal.entries().values():
+        if e.get("status") != "submitting" or e.get("provider") != api.name or \
+                e.get("base_url") != base_url or not set(journal.keys(e)) & wanted:
+            continue
+        found = await api.find(str(e["submission"]))
+        if found is not None:
+            journal.record({**{k: v for k, v in e.items() if k != "id"}, "id": found,
+                            "status": "submitted", "submitted_at": time.time()})
+            log.warning("judgekit: found batch %s from an interrupted submission; polling "
+                        "it instead of paying again", found)
+        else:
+            log.warning("judgekit: a submission interrupted before its reply cannot be "
+                        "found at %s; its %s requests are sent again", api.name,
+                        e.get("requests"))
+        journal.record({"id": e["id"], "status": "resolved"})
+
+
 async def _submit(client: Client, api: BatchAPI, stage: Stage, journal: BatchJournal,
                   states: list[_State]) -> list[dict[str, Any]]:
     s = client.settings
@@ -226,17 +248,22 @@ async def _submit(client: Client, api: BatchAPI, stage: Stage, journal: BatchJou
         keys = [st.prep.key for st, _ in chunk]
         keys_file = journal.write_keys(keys)
         attempt = max(st.attempts for st, _ in chunk) + 1
+        submission = uuid.uuid4().hex
+        base = {"provider": api.name, "base_url": str(api.provider.base_url),
+                "model": chunk[0][0].prep.model, "stage": stage.name, "attempt": attempt,
+                "requests": len(chunk), "keys_file": keys_file, "submission": submission}
+        # Recorded before sending: if the process dies before the provider's reply is
+        # journaled, a resumed run can look the batch up by this tag (OpenAI metadata).
+        journal.record({**base, "id": f"pending:{submission}", "status": "submitting"})
         try:
-            batch_id = await api.submit([line for _, line in chunk])
+            batch_id = await api.submit([line for _, line in chunk], submission)
         except ProviderError as exc:
             if exc.fatal:
                 raise RunAborted(scrub_text(str(exc))) from None
             raise
-        entry = {"id": batch_id, "provider": api.name, "base_url": str(api.provider.base_url),
-                 "model": chunk[0][0].prep.model, "stage": stage.name, "attempt": attempt,
-                 "requests": len(chunk), "keys_file": keys_file, "status": "submitted",
-                 "submitted_at": time.time()}
+        entry = {**base, "id": batch_id, "status": "submitted", "submitted_at": time.time()}
         journal.record(entry)  # at once: a kill from here on resumes, never resubmits
+        journal.record({"id": f"pending:{submission}", "status": "resolved"})
         client.batches_submitted += 1
         client.batch_requests_submitted += len(chunk)
         entries.append(entry)

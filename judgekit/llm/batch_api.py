@@ -58,8 +58,14 @@ class BatchAPI:
     def line(self, custom_id: str, req: ProviderRequest) -> dict[str, Any]:
         raise NotImplementedError  # pragma: no cover - abstract
 
-    async def submit(self, lines: list[dict[str, Any]]) -> str:
+    async def submit(self, lines: list[dict[str, Any]], submission: str) -> str:
         raise NotImplementedError  # pragma: no cover - abstract
+
+    async def find(self, submission: str) -> str | None:
+        """The id of a batch this client submitted with ``submission`` but never heard
+        back about (a kill between the provider's reply and the journal), or None when the
+        provider cannot say (then the requests are submitted again)."""
+        return None
 
     async def status(self, batch_id: str) -> BatchStatus:
         raise NotImplementedError  # pragma: no cover - abstract
@@ -133,7 +139,7 @@ class OpenAIBatch(BatchAPI):
                             max_tokens_field=p.max_tokens_field)
         return {"custom_id": custom_id, "method": "POST", "url": self.ENDPOINT, "body": body}
 
-    async def submit(self, lines: list[dict[str, Any]]) -> str:
+    async def submit(self, lines: list[dict[str, Any]], submission: str) -> str:
         content = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
         form = aiohttp.FormData()
         form.add_field("purpose", "batch")
@@ -142,8 +148,23 @@ class OpenAIBatch(BatchAPI):
         upload = await self._json("POST", f"{self._base()}/files", data=form)
         batch = await self._json("POST", f"{self._base()}/batches", json_body={
             "input_file_id": upload["id"], "endpoint": self.ENDPOINT,
-            "completion_window": "24h", "metadata": {"created_by": "judgekit"}})
+            "completion_window": "24h",
+            "metadata": {"created_by": "judgekit", "judgekit_submission": submission}})
         return str(batch["id"])
+
+    async def find(self, submission: str) -> str | None:
+        """Search recent batches (GET /batches, newest first) for our submission tag."""
+        after: str | None = None
+        for _ in range(20):  # up to 2,000 recent batches
+            url = f"{self._base()}/batches?limit=100" + (f"&after={after}" if after else "")
+            page = await self._json("GET", url)
+            for b in page.get("data") or []:
+                if (b.get("metadata") or {}).get("judgekit_submission") == submission:
+                    return str(b["id"])
+            if not page.get("has_more") or not page.get("data"):
+                return None
+            after = str(page["data"][-1]["id"])
+        return None
 
     async def status(self, batch_id: str) -> BatchStatus:
         data = await self._json("GET", f"{self._base()}/batches/{batch_id}")
@@ -199,7 +220,8 @@ class AnthropicBatch(BatchAPI):
         return {"custom_id": custom_id,
                 "params": messages_payload(self.provider.resolve_model(), req)}
 
-    async def submit(self, lines: list[dict[str, Any]]) -> str:
+    async def submit(self, lines: list[dict[str, Any]], submission: str) -> str:
+        # Message Batches carry no metadata: a lost id cannot be found again (see find)
         data = await self._json("POST", f"{self._base()}/v1/messages/batches",
                                 json_body={"requests": lines})
         return str(data["id"])

@@ -112,7 +112,8 @@ class BatchServer(LoopbackServer):
             assert ln["method"] == "POST" and ln["url"] == "/v1/chat/completions"
             self.submissions[(ln["custom_id"], json.dumps(ln["body"], sort_keys=True))] += 1
         self.batches[bid] = {"kind": "openai", "lines": lines, "polls": 0, "status":
-                             "validating", "cancelled": False}
+                             "validating", "cancelled": False,
+                             "metadata": body.get("metadata") or {}}
         return web.json_response(self._oa_obj(bid))
 
     def _oa_obj(self, bid: str) -> dict[str, Any]:
@@ -120,6 +121,7 @@ class BatchServer(LoopbackServer):
         n = len(b["lines"])
         obj = {"id": bid, "object": "batch", "endpoint": "/v1/chat/completions",
                "status": b["status"], "completion_window": "24h",
+               "metadata": b.get("metadata", {}),
                "request_counts": {"total": n, "completed": 0, "failed": 0}}
         if b["status"] in ("completed", "cancelled", "expired"):
             obj.update(output_file_id=b.get("output"), error_file_id=b.get("errors"),
@@ -165,6 +167,17 @@ class BatchServer(LoopbackServer):
         elif b["status"] == "validating":
             b["status"] = "in_progress"
         return web.json_response(self._oa_obj(bid))
+
+    async def _oa_list(self, request: web.Request) -> web.Response:
+        ids = [b for b in sorted(self.batches, key=lambda x: int(x.split("_")[1]),
+                                 reverse=True) if self.batches[b]["kind"] == "openai"]
+        after = request.query.get("after")
+        if after in ids:
+            ids = ids[ids.index(after) + 1:]
+        limit = int(request.query.get("limit", "20"))
+        page = ids[:limit]
+        return web.json_response({"object": "list", "data": [self._oa_obj(b) for b in page],
+                                  "has_more": len(ids) > limit})
 
     async def _oa_cancel(self, request: web.Request) -> web.Response:
         bid = request.match_info["bid"]
@@ -246,6 +259,7 @@ class BatchServer(LoopbackServer):
     def routes(self, r: web.UrlDispatcher) -> None:
         r.add_post("/v1/files", self._oa_upload)
         r.add_post("/v1/batches", self._oa_create)
+        r.add_get("/v1/batches", self._oa_list)
         r.add_get("/v1/batches/{bid}", self._oa_get)
         r.add_post("/v1/batches/{bid}/cancel", self._oa_cancel)
         r.add_get("/v1/files/{fid}/content", self._oa_content)
