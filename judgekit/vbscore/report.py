@@ -27,12 +27,13 @@ def markdown(cfg: VBScoreConfig, res: dict[str, Any], calls: dict[str, Any]) -> 
     alphas = [repr(x) for x in cfg.alphas]
     grid = [[d["name"], *[_f(d.get("vb_by_alpha", {}).get(x)) for x in alphas]]
             for d in res["datasets"]]
+    shown, hidden = forest_rows(res["queries"], repr(a))
     pq = [[q["dataset"], q["query_id"],
            f"{q['replicas']}" + (" (all agree: no spread seen)" if q.get("replicas_agree")
                                  else ""),
            _f(q["es"]), _f(q["vb"][repr(a)]), _ci(q["vb_ci"][repr(a)]),
            _f(q["vb_of_mean_es"][repr(a)]), _f(q["accuracy"]),
-           _f(q["response_diversity"])] for q in res["queries"]]
+           _f(q["response_diversity"])] for q in shown]
     stage_rows = [[name, s["calls"], s["provider_calls"], s["cached"], s["failed"],
                    s["attempts"], s["prompt_tokens"], s["completion_tokens"]]
                   for name, s in calls["stages"].items()]
@@ -51,7 +52,8 @@ def markdown(cfg: VBScoreConfig, res: dict[str, Any], calls: dict[str, Any]) -> 
                   "p (VB vs ES, paired t)", "queries", "B"], t1),
         "## VB over the alpha grid",
         md_table(["dataset", *[f"VB_{x}" for x in alphas]], grid),
-        "## Per query",
+        "## Per query" + (f" ({FOREST_ROWS} lowest and highest VB of "
+                          f"{len(res['queries'])}; all are in queries.jsonl)" if hidden else ""),
         md_table(["dataset", "query", "replicas", "ES", "VB", "VB 95% CI", "VB(mean ES)",
                   "accuracy", "diversity"], pq),
         "## Calls and failures",
