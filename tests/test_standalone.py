@@ -263,3 +263,18 @@ def test_default_output_folder_is_fresh_each_run(tmp_path, cache_env):
         assert r.returncode == 0, r.stderr
     assert (tmp_path / "runs" / "sim" / "results.json").exists()
     assert (tmp_path / "runs" / "sim-2" / "results.json").exists()
+
+
+def test_declared_public_surface():
+    import judgekit
+    import judgekit.ondemand
+    import judgekit.testing
+    import judgekit.vbscore
+
+    assert set(judgekit.__all__) == {
+        "Call", "CassetteMissError", "Client", "ClientSettings", "ConfigError", "DataError",
+        "JudgekitError", "ProviderError", "RunResult", "Stage", "StageResult", "StatsError",
+        "__version__", "audit", "load_results", "probe_judge", "run"}
+    for mod in (judgekit, judgekit.vbscore, judgekit.ondemand, judgekit.testing):
+        for name in mod.__all__:
+            assert getattr(mod, name) is not None, f"{mod.__name__}.{name}"
