@@ -337,20 +337,25 @@ def _interrupted() -> int:
 def main(argv: list[str] | None = None) -> int:
     """The console entry point; returns (and exits with) the command's status.
 
-    0 success, 1 a failed check or run, 2 a usage or input error, 130 interrupted.
+    0 success, 1 a failed check or run (verify found problems, the failure budget was
+    spent, the provider rejected the key or model), 2 a usage or input error, 130
+    interrupted.
     """
     code = _main(argv)
     sys.exit(code)
 
 
 def _main(argv: list[str] | None) -> int:
-    from judgekit.errors import DryRun
+    from judgekit.errors import DryRun, RunAborted
 
     try:
         rv = app(args=argv, standalone_mode=False, prog_name="judgekit")
     except DryRun as exc:
         print(exc)
         return 0
+    except RunAborted as exc:  # the run started and failed: budget spent, key rejected...
+        _err(f"error: {exc}")
+        return 1
     except JudgekitError as exc:
         _err(f"error: {exc}")
         return 2

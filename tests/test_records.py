@@ -197,3 +197,20 @@ def test_cli_never_writes_the_key(tmp_path, monkeypatch):
     cfg.write_text("method: nodata\nmodels: {evaluator: 'bad model'}\n")
     r = judgekit("run", str(cfg), env=env)
     assert "LEAK0123456789" not in r.stdout + r.stderr
+
+
+def test_a_run_that_spends_its_failure_budget_exits_1(tmp_path):
+    from judgekit.testing import ChaosServer
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "method: probe\npairs_from: [truthfulqa]\nn_pairs: 12\nrepeats: 2\n"
+        f"dataset_paths: {{truthfulqa: {ROOT / 'experiments/data/truthfulqa_excerpt.csv'}}}\n"
+        "models: {judge: openai/gpt-4.1-mini}\nmax_failures: 3\nconcurrency: 1\n")
+    with ChaosServer(plan={"": ["400"]}) as srv:
+        env = {**os.environ, "OPENAI_API_KEY": "test-key-0123456789",
+               "OPENAI_BASE_URL": srv.url, "JUDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
+        r = judgekit("run", str(cfg), "--out", str(tmp_path / "o"), env=env)
+    assert r.returncode == 1, r.stderr
+    assert "failure budget" in r.stderr or "budget" in r.stderr
+    assert "Traceback" not in r.stderr and "test-key-0123456789" not in r.stderr
