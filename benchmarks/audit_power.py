@@ -26,32 +26,16 @@ N_ITEMS = 200
 
 
 def audit(work: Path, judge: str, para: str, check: str = "both") -> dict:
-    from judgekit.llm.providers.mock import register_script
-    from judgekit.nodata.audit import run
-    from judgekit.nodata.config import NoDataConfig
-    from judgekit.testing import judges
+    from judgekit.testing.judges import scripted_audit
 
-    register_script(f"judge_{judge}", judges.judge(judge))
-    register_script(f"para_{para}", judges.paraphraser(para))
-    register_script("oracle_verifier", judges.oracle_verifier)
-    cfg = NoDataConfig.model_validate({
-        "method": "nodata", "experiment": "llm", "seed": 0, "rounds": 3, "phi": [0.5],
-        "data_path": str(work / "items.json"), "sample_size": N_ITEMS,
-        "rubric": str(work / "rubric.yaml"), "verifier_rubric": str(work / "rubric.yaml"),
-        "check": check, "use_cache": False, "concurrency": 32,
-        "models": {"evaluator": f"mock/judge_{judge}", "generator": f"mock/para_{para}",
-                   "verifier": "mock/oracle_verifier"}})
-    out = work / f"{judge}_{para}_{check}"
-    run(cfg, out)
-    return json.loads((out / "results.json").read_text())
+    return scripted_audit(work, judge, para, n=N_ITEMS, check=check, concurrency=32)
 
 
 def main() -> None:
     from judgekit.testing import judges
 
     work = Path(tempfile.mkdtemp(prefix="judgekit-audit-power-"))
-    (work / "items.json").write_text(json.dumps(judges.make_items(N_ITEMS, seed=1)))
-    (work / "rubric.yaml").write_text(judges.rubric_yaml())
+    judges.write_audit_data(work, N_ITEMS, seed=1)
     t0 = time.perf_counter()
     figs: dict[str, object] = {}
     cases = {"oracle_success": ("oracle", "faithful"),

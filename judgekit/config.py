@@ -243,3 +243,14 @@ def client_for(cfg: RunSettings, *, progress: bool = True) -> Any:
         batch_fallback=cfg.batch_fallback, batch_poll_interval=cfg.batch_poll_interval,
         dry_run=cfg.dry_run,
     ))
+
+
+def run_with_client(cfg: RunSettings, work: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """Build the run's client, run the coroutine ``work(client)`` to completion (its HTTP
+    sessions closed however it ends), compact the cassette and close the cache; return
+    (client, result). The client keeps its statistics for the report."""
+    client = client_for(cfg)
+    try:
+        return client, client.run_until_complete(work(client))
+    finally:
+        client.close()

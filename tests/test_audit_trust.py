@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from judgekit.llm.providers.mock import register_script
-from judgekit.nodata.audit import run
-from judgekit.nodata.config import NoDataConfig
 from judgekit.stats.proportions import wilson_interval
 from judgekit.testing import judges
 
@@ -18,25 +13,12 @@ N = 80
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     d = tmp_path_factory.mktemp("audit")
-    (d / "items.json").write_text(json.dumps(judges.make_items(N, seed=3)))
-    (d / "rubric.yaml").write_text(judges.rubric_yaml())
+    judges.write_audit_data(d, N, seed=3)
     return d
 
 
 def audit(work, judge, para, check="both", **extra):
-    register_script(f"t_judge_{judge}", judges.judge(judge))
-    register_script(f"t_para_{para}", judges.paraphraser(para))
-    register_script("t_oracle", judges.oracle_verifier)
-    cfg = NoDataConfig.model_validate({
-        "method": "nodata", "experiment": "llm", "seed": 0, "rounds": 3, "phi": [0.5],
-        "data_path": str(work / "items.json"), "sample_size": N,
-        "rubric": str(work / "rubric.yaml"), "verifier_rubric": str(work / "rubric.yaml"),
-        "check": check, "use_cache": False, **extra,
-        "models": {"evaluator": f"mock/t_judge_{judge}", "generator": f"mock/t_para_{para}",
-                   "verifier": "mock/t_oracle"}})
-    out = work / f"{judge}_{para}_{check}"
-    run(cfg, out)
-    return json.loads((out / "results.json").read_text())
+    return judges.scripted_audit(work, judge, para, n=N, check=check, **extra)
 
 
 def test_oracle_passes_and_is_trusted(work):

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from judgekit.llm.client import Client, _Prepared
 
 log = logging.getLogger("judgekit.batch")
-_noticed: set[str] = set()
 
 
 class BatchJournal:
@@ -119,8 +118,8 @@ async def run_batch(client: Client, stage: Stage, calls: Sequence[Call]
     for model, group in misses.items():
         api = batch_api_for(next(iter(group.values())).provider)
         if api is None:
-            if model not in _noticed:
-                _noticed.add(model)
+            if model not in client.batch_notices:
+                client.batch_notices.add(model)
                 log.warning("judgekit: %s has no batch service; its calls run online", model)
             got.update(await _online(client, stage, list(group.values())))
         else:

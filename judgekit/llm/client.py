@@ -167,6 +167,7 @@ class Client:
         self.batches_submitted = 0
         self.batch_requests_submitted = 0
         self.batch_fallbacks = 0
+        self.batch_notices: set[str] = set()  # models told once that they run online
 
     # ---- public API -------------------------------------------------------------
     async def run(self, stage: Stage, variables: dict[str, Any], *, model: str, draw: int = 0,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.config import client_for
+from judgekit.config import run_with_client
 from judgekit.data.judged import JudgedItem, check_judged, load_judged
 from judgekit.llm import Call, Client
 from judgekit.llm.types import ANSWER_FAILURES
@@ -251,7 +251,6 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
             ens[m] = evals
         else:
             ens[m] = await _evaluate(cfg, client, items, ev_rubric, m, problems, "ensemble")
-    await client.aclose_providers()
     return {"evals": evals, "vx": vx, "records": records, "excluded": excluded,
             "claims": {i: c for i, c in claims.items() if i in records},
             "problems": problems.counts, "ensemble": ens}
@@ -263,11 +262,7 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
     positions = list(cfg.indices or range(cfg.start, cfg.start + len(items)))
     data_checks = check_judged(items, ver_rubric.ids(), ver_rubric.aggregate, positions,
                                str(cfg.data_path), strict=cfg.strict)
-    client = client_for(cfg)
-    try:
-        raw = client.run_until_complete(_audit(cfg, client, items, ev_rubric, ver_rubric))
-    finally:
-        client.close()
+    client, raw = run_with_client(cfg, lambda c: _audit(cfg, c, items, ev_rubric, ver_rubric))
     calls = client.summary()
     recs = raw["records"]
     kept = sorted(recs)

@@ -69,5 +69,4 @@ async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem]
     out: list[dict[str, int | None]] = [{} for _ in items]
     for (i, name, _, _), r in zip(flat, res):
         out[i][name] = int(r.value.label) if r.ok else None
-    await client.aclose_providers()
     return out

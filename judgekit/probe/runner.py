@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from judgekit.config import client_for
+from judgekit.config import run_with_client
 from judgekit.llm import Call, Client, Stage
 from judgekit.probe.config import ProbeConfig
 from judgekit.probe.pairs import Pair, load_pairs, pairs_from_datasets
@@ -113,7 +113,6 @@ async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair]
             "first" if (out[i][v.name] == "a") != v.swapped else "second")
         if v.padded:
             out[i]["pad:side"] = v.padded
-    await client.aclose_providers()
     return out
 
 
@@ -122,11 +121,7 @@ def run(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
         return _run_pointwise(cfg, out)
     pairs = (load_pairs(cfg.data_path) if cfg.data_path else
              pairs_from_datasets(list(cfg.pairs_from), cfg.dataset_paths, cfg.n_pairs, cfg.seed))
-    client = client_for(cfg)
-    try:
-        verdicts = client.run_until_complete(_collect(cfg, client, pairs))
-    finally:
-        client.close()
+    client, verdicts = run_with_client(cfg, lambda c: _collect(cfg, c, pairs))
     results = analyse(cfg, pairs, verdicts)
     results["calls"] = {k: client.summary()[k] for k in
                         ("total", "cached", "failed", "provider_calls", "failed_by_kind")}
@@ -144,11 +139,7 @@ def _run_pointwise(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
     from judgekit.probe.pointwise import collect
 
     items = load_judged(str(cfg.data_path))
-    client = client_for(cfg)
-    try:
-        labels = client.run_until_complete(collect(cfg, client, items))
-    finally:
-        client.close()
+    client, labels = run_with_client(cfg, lambda c: collect(cfg, c, items))
     # a pointwise verdict is a label: reuse the pairwise bookkeeping with "1"/"0" choices
     pairs = [Pair(f"item{i}", it.Prompt, it.Output, "", None,
                   None if it.Label is None else ("a" if it.Label == 1 else "b"))

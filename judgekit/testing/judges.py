@@ -127,3 +127,38 @@ def oracle_verifier(req: ProviderRequest) -> str:
     truth = truth_of(_response(req))
     return json.dumps({"criteria": [{"id": c, "value": truth.get(c, 0)}
                                     for c in _ids(req)]})
+
+
+def write_audit_data(work: Any, n: int, seed: int = 0) -> None:
+    """``items.json`` (n judged items with known values) and ``rubric.yaml`` in ``work``."""
+    from pathlib import Path
+
+    folder = Path(work)
+    (folder / "items.json").write_text(json.dumps(make_items(n, seed=seed)))
+    (folder / "rubric.yaml").write_text(rubric_yaml())
+
+
+def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
+                   check: str = "both", **extra: Any) -> dict[str, Any]:
+    """Run the real No-Data audit runner on ``work``'s items with a scripted judge and
+    paraphraser and the oracle verifier (mock provider); return its results.json."""
+    from pathlib import Path
+
+    from judgekit.llm.providers.mock import register_script
+    from judgekit.nodata.audit import run
+    from judgekit.nodata.config import NoDataConfig
+
+    folder = Path(work)
+    register_script(f"judge_{judge_kind}", judge(judge_kind))
+    register_script(f"para_{para_kind}", paraphraser(para_kind))
+    register_script("oracle_verifier", oracle_verifier)
+    cfg = NoDataConfig.model_validate({
+        "method": "nodata", "experiment": "llm", "seed": 0, "rounds": 3, "phi": [0.5],
+        "data_path": str(folder / "items.json"), "sample_size": n,
+        "rubric": str(folder / "rubric.yaml"), "verifier_rubric": str(folder / "rubric.yaml"),
+        "check": check, "use_cache": False, **extra,
+        "models": {"evaluator": f"mock/judge_{judge_kind}", "generator": f"mock/para_{para_kind}",
+                   "verifier": "mock/oracle_verifier"}})
+    out = folder / f"{judge_kind}_{para_kind}_{check}"
+    run(cfg, out)
+    return dict(json.loads((out / "results.json").read_text()))

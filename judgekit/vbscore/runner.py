@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.config import client_for
+from judgekit.config import run_with_client
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
 from judgekit.runio import publish, write_failures
@@ -36,11 +36,7 @@ def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
     for spec in cfg.datasets:  # load and sample everything first: bad data fails before any call
         qs = load_dataset_queries(spec.name, spec.path, spec.hf)
         data[spec.name] = sample_queries(qs, spec.n, cfg.seed, spec.name)
-    client = client_for(cfg)
-    try:
-        raw = client.run_until_complete(_collect_all(cfg, client, data))
-    finally:
-        client.close()
+    client, raw = run_with_client(cfg, lambda c: _collect_all(cfg, c, data))
     results = score_all(cfg, data, raw)
     summary = client.summary()
     results["calls"] = {**{k: summary[k] for k in ("total", "cached", "failed", "provider_calls",
@@ -70,7 +66,6 @@ async def _collect_all(cfg: VBScoreConfig, client: Client, data: dict[str, list[
     out = {}
     for name, queries in data.items():
         out[name] = await _collect(cfg, client, name, queries)
-    await client.aclose_providers()
     return out
 
 
