@@ -59,7 +59,9 @@ def cohen_kappa(a: ArrayLike, b: ArrayLike, weights: str = "nominal") -> float:
     w = _weights(cats, weights)
     po = float((w * obs).sum())
     pe = float((w * np.outer(obs.sum(1), obs.sum(0))).sum())
-    return 1.0 if pe == 1.0 else (po - pe) / (1.0 - pe)
+    # both raters used one and the same class: chance agreement is 1 and kappa is 0/0,
+    # undefined (not 1.0); callers report it as undefined with the reason
+    return float("nan") if pe >= 1.0 - 1e-12 else (po - pe) / (1.0 - pe)
 
 
 def gwet_ac(a: ArrayLike, b: ArrayLike, weights: str = "nominal") -> float:
@@ -93,7 +95,7 @@ def krippendorff_alpha(a: ArrayLike, b: ArrayLike, level: str = "nominal") -> fl
         raise StatsError(f"unknown alpha level {level!r}: nominal or interval")
     d_o = float(np.sum(delta(x.astype(float), y.astype(float))) * 2 / n)
     d_e = float(np.sum(delta(values[:, None], values[None, :])) / (n * (n - 1)))
-    return 1.0 if d_e == 0 else 1.0 - d_o / d_e
+    return float("nan") if d_e == 0 else 1.0 - d_o / d_e  # one value only: undefined
 
 
 def item_bootstrap(stat: Callable[[np.ndarray], float], n: int, seed: Seed,
@@ -115,39 +117,85 @@ def item_bootstrap(stat: Callable[[np.ndarray], float], n: int, seed: Seed,
 class Agreement(NamedTuple):
     n: int
     percent: float
-    kappa: float
-    alpha: float
+    kappa: float | None  # None: undefined (see ``undefined``)
+    alpha: float | None
     ac: float
     prevalence: float  # share of the reference's most common label
     majority_baseline: float  # agreement of always saying that label
-    cis: dict[str, list[float]]
+    cis: dict[str, list[float] | None]
+    level: float = 0.95
+    undefined: dict[str, str] | None = None  # statistic -> why it has no value
+
+
+def _finite(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
 
 
 def agreement(judge: ArrayLike, human: ArrayLike, *, ordinal: bool = False,
-              seed: Seed = 0, resamples: int = 2000) -> Agreement:
-    """Percent agreement, Cohen's kappa (quadratic-weighted if ordinal), Krippendorff's
-    alpha (interval if ordinal), Gwet's AC1 / AC2, prevalence and the majority-class
-    baseline, each statistic with an item bootstrap interval."""
+              seed: Seed = 0, resamples: int = 2000, level: float = 0.95) -> Agreement:
+    """Percent agreement (Wilson interval), Cohen's kappa (quadratic-weighted if ordinal),
+    Krippendorff's alpha (interval if ordinal), Gwet's AC1 / AC2 (item bootstrap
+    intervals at ``level``), prevalence and the majority-class baseline.
+
+    Kappa and alpha are undefined (None, with the reason in ``undefined``) when both
+    raters used a single class; bootstrap resamples where that happens are dropped, not
+    scored 1.0. When the sample holds no disagreement at all the bootstrap has no
+    spread: the chance-corrected statistics then take as lower bound their value at the
+    Wilson lower bound of percent agreement (chance agreement held at its observed
+    value), never [1, 1]."""
+    from judgekit.stats.proportions import wilson_interval
+
     x, y = _pair(judge, human)
     w = "quadratic" if ordinal else "nominal"
     lvl = "interval" if ordinal else "nominal"
     stats: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
-        "percent": percent_agreement,
         "kappa": lambda u, v: cohen_kappa(u, v, w),
         "alpha": lambda u, v: krippendorff_alpha(u, v, lvl),
         "ac": lambda u, v: gwet_ac(u, v, w),
     }
+    po = percent_agreement(x, y)
+    p_ci = wilson_interval(int(round(po * x.size)), int(x.size), level)
     rng = rng_of(seed)
-    cis: dict[str, list[float]] = {}
+    v = {k: f(x, y) for k, f in stats.items()}
+    cis: dict[str, list[float] | None] = {"percent": p_ci.as_list()}
+    undefined: dict[str, str] = {}
     for k, f in stats.items():
+        if not math.isfinite(v[k]):
+            undefined[k] = "both raters gave every item the same single label"
+            cis[k] = None
+            continue
+        if po == 1.0:
+            # no disagreement observed: bound it by Wilson, not by a [1, 1] bootstrap
+            pe = _chance(k, x, y, w)
+            lo = (p_ci.lo - pe) / (1.0 - pe) if pe < 1 else float("nan")
+            cis[k] = [max(-1.0, lo), 1.0]
+            continue
+
         def stat(i: np.ndarray, f: Callable[[np.ndarray, np.ndarray], float] = f) -> float:
             return f(x[i], y[i])
-        cis[k] = list(item_bootstrap(stat, x.size, rng, resamples))
+        cis[k] = list(item_bootstrap(stat, x.size, rng, resamples, level))
     values, counts = np.unique(y, return_counts=True)
     top = values[np.argmax(counts)]
-    v = {k: f(x, y) for k, f in stats.items()}
-    return Agreement(int(x.size), v["percent"], v["kappa"], v["alpha"], v["ac"],
-                     float(counts.max() / y.size), float(np.mean(y == top)), cis)
+    return Agreement(int(x.size), po, _finite(v["kappa"]), _finite(v["alpha"]), v["ac"],
+                     float(counts.max() / y.size), float(np.mean(y == top)), cis, level,
+                     undefined or None)
+
+
+def _chance(kind: str, x: np.ndarray, y: np.ndarray, weights: str) -> float:
+    """Chance agreement p_e of a chance-corrected statistic (kappa, alpha, AC)."""
+    cats, obs = _confusion(x, y)
+    wm = _weights(cats, weights)
+    if kind == "ac":
+        q = len(cats)
+        if q < 2:
+            return 0.0
+        pi = (obs.sum(1) + obs.sum(0)) / 2.0
+        return float(wm.sum() / (q * (q - 1)) * np.sum(pi * (1 - pi)))
+    if kind == "alpha":
+        m = (obs.sum(1) + obs.sum(0)) / 2.0
+        n = 2 * x.size
+        return float(((wm * np.outer(m, m)).sum() * n - (wm.diagonal() * m).sum()) / (n - 1))
+    return float((wm * np.outer(obs.sum(1), obs.sum(0))).sum())
 
 
 def flips(base: ArrayLike, other: ArrayLike) -> np.ndarray:
@@ -167,28 +215,18 @@ class Excess(NamedTuple):
 
 def flip_excess(transform_flips: ArrayLike, rerun_flips: ArrayLike, *,
                 seed: Seed = 0, resamples: int = 2000, level: float = 0.95) -> Excess:
-    """Flip rate under a transform minus the identical-rerun flip rate (the noise floor),
-    with an item bootstrap interval of the paired difference and an exact McNemar test
-    on the items where exactly one of the two flipped."""
+    """Flip rate under a transform minus the flip rate of a reference on the same items
+    (the noise floor: a placebo transform, or identical re-runs), with Newcombe's
+    paired score interval (method 10) at ``level`` and an exact McNemar test on the
+    items where exactly one of the two flipped. ``seed`` and ``resamples`` are kept for
+    callers; the interval is analytic."""
+    from judgekit.stats.proportions import newcombe_paired
+
     t, r = np.asarray(transform_flips, float), np.asarray(rerun_flips, float)
     if t.shape != r.shape or t.size == 0:
         raise StatsError("flip_excess needs paired, non-empty flip lists")
-    diff = t - r
-    if np.all(diff == diff[0]) and np.all(np.isin(t, (0, 1))) and np.all(np.isin(r, (0, 1))):
-        # no spread for the bootstrap to see: Newcombe's score interval for a difference
-        # of two proportions (it ignores the pairing, so it errs on the wide side)
-        from judgekit.stats.proportions import wilson_interval
-
-        lt, ht = wilson_interval(int(t.sum()), t.size, level)
-        lr, hr = wilson_interval(int(r.sum()), r.size, level)
-        ci = Interval(lt - hr, ht - lr)
-    else:
-        ci = item_bootstrap(lambda i: float(diff[i].mean()), t.size, seed, resamples, level)
-    only_t, only_r = int(np.sum((t == 1) & (r == 0))), int(np.sum((t == 0) & (r == 1)))
-    p = 1.0 if only_t + only_r == 0 else float(
-        binomtest(only_t, only_t + only_r, 0.5).pvalue)
-    return Excess(float(t.mean()), float(r.mean()), float(diff.mean()), list(ci), p,
-                  int(t.size))
+    d = newcombe_paired(t, r, level)
+    return Excess(float(t.mean()), float(r.mean()), d.diff, d.ci, d.p_value, int(t.size))
 
 
 def benjamini_hochberg(pvalues: ArrayLike) -> list[float]:
@@ -209,16 +247,18 @@ def signed_bias(chosen: ArrayLike, *, seed: Seed = 0, resamples: int = 2000,
                 level: float = 0.95) -> tuple[float, list[float], int]:
     """P(event) - 0.5 (e.g. the first slot or the longer answer was chosen), with an
     item bootstrap interval; ``chosen`` is per item the share of its verdicts with the
-    event (0, 0.5 or 1 when an item is judged in both orders)."""
+    event (0, 0.5 or 1 when an item is judged in both orders). When every item has the
+    same value the bootstrap has no spread: the interval is then Wilson's for the
+    events counted over the items (never [b, b]). For verdicts judged in two
+    conditions, :func:`judgekit.stats.proportions.newcombe_paired` is the sharper
+    tool (the probe uses it)."""
     c = np.asarray(chosen, float)
     if c.size == 0:
         raise StatsError("signed_bias needs at least one item")
-    if np.all(c == c[0]) and c[0] in (0.0, 1.0):
-        # every item agrees: the bootstrap has no spread to show, so bound the share
-        # with a Wilson interval over items instead of reporting certainty
+    if np.all(c == c[0]):
         from judgekit.stats.proportions import wilson_interval
 
-        lo, hi = wilson_interval(int(c.sum()), int(c.size), level)
+        lo, hi = wilson_interval(int(round(c.sum())), int(c.size), level)
         return float(c.mean() - 0.5), [lo - 0.5, hi - 0.5], int(c.size)
     ci = item_bootstrap(lambda i: float(c[i].mean() - 0.5), c.size, seed, resamples, level)
     return float(c.mean() - 0.5), list(ci), int(c.size)
@@ -267,27 +307,58 @@ class Corrected(NamedTuple):
     human_only_ci: list[float]
     n_labelled: int
     n_items: int
+    lam: float = 1.0  # power-tuning weight on the judge (0: human labels alone)
+    level: float = 0.90
+    sampling: str = "random"
+
+    def labels_for_halfwidth(self, halfwidth: float) -> int | None:
+        """About how many human labels give a corrected interval of +- ``halfwidth``
+        (the half-width shrinks as 1 / sqrt(labels) under the same design); None when
+        the interval is already that narrow."""
+        half = (self.ci[1] - self.ci[0]) / 2
+        if half <= halfwidth or halfwidth <= 0:
+            return None
+        return int(min(self.n_items, math.ceil(self.n_labelled * (half / halfwidth) ** 2)))
 
 
 def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
              human_labelled: ArrayLike, level: float = 0.90) -> Corrected:
     """Prediction-powered estimate of a mean (a pass rate, or a class share for k-ary
-    labels one class at a time): the judge's mean over all N items plus the mean
-    human-minus-judge correction on the n labelled items, with the normal interval
-    sqrt(Var(judge)/N + Var(human - judge)/n) (Angelopoulos et al. 2023). The human-only
-    estimate and its interval, from the same n labels, are returned alongside."""
+    labels one class at a time) from judge verdicts on all N items (``judge_all``, the
+    labelled ones included) and human labels on a simple random sample of n of them.
+
+    Power-tuned (PPI++, Angelopoulos, Duchi & Zrnic 2023):
+    theta = lambda mean_N(f) + mean_n(y - lambda f), with lambda = Cov(f, y) / Var(f)
+    on the labelled items, clipped to [0, 1]; lambda = 0 is the human labels alone, so
+    the corrected interval is never wider than theirs beyond the noise of estimating
+    lambda. Its variance, items drawn from a population,
+    Var = (1/n - 1/N) Var(y - lambda f) + Var(y) / N. Intervals are Wilson's at the
+    effective sample size p (1 - p) / Var (inside [0, 1], a width at the boundary);
+    the human-only interval is Wilson's on the n labels (the same formula at
+    lambda = 0)."""
+    from judgekit.stats.proportions import wilson_effective
+
     f = np.asarray(judge_all, float)
     fl, y = np.asarray(judge_labelled, float), np.asarray(human_labelled, float)
     if fl.shape != y.shape or y.size < 2 or f.size < 2:
         raise StatsError("PPI needs >= 2 labelled items and >= 2 judged items")
-    z = float(ndtri(0.5 + level / 2))
-    rect = y - fl
-    est = float(f.mean() + rect.mean())
-    se = math.sqrt(f.var(ddof=1) / f.size + rect.var(ddof=1) / y.size)
-    h_se = math.sqrt(y.var(ddof=1) / y.size)
-    return Corrected(est, [est - z * se, est + z * se], float(y.mean()),
-                     [float(y.mean()) - z * h_se, float(y.mean()) + z * h_se],
-                     int(y.size), int(f.size))
+    if y.size > f.size:
+        raise StatsError(f"PPI: {y.size} labelled items but only {f.size} judged items; "
+                         "judge_all must include the labelled items")
+    n, big_n = y.size, f.size
+    var_f = float(fl.var(ddof=1))
+    cov = float(np.cov(fl, y, ddof=1)[0, 1]) if var_f > 0 else 0.0
+    lam = 0.0 if var_f <= 0 else min(1.0, max(0.0, cov / var_f))
+    rect = y - lam * fl
+    est = float(lam * f.mean() + rect.mean())
+    s_y = float(y.var(ddof=1))
+    var = (1 / n - 1 / big_n) * float(rect.var(ddof=1)) + s_y / big_n
+    # the labels' worth in human-only labels: n times the variance the judge removes
+    gain = s_y / n / var if var > 0 and s_y > 0 else 1.0
+    ci = wilson_effective(est, n * max(1.0, gain), level)
+    h_ci = wilson_effective(float(y.mean()), n, level)
+    return Corrected(min(1.0, max(0.0, est)), ci.as_list(), float(y.mean()), h_ci.as_list(),
+                     int(n), int(big_n), lam, level, "random")
 
 
 def ppi_shares(judge_all: ArrayLike, judge_labelled: ArrayLike, human_labelled: ArrayLike,
@@ -298,16 +369,26 @@ def ppi_shares(judge_all: ArrayLike, judge_labelled: ArrayLike, human_labelled: 
     return {int(c): ppi_mean(f == c, fl == c, y == c, level) for c in classes}
 
 
-def importance_inclusion(weights: ArrayLike, n: int) -> np.ndarray:
-    """Inclusion probabilities for Poisson sampling of about ``n`` items with
-    probability proportional to ``weights`` (e.g. the judge's instability), capped at 1
-    and re-spread so they still sum to n; every item keeps a positive probability."""
-    w = np.asarray(weights, float) + 1e-3
+def importance_inclusion(weights: ArrayLike, n: int, uniform_share: float = 0.5
+                         ) -> np.ndarray:
+    """Inclusion probabilities for Poisson sampling of about ``n`` items: a defensive
+    mixture of probability proportional to ``weights`` (e.g. the judge's instability;
+    capped at 1 and re-spread) and uniform sampling,
+    pi_i = (1 - s) pi_weights_i + s n / N with s = ``uniform_share``. The uniform part
+    bounds every Horvitz-Thompson weight by N / (s n), so an error on an item the judge
+    was sure of cannot move the estimate by more than that (without it such an item
+    had pi = 3.5e-4 and one label moved the estimate by 1.4)."""
+    w = np.clip(np.asarray(weights, float), 0.0, None)
     if n <= 0 or w.size == 0:
         raise StatsError("importance sampling needs n >= 1 and at least one item")
+    if not 0.0 <= uniform_share <= 1.0:
+        raise StatsError(f"uniform_share {uniform_share} must lie in [0, 1]")
     n = min(n, w.size)
+    uniform = np.full(w.size, n / w.size)
+    if w.sum() <= 0:
+        return uniform
     pi = np.zeros_like(w)
-    free = np.ones(w.size, bool)
+    free = w > 0
     left = float(n)
     while True:  # cap at 1, give the excess to the rest
         pi[free] = left * w[free] / w[free].sum()
@@ -316,35 +397,75 @@ def importance_inclusion(weights: ArrayLike, n: int) -> np.ndarray:
             break
         pi[over] = 1.0
         free &= ~over
-        left = n - float(np.sum(~free))
+        left = n - float(np.sum(pi[~free & (w > 0)]))
         if left <= 0 or not free.any():
             break
-    return np.clip(pi, 1e-9, 1.0)
+    return np.clip((1 - uniform_share) * pi + uniform_share * uniform, 0.0, 1.0)
 
 
 def ppi_weighted(judge_all: ArrayLike, labelled: ArrayLike, human: ArrayLike,
                  inclusion: ArrayLike, level: float = 0.90) -> Corrected:
     """Prediction-powered mean when the human-labelled items were drawn with known
     inclusion probabilities pi_i (Poisson sampling, e.g. by the judge's uncertainty):
-    theta = mean(f) + (1/N) sum_{i in S} (y_i - f_i) / pi_i (Horvitz-Thompson), with
-    variance Var(f)/N + (1/N^2) sum_{i in S} (1 - pi_i) (y_i - f_i)^2 / pi_i^2. Unbiased
-    for any design with all pi_i > 0; the human-only estimate uses the same weights
-    (Horvitz-Thompson mean of y over the N items)."""
+    theta = lambda mean_N(f) + r_H, where r_H = sum_S (r_i / pi_i) / sum_S (1 / pi_i) is
+    the Hajek (weight-normalised Horvitz-Thompson) mean of the power-tuned rectifier
+    r = y - lambda f, with variance
+    (1/N_H^2) sum_{i in S} (1 - pi_i) (r_i - r_H)^2 / pi_i^2 + Var(y) / N and lambda
+    minimising it (weighted least squares, clipped to [0, 1]). Consistent for any
+    design with all pi_i > 0 (the Hajek ratio removes the variance of Poisson
+    sampling's random sample size, which made the plain Horvitz-Thompson interval
+    under-cover). The human-only estimate is the same at lambda = 0. Intervals are
+    Wilson's (continuity-corrected) at Kish's effective sample size of the weights,
+    times the variance the judge removes."""
+    from judgekit.stats.proportions import wilson_effective
+
     f = np.asarray(judge_all, float)
     idx = np.asarray(labelled, int)
     y = np.asarray(human, float)
     pi = np.asarray(inclusion, float)[idx]
     if y.shape != idx.shape or y.size < 2:
         raise StatsError("weighted PPI needs >= 2 labelled items with their labels")
+    if np.any(pi <= 0):
+        raise StatsError("weighted PPI: every labelled item needs inclusion probability > 0")
     n_all = f.size
-    z = float(ndtri(0.5 + level / 2))
-    rect = y - f[idx]
-    est = float(f.mean() + np.sum(rect / pi) / n_all)
-    var = f.var(ddof=1) / n_all + float(np.sum((1 - pi) * rect**2 / pi**2)) / n_all**2
-    h = float(np.sum(y / pi) / n_all)
-    h_var = float(np.sum((1 - pi) * y**2 / pi**2)) / n_all**2
-    return Corrected(est, [est - z * math.sqrt(var), est + z * math.sqrt(var)], h,
-                     [h - z * math.sqrt(h_var), h + z * math.sqrt(h_var)], int(y.size), n_all)
+    fl = f[idx]
+    w = (1 - pi) / pi**2
+    big_n = float(np.sum(1 / pi))  # Hajek: the estimated number of items
+
+    def mean_h(v: np.ndarray) -> float:
+        return float(np.sum(v / pi) / big_n)
+
+    fc = fl - mean_h(fl)
+    den = float(np.sum(w * fc**2))
+    lam = 0.0 if den <= 0 else min(1.0, max(0.0, float(np.sum(w * fc * (y - mean_h(y))))
+                                            / den))
+    var_y = float(np.sum((y - mean_h(y)) ** 2 / pi) / big_n) * y.size / max(1, y.size - 1)
+
+    def fit(lm: float) -> tuple[float, float]:
+        r = y - lm * fl
+        rbar = mean_h(r)
+        est = float(lm * f.mean() + rbar)
+        var = float(np.sum((1 - pi) * (r - rbar) ** 2 / pi**2)) / big_n**2 + var_y / n_all
+        return est, var
+
+    est, var = fit(lam)
+    h, h_var = fit(0.0)
+    # a judge error on the least-likely-sampled items can be missing from a small
+    # sample: count one such error (|r| = lambda at the smallest pi) in the variance, and
+    # fall back to the human labels alone when the judge then no longer helps
+    p_min = float(np.min(np.asarray(inclusion, float)))
+    var += lam**2 * (1 - p_min) / p_min**2 / big_n**2 if p_min < 1 else 0.0
+    if var >= h_var:
+        lam, est, var = 0.0, h, h_var
+    # Kish's effective sample size of the weights (it does not depend on the labels, so
+    # it stays put when few positives were drawn), scaled by the variance the judge
+    # removes
+    kish = float(np.sum(1 / pi) ** 2 / np.sum(1 / pi**2))
+    gain = h_var / var if var > 0 and h_var > 0 else 1.0
+    return Corrected(min(1.0, max(0.0, est)),
+                     wilson_effective(est, kish * max(1.0, gain), level).as_list(),
+                     min(1.0, max(0.0, h)), wilson_effective(h, kish, level).as_list(),
+                     int(y.size), n_all, lam, level, "importance")
 
 
 def ceiling(annotations: Sequence[Sequence[int]], *, seed: Seed = 0,
