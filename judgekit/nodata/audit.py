@@ -10,6 +10,7 @@ protocol outcomes.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,10 @@ import numpy as np
 from judgekit.config import run_with_client
 from judgekit.data.judged import JudgedItem, check_judged, load_judged
 from judgekit.llm import Call, Client
-from judgekit.llm.types import ANSWER_FAILURES
 from judgekit.nodata import llm_stages as st
 from judgekit.nodata.baselines import ensemble
 from judgekit.nodata.config import NoDataConfig
+from judgekit.nodata.decision import DecisionSettings, ItemEvidence, decide
 from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
 from judgekit.nodata.rubric import Rubric, load_rubric
 from judgekit.report.figures import lines
@@ -64,7 +65,7 @@ async def _evaluate(cfg: NoDataConfig, client: Client, items: list[JudgedItem], 
         for i in range(len(items)):
             chunk = res[i * len(ids):(i + 1) * len(ids)]
             if not all(r.ok for r in chunk):
-                problems.add(stage_name, "parse_failures")
+                problems.add(stage_name, next(str(r.kind) for r in chunk if not r.ok))
                 out.append(None)
                 continue
             crit = [{"id": c, "value": r.value.value, "reason": r.value.reason}
@@ -77,7 +78,7 @@ async def _evaluate(cfg: NoDataConfig, client: Client, items: list[JudgedItem], 
     out = []
     for r in res:
         if not r.ok:
-            problems.add(stage_name, "parse_failures")
+            problems.add(stage_name, str(r.kind))
             out.append(None)
             continue
         got = {c.id: c for c in r.value.criteria}
@@ -99,23 +100,25 @@ def _items_of(rubric: Rubric) -> list[dict[str, str]]:
 
 
 async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]],
-                  rubric: Rubric, model: str, problems: Counter
+                  rubric: Rubric, model: str, problems: Counter, draw: int = 0,
+                  stage_name: str = "verifier"
                   ) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
     total_ids, top_ids = rubric.total_ids(), rubric.ids()
     if cfg.criterion_mode == "per_criterion":
-        return await _verify_each(cfg, client, texts, rubric, model, problems)
+        return await _verify_each(cfg, client, texts, rubric, model, problems, draw,
+                                  stage_name)
     calls = [Call({"prompt": p, "output": o, "rubric": rubric, "items": _items_of(rubric)},
-                  model) for p, o in texts]
-    res = await client.map(st.verifier(cfg.max_tokens), calls, description="verifier")
+                  model, draw=draw) for p, o in texts]
+    res = await client.map(st.verifier(cfg.max_tokens), calls, description=stage_name)
     out: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = []
     for r in res:
         if not r.ok:
-            problems.add("verifier", "parse_failures")
+            problems.add(stage_name, str(r.kind))
             out.append(None)
             continue
         got = {c.id: c.value for c in r.value.criteria}
         if not set(total_ids) <= set(got):
-            problems.add("verifier", "wrong_criteria")
+            problems.add(stage_name, "wrong_criteria")
             out.append(None)
             continue
         out.append((tuple(got[c] for c in total_ids), tuple(got[c] for c in top_ids)))
@@ -123,19 +126,20 @@ async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]
 
 
 async def _verify_each(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]],
-                       rubric: Rubric, model: str, problems: Counter
+                       rubric: Rubric, model: str, problems: Counter, draw: int = 0,
+                       stage_name: str = "verifier"
                        ) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
     """One verifier call per item of the total rubric (easier for small models)."""
     items = _items_of(rubric)
-    calls = [Call({"prompt": p, "output": o, "item": it}, model) for p, o in texts
+    calls = [Call({"prompt": p, "output": o, "item": it}, model, draw=draw) for p, o in texts
              for it in items]
-    res = await client.map(st.verifier_one(cfg.max_tokens), calls, description="verifier")
+    res = await client.map(st.verifier_one(cfg.max_tokens), calls, description=stage_name)
     out: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = []
     top = set(rubric.ids())
     for i in range(len(texts)):
         chunk = res[i * len(items):(i + 1) * len(items)]
         if not all(r.ok for r in chunk):
-            problems.add("verifier", "parse_failures")
+            problems.add(stage_name, next(str(r.kind) for r in chunk if not r.ok))
             out.append(None)
             continue
         vals = {it["id"]: r.value.value for it, r in zip(items, chunk)}
@@ -185,11 +189,19 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
     evals = await _evaluate(cfg, client, items, ev_rubric, evaluator, problems)
     vx = await _verify(cfg, client, [(it.Prompt, it.Output) for it in items], ver_rubric,
                        verifier, problems)
+    # the verifier re-reads every x (another draw, or a second verifier): its own
+    # consistency is the reference the judge is held to
+    rereads: list[Any] = [None] * len(items)
+    if cfg.verifier_rereads:
+        second = cfg.models.get("second_verifier", verifier)
+        rereads = await _verify(cfg, client, [(it.Prompt, it.Output) for it in items],
+                                ver_rubric, second, problems, draw=1,
+                                stage_name="verifier re-read")
     challenges = [np.random.default_rng(np.random.SeedSequence([cfg.seed, i]))
                   .integers(1, 3, size=cfg.rounds).tolist() for i in range(len(items))]
     records: dict[int, EVRecord] = {}
     active = [i for i in range(len(items)) if evals[i] is not None and vx[i] is not None]
-    excluded = {i: "evaluator" if evals[i] is None else "verifier"
+    excluded = {i: "evaluator failed" if evals[i] is None else "verifier failed on x"
                 for i in range(len(items)) if i not in active}
     for i in active:
         records[i] = EVRecord(label=int(evals[i]["label"]), success=True,  # type: ignore[index]
@@ -212,23 +224,18 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
         to_verify, still = [], []
         for i, r in zip(active, res):
             rec = records[i]
-            if not r.ok and r.kind not in ANSWER_FAILURES:
-                # The call itself failed (transport, timeout, rejected): nothing was
-                # asked of the judge, so the item is excluded, never failed.
-                excluded[i] = f"generator call failed ({r.kind})"
+            # A failed generator step (the call, an unreadable or cut-off answer, an
+            # empty or refused paraphrase) is the audit's own failure, never the judge's:
+            # the item is excluded and counted as excluded.
+            kind = (str(r.kind) if not r.ok else "empty" if not r.value.Output.strip()
+                    else "refusal" if REFUSAL.search(r.value.Output)
+                    and not REFUSAL.search(items[i].Output) else None)
+            if kind is not None:
+                problems.add("generator", kind)
+                excluded[i] = f"generator {kind} in round {rnd + 1}"
                 records.pop(i)
                 continue
             rec.challenges.append(challenges[i][rnd])
-            if not r.ok:
-                problems.add("generator", "parse_failures")
-            elif not r.value.Output.strip():
-                problems.add("generator", "empty_paraphrases")
-            elif REFUSAL.search(r.value.Output):
-                problems.add("generator", "refusals")
-            if not r.ok or not r.value.Output.strip():
-                rec.x_primes.append(None)
-                rec.success, rec.failed_round, rec.failed_challenge = False, rnd, challenges[i][rnd]
-                continue
             rec.x_primes.append({"Prompt": r.value.Prompt, "Output": r.value.Output})
             to_verify.append((i, (r.value.Prompt, r.value.Output)))
         vxp = await _verify(cfg, client, [t for _, t in to_verify], ver_rubric, verifier,
@@ -236,7 +243,7 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
         for (i, _), v in zip(to_verify, vxp):
             rec = records[i]
             if v is None:
-                excluded[i] = "verifier"
+                excluded[i] = f"verifier failed on x' in round {rnd + 1}"
                 records.pop(i)
                 continue
             ch = challenges[i][rnd]
@@ -251,7 +258,8 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
             ens[m] = evals
         else:
             ens[m] = await _evaluate(cfg, client, items, ev_rubric, m, problems, "ensemble")
-    return {"evals": evals, "vx": vx, "records": records, "excluded": excluded,
+    return {"evals": evals, "vx": vx, "rereads": rereads, "records": records,
+            "excluded": excluded,
             "claims": {i: c for i, c in claims.items() if i in records},
             "problems": problems.counts, "ensemble": ens}
 
@@ -269,16 +277,17 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
     truth = [items[i].Label for i in kept]
     has_truth = all(t is not None for t in truth) and bool(kept)
     n_fail = sum(v for s in raw["problems"].values() for k, v in s.items()
-                 if k in ("parse_failures", "wrong_criteria"))
+                 if k in ("parse", "wrong_criteria"))
     claims = [raw["claims"][i] for i in kept if i in raw["claims"]]
-    agree, agree_ci, n_claims = rate_with_interval([c["all"] for c in claims])
-    by_crit = {c: rate_with_interval([x["criteria"][c] for x in claims if c in x["criteria"]])
+    agree, agree_ci, n_claims = rate_with_interval([c["all"] for c in claims], cfg.level)
+    by_crit = {c: rate_with_interval([x["criteria"][c] for x in claims if c in x["criteria"]],
+                                     cfg.level)
                for c in ev_rubric.ids()}
     runs = []
     for phi in cfg.phi:
         final = apply_flips([recs[i] for i in kept], phi, cfg.seed)
         s = summarise(final, truth if has_truth else None, phi=phi, rounds=cfg.rounds,
-                      seed=cfg.seed)
+                      seed=cfg.seed, level=cfg.level)
         runs.append({"rubric": cfg.rubric_label, "evaluator": cfg.models["evaluator"],
                      "phi": phi, "rounds": cfg.rounds, "check": cfg.check,
                      "success_rate": s.success_rate, "success_ci": s.success_ci,
@@ -293,7 +302,7 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
         "start": cfg.start, "sample_size": len(items), "indices": cfg.indices,
         "rubric": ev_rubric.name,
         "verifier_rubric": ver_rubric.name, "models": cfg.models, "runs": runs,
-        "known": _known(items, raw["evals"], ev_rubric),
+        "known": _known(items, raw["evals"], ev_rubric, cfg.level),
         "problems_by_stage": raw["problems"],
         "excluded_items": {str(k): v for k, v in sorted(raw["excluded"].items())},
         "verifier_note": "the challenges are only as strong as the verifier: a verifier that "
@@ -315,7 +324,7 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                             "by_criterion": {c: {"rate": r, "ci": ci, "n": n}
                                              for c, (r, ci, n) in by_crit.items()}},
     }
-    results["verdict"] = verdict(cfg, runs[0], raw, len(items))
+    results["verdict"] = verdict(cfg, runs[0], raw, items, ev_rubric, ver_rubric)
     out.mkdir(parents=True, exist_ok=True)
     lines(out / "success_vs_phi.png",
           {cfg.rubric_label: ([r["phi"] for r in runs], [r["success_rate"] for r in runs])},
@@ -330,41 +339,50 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                         f"{r0['n_items']} items", "unused_cassette_entries": unused}
 
 
-def verdict(cfg: NoDataConfig, run: dict[str, Any], raw: dict[str, Any], n_items: int
+def evidence(raw: dict[str, Any], items: list[JudgedItem], ev_rubric: Rubric,
+             ver_rubric: Rubric) -> list[ItemEvidence]:
+    """Per kept item, what the decision needs (see :mod:`judgekit.nodata.decision`)."""
+    out = []
+    shared = [c for c in ev_rubric.ids() if c in ver_rubric.ids()]
+    for i in sorted(raw["records"]):
+        ev, vx, rr = raw["evals"][i], raw["vx"][i], raw["rereads"][i]
+        top = dict(zip(ver_rubric.ids(), vx[1]))
+        claimed = {c["id"]: int(c["value"]) for c in ev["criteria"] if c["id"] in shared}
+        human = {k: int(v) for k, v in items[i].criterion_values().items()
+                 if k in top and v is not None}
+        xps = [json.dumps(x, sort_keys=True) for x in raw["records"][i].x_primes
+               if x is not None]
+        out.append(ItemEvidence(
+            success=bool(raw["records"][i].success), judge_label=int(ev["label"]),
+            verifier_label=int(ver_rubric.aggregate(list(vx[1]))), claimed=claimed,
+            verifier_top=top, verifier_total=tuple(vx[0]),
+            reread_total=None if rr is None else tuple(rr[0]),
+            reread_top=None if rr is None else dict(zip(ver_rubric.ids(), rr[1])),
+            human_label=None if items[i].Label is None else int(items[i].Label),
+            human_criteria=human, rounds_reached=len(xps), distinct_x_primes=len(set(xps))))
+    return out
+
+
+def verdict(cfg: NoDataConfig, run: dict[str, Any], raw: dict[str, Any],
+            items: list[JudgedItem], ev_rubric: Rubric, ver_rubric: Rubric
             ) -> dict[str, Any]:
-    """trust / do not trust / inconclusive, from the success-rate interval against
-    the configured thresholds, with what the conclusion rests on."""
-    ci, n = run["success_ci"], run["n_items"]
-    vx = [v for v in raw["vx"] if v is not None]
-    flat = {tuple(v[0]) for v in vx}
-    uninformative = len(vx) >= 3 and len(flat) == 1
-    self_check = cfg.models["verifier"] == cfg.models["evaluator"]
-    if n == 0 or ci is None:
-        decision, why = "inconclusive", "no item completed the protocol"
-    elif uninformative:
-        decision, why = "inconclusive", ("the verifier gave every item the same scores "
-                                         f"{sorted(flat)[0]}: its checks cannot tell texts apart")
-    elif ci[0] >= cfg.trust_threshold and self_check:
-        decision, why = "inconclusive", ("the success rate is high, but the verifier is the "
-                                         "judge itself: a model checking its own claims "
-                                         "cannot establish trust; use another verifier")
-    elif ci[0] >= cfg.trust_threshold:
-        decision, why = "trust", (f"the success rate's 95% interval [{ci[0]:.3f}, {ci[1]:.3f}] "
-                                  f"lies above {cfg.trust_threshold}")
-    elif ci[1] < cfg.distrust_threshold:
-        decision, why = "do not trust", (f"the success rate's 95% interval [{ci[0]:.3f}, "
-                                         f"{ci[1]:.3f}] lies below {cfg.distrust_threshold}")
-    else:
-        decision, why = "inconclusive", (f"the success rate's 95% interval [{ci[0]:.3f}, "
-                                         f"{ci[1]:.3f}] straddles the thresholds "
-                                         f"{cfg.distrust_threshold}-{cfg.trust_threshold}; "
-                                         "audit more items")
-    return {"decision": decision, "reason": why, "success_rate": run["success_rate"],
-            "success_ci": ci, "n_items": n, "items_excluded": n_items - n,
+    """trust / do not trust / inconclusive against the perfect-judge reference under the
+    measured verifier noise and against uninformed judges on the same items; the rule
+    that decided and what the conclusion rests on."""
+    d = decide(evidence(raw, items, ev_rubric, ver_rubric), DecisionSettings(
+        rounds=cfg.rounds, check=cfg.check, level=cfg.level,
+        trust_threshold=cfg.trust_threshold, distrust_threshold=cfg.distrust_threshold,
+        min_reference=cfg.min_reference, resamples=cfg.resamples, seed=cfg.seed,
+        self_check=cfg.models["verifier"] == cfg.models["evaluator"]))
+    return {**d, "items_excluded": len(items) - d["n_items"],
+            "measures": "success = the judge's whole claimed breakdown (every criterion and "
+                        "the label) confirmed by the verifier on x and on every paraphrase; "
+                        "not label accuracy",
             "rests_on": {"verifier": cfg.models["verifier"], "verifier_rubric":
                          cfg.verifier_rubric, "judge_rubric": cfg.rubric, "rounds": cfg.rounds,
                          "check": cfg.check, "thresholds": [cfg.distrust_threshold,
-                                                            cfg.trust_threshold]}}
+                                                            cfg.trust_threshold],
+                         "thresholds_of": "the perfect-judge reference"}}
 
 
 def _item_record(i: int, position: int, item: JudgedItem, raw: dict[str, Any]
@@ -383,7 +401,8 @@ def _item_record(i: int, position: int, item: JudgedItem, raw: dict[str, Any]
             "x_primes": None if rec is None else rec.x_primes}
 
 
-def _known(items: list[JudgedItem], evals: list[Any], rubric: Rubric) -> dict[str, Any]:
+def _known(items: list[JudgedItem], evals: list[Any], rubric: Rubric, level: float = 0.95
+           ) -> dict[str, Any]:
     from sklearn.metrics import accuracy_score, f1_score
 
     pairs = [(it, e) for it, e in zip(items, evals) if e is not None and it.Label is not None]
@@ -400,7 +419,7 @@ def _known(items: list[JudgedItem], evals: list[Any], rubric: Rubric) -> dict[st
     from judgekit.stats.agreement import agreement
 
     # chance-corrected agreement with the human labels, honest under skewed labels
-    ag = agreement(p, [int(v or 0) for v in y], seed=0, resamples=1000) \
+    ag = agreement(p, [int(v or 0) for v in y], seed=0, resamples=1000, level=level) \
         if len(pairs) >= 2 else None
     return {"n": len(pairs), "accuracy": float(accuracy_score(y, p)),
             "f1": float(f1_score(y, p, zero_division=0)), "per_criterion_accuracy": per,
@@ -426,6 +445,8 @@ def _agreement_line(k: dict[str, Any]) -> str:
 
     def one(name: str, key: str) -> str:
         ci = ag["cis"][key]
+        if ag[key] is None:
+            return f"{name} undefined ({(ag.get('undefined') or {}).get(key, '')})"
         return f"{name} {ag[key]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
     return ("Agreement of the evaluator's labels with the human labels "
@@ -448,6 +469,40 @@ def _pci(v: float | None, ci: list[float] | None) -> str:
     return _pct(v) if ci is None else f"{_pct(v)} [{_pct(ci[0])}, {_pct(ci[1])}]"
 
 
+def _verdict_table(v: dict[str, Any]) -> str:
+    """The evidence behind the decision, one row a reference."""
+    if v.get("reference") is None:
+        return ""
+
+    def ci(x: list[float] | None, f: str = "{:.3f}") -> str:
+        return "" if not x else "[" + ", ".join(f.format(t) for t in x) + "]"
+
+    ver, un, lab = v["verifier"], v["uninformed"], v["label_agreement"]
+    rows = [["success rate", f"{v['success_rate']:.3f} {ci(v['success_ci'])}", v["n_items"]],
+            ["perfect judge under this verifier (reference)", f"{v['reference']:.3f}",
+             ver.get("rereads", 0)],
+            ["success / reference", f"{v['relative_success']:.2f} "
+             f"{ci(v['relative_success_ci'], '{:.2f}')}", v["n_items"]],
+            ["claims agree (challenge 0)", f"{v['claim_agreement']:.3f}", v["n_items"]],
+            ["uninformed judge: best constant / random at the judge's rates",
+             f"{un['constant_claims']:.3f} / {un['random_claims']:.3f}", v["n_items"]],
+            ["claims over the better uninformed judge",
+             f"{v['skill']:+.3f} {ci(v['skill_ci'], '{:+.3f}')}", v["n_items"]],
+            ["labels vs the verifier's: Cohen's kappa",
+             "undefined" if lab["kappa"] is None else
+             f"{lab['kappa']:.3f} {ci(lab['kappa_ci'])}", v["n_items"]]]
+    if ver.get("disagreement") is not None:
+        rows.append(["verifier disagrees with its own re-reading",
+                     f"{ver['disagreement']:.3f} {ci(ver['disagreement_ci'])}",
+                     ver["readings"]])
+    la = v.get("label_accuracy")
+    if la:
+        rows.append(["label accuracy (human labels) / majority label / random",
+                     f"{la['accuracy']:.3f} / {la['majority_label']:.3f} / "
+                     f"{la['random_at_judge_rate']:.3f}", la["n"]])
+    return md_table(["evidence", "value", "n"], rows)
+
+
 def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
     k = r["known"]
     span = r["indices"] or f"from {r['start']}"
@@ -463,10 +518,17 @@ def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
     parts = [
         f"# No-Data audit of `{cfg.models['evaluator']}`",
         f"## Verdict: {v['decision']}",
-        f"{v['reason'][0].upper()}{v['reason'][1:]} (n = {v['n_items']} items, "
-        f"{v['items_excluded']} excluded; r = {cfg.rounds} rounds, check `{cfg.check}`). "
-        f"It rests on the verifier `{cfg.models['verifier']}` and its rubric "
-        f"{r['verifier_rubric']}: the audit is only as strong as the verifier.",
+        f"{v['reason'][0].upper()}{v['reason'][1:]} (rule `{v['rule']}`; n = {v['n_items']} "
+        f"items, {v['items_excluded']} excluded; r = {cfg.rounds} rounds, check "
+        f"`{cfg.check}`; intervals at {cfg.level:.0%}).",
+        f"What this measures: {v['measures']}. It rests on the verifier "
+        f"`{cfg.models['verifier']}` and its rubric {r['verifier_rubric']}: the audit is only "
+        "as strong as the verifier.",
+        _verdict_table(v),
+        "### Which criterion the judge gets wrong",
+        md_table(["criterion", "claims confirmed by the verifier", "n"],
+                 [[c, _pci(x["rate"], x["ci"]), x["n"]]
+                  for c, x in r["claim_agreement"]["by_criterion"].items()]),
         f"Data: {r['data']} items {span} ({r['sample_size']} items); evaluator "
         f"rubric {r['rubric']} ({cfg.rubric_label}), verifier `{cfg.models['verifier']}` with "
         f"rubric {r['verifier_rubric']}; r = {cfg.rounds}, seed = {cfg.seed}. phi: flip on "
@@ -474,7 +536,8 @@ def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
         "## Table 3 layout (percent)",
         md_table(["rubric", "phi", "known acc", "known F1", "No-Data acc", "No-Data F1",
                   "successes", "flips", "claims agree", "Thm 5.2 bound", "items"], rows),
-        "Brackets: 95% intervals (Wilson for rates, item bootstrap for accuracy and F1). "
+        f"Brackets: {cfg.level:.0%} intervals (Wilson for rates, item bootstrap for accuracy "
+        "and F1). "
         "Claims agree: the share of items where the verifier's reading of x matches the "
         "judge's claimed criteria and label.",
         "Paper (GPT-4.1 on 515 items): IP successes 86-88%, OOP about 1%.",

@@ -38,8 +38,14 @@ class NoDataConfig(RunSettings):
     # pair: verifier(x) vs verifier(x'); paper: judge's claims vs verifier(x');
     # both (default): claims vs verifier(x) at challenge 0, then pair: C(x') = C(x) = claimed
     check: Literal["paper", "pair", "both"] = "both"
-    trust_threshold: float = Field(0.8, gt=0, le=1)  # trust when the success CI lies above
+    # thresholds on the success rate relative to what a perfect judge scores under the
+    # verifier's measured noise (the verifier re-reads every x: verifier_rereads)
+    trust_threshold: float = Field(0.8, gt=0, le=1)  # trust when the interval lies above
     distrust_threshold: float = Field(0.5, ge=0, lt=1)  # do not trust when it lies below
+    min_reference: float = Field(0.3, ge=0, lt=1)  # a noisier verifier cannot decide
+    verifier_rereads: int = Field(1, ge=0, le=1)
+    level: float = Field(0.95, gt=0, lt=1)
+    resamples: int = Field(1000, ge=200)
     ensemble: list[str] = Field(default_factory=list)
     max_tokens: int = Field(256, ge=16)
     generator_max_tokens: int = Field(1024, ge=16)
@@ -56,10 +62,11 @@ class NoDataConfig(RunSettings):
             for role in ("evaluator", "verifier"):
                 if role not in self.models:
                     raise ValueError(f"models.{role} is required for the LLM audit")
-            unknown = set(self.models) - {"evaluator", "verifier", "generator"}
+            unknown = set(self.models) - {"evaluator", "verifier", "generator",
+                                          "second_verifier"}
             if unknown:
                 raise ValueError(f"unknown role {sorted(unknown)[0]!r}; roles are evaluator, "
-                                 "verifier and generator")
+                                 "verifier, generator and second_verifier")
             if not self.data_path:
                 raise ValueError("data_path (the judged-items JSON) is required")
         return self

@@ -138,8 +138,8 @@ def theorem_5_2_bound(alpha: float, phi: float, rounds: int) -> float:
 
 
 def summarise(records: Sequence[EVRecord], truth: Sequence[int] | None, *, phi: float,
-              rounds: int, k: int = 2, seed: int = 0) -> Summary:
-    """Rates with 95% intervals: Wilson for the success and flip rates, an item
+              rounds: int, k: int = 2, seed: int = 0, level: float = 0.95) -> Summary:
+    """Rates with intervals at ``level``: Wilson for the success and flip rates, an item
     bootstrap (seeded) for No-Data accuracy and F1."""
     from sklearn.metrics import accuracy_score, f1_score
 
@@ -151,8 +151,8 @@ def summarise(records: Sequence[EVRecord], truth: Sequence[int] | None, *, phi: 
     )
 
     n = len(records)
-    succ, succ_ci, _ = rate_with_interval([r.success for r in records])
-    flips, flip_ci, _ = rate_with_interval([r.flipped for r in records])
+    succ, succ_ci, _ = rate_with_interval([r.success for r in records], level)
+    flips, flip_ci, _ = rate_with_interval([r.flipped for r in records], level)
     base = Summary(n, succ if succ is not None else 0.0, flips if flips is not None else 0.0,
                    None, None, None, None, None, success_ci=succ_ci, flip_ci=flip_ci)
     if truth is None or n == 0:
@@ -162,8 +162,9 @@ def summarise(records: Sequence[EVRecord], truth: Sequence[int] | None, *, phi: 
     avg = "binary" if k == 2 else "macro"
     known = float(accuracy_score(truth, initial))
     rng = np.random.default_rng(np.random.SeedSequence([seed, int(round(phi * 1e6)), 11]))
-    acc_ci = paired_bootstrap_interval(truth, final, accuracy, rng).as_list()
-    f1_ci = paired_bootstrap_interval(truth, final, binary_f1, rng).as_list() if k == 2 \
+    acc_ci = paired_bootstrap_interval(truth, final, accuracy, rng, level=level).as_list()
+    f1_ci = paired_bootstrap_interval(truth, final, binary_f1, rng, level=level).as_list() \
+        if k == 2 \
         else None
     from dataclasses import replace
 

@@ -31,9 +31,12 @@ _RESPONSE = re.compile(r"<RESPONSE>\n(.*?)\n</RESPONSE>", re.DOTALL)
 _PROMPT = re.compile(r"<PROMPT>\n(.*?)\n</PROMPT>", re.DOTALL)
 
 
-def make_items(n: int, criteria: int = 3, p: float = 0.7, seed: int = 0
-               ) -> list[dict[str, Any]]:
-    """Judged items whose true criterion values are drawn Bernoulli(p); label = all."""
+def make_items(n: int, criteria: int = 3, p: float = 0.7, seed: int = 0,
+               pass_rate: float | None = None) -> list[dict[str, Any]]:
+    """Judged items whose true criterion values are drawn Bernoulli(p); label = all.
+    ``pass_rate`` sets p so that a share ``pass_rate`` of items pass every criterion."""
+    if pass_rate is not None:
+        p = pass_rate ** (1 / criteria)
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):
@@ -129,17 +132,33 @@ def oracle_verifier(req: ProviderRequest) -> str:
                                     for c in _ids(req)]})
 
 
-def write_audit_data(work: Any, n: int, seed: int = 0) -> None:
+def noisy_verifier(p: float) -> Callable[[ProviderRequest], str]:
+    """The oracle verifier misreading each rubric item with probability ``p``, afresh
+    for every text and draw (a re-read of the same text can disagree)."""
+    def answer(req: ProviderRequest) -> str:
+        text = _response(req)
+        truth = truth_of(text)
+        rng = _coin(f"{text}|{req.draw}", f"noisy-verifier-{p}")
+        return json.dumps({"criteria": [
+            {"id": c, "value": (1 - truth.get(c, 0)) if rng.random() < p else truth.get(c, 0)}
+            for c in _ids(req)]})
+    return answer
+
+
+def write_audit_data(work: Any, n: int, seed: int = 0, pass_rate: float | None = None
+                     ) -> None:
     """``items.json`` (n judged items with known values) and ``rubric.yaml`` in ``work``."""
     from pathlib import Path
 
     folder = Path(work)
-    (folder / "items.json").write_text(json.dumps(make_items(n, seed=seed)))
+    (folder / "items.json").write_text(json.dumps(make_items(n, seed=seed,
+                                                             pass_rate=pass_rate)))
     (folder / "rubric.yaml").write_text(rubric_yaml())
 
 
 def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
-                   check: str = "both", **extra: Any) -> dict[str, Any]:
+                   check: str = "both", verifier_noise: float = 0.0, **extra: Any
+                   ) -> dict[str, Any]:
     """Run the real No-Data audit runner on ``work``'s items with a scripted judge and
     paraphraser and the oracle verifier (mock provider); return its results.json."""
     from pathlib import Path
@@ -151,14 +170,16 @@ def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
     folder = Path(work)
     register_script(f"judge_{judge_kind}", judge(judge_kind))
     register_script(f"para_{para_kind}", paraphraser(para_kind))
-    register_script("oracle_verifier", oracle_verifier)
+    verifier = "oracle_verifier" if not verifier_noise else f"noisy_verifier_{verifier_noise}"
+    register_script(verifier, oracle_verifier if not verifier_noise
+                    else noisy_verifier(verifier_noise))
     cfg = NoDataConfig.model_validate({
         "method": "nodata", "experiment": "llm", "seed": 0, "rounds": 3, "phi": [0.5],
         "data_path": str(folder / "items.json"), "sample_size": n,
         "rubric": str(folder / "rubric.yaml"), "verifier_rubric": str(folder / "rubric.yaml"),
         "check": check, "use_cache": False, **extra,
         "models": {"evaluator": f"mock/judge_{judge_kind}", "generator": f"mock/para_{para_kind}",
-                   "verifier": "mock/oracle_verifier"}})
-    out = folder / f"{judge_kind}_{para_kind}_{check}"
+                   "verifier": f"mock/{verifier}"}})
+    out = folder / f"{judge_kind}_{para_kind}_{check}_{verifier_noise}"
     run(cfg, out)
     return dict(json.loads((out / "results.json").read_text()))
