@@ -105,6 +105,7 @@ class Verdict(_Open):
     success_rate: float | None
     success_ci: list[float] | None
     n_items: int
+    rule: str | None = None  # which rule decided (judgekit.nodata.decision)
 
 
 class NoDataResults(RunResult):
@@ -137,6 +138,7 @@ class ProbeResults(RunResult):
     transforms: list[ProbeTransform]
     mode: str = "pairwise"
     position_bias: dict[str, Any] | None
+    biases: list[dict[str, Any]] = []
     items: DetailFile
 
 

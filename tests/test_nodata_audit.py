@@ -114,8 +114,12 @@ def test_generator_failures_are_counted(tmp_path):
     mock.register_script("ev2", bad_gen)
     res = run_audit(tmp_path, lying=False, models={"evaluator": "mock/ev2",
                                                    "verifier": "mock/ver"})
-    assert res["problems_by_stage"]["generator"]["empty_paraphrases"] == 30
-    assert res["runs"][0]["success_rate"] == 0.0
+    # an empty paraphrase is the audit's own failure: the item is excluded, never failed
+    n = res["sample_size"]
+    assert res["problems_by_stage"]["generator"]["empty"] == n
+    assert len(res["excluded_items"]) == n and res["runs"][0]["n_items"] == 0
+    assert all(v == "generator empty in round 1" for v in res["excluded_items"].values())
+    assert res["verdict"]["decision"] == "inconclusive" and res["verdict"]["rule"] == "no_items"
 
 
 def test_judged_loader_reads_shared_sample_and_rejects_bad_items(tmp_path):

@@ -82,14 +82,78 @@ def test_repeat_reliability_spearman_brown():
 
 
 def test_ppi_formula_pinned():
+    from judgekit.stats.proportions import wilson_effective
+
     f = np.array([1, 1, 0, 1, 0, 1, 1, 0], float)
     fl, y = np.array([1, 0, 1, 1], float), np.array([1, 0, 0, 1], float)
     c = ppi_mean(f, fl, y, level=0.90)
-    rect = y - fl
-    se = np.sqrt(f.var(ddof=1) / 8 + rect.var(ddof=1) / 4)
-    assert c.estimate == pytest.approx(f.mean() + rect.mean())
-    assert c.ci == pytest.approx([c.estimate - 1.6448536 * se, c.estimate + 1.6448536 * se])
+    # power tuning: lambda = Cov(f, y) / Var(f) = (1/6) / (1/4)
+    assert c.lam == pytest.approx(2 / 3)
+    rect = y - c.lam * fl
+    assert c.estimate == pytest.approx(c.lam * f.mean() + rect.mean()) == pytest.approx(5 / 12)
+    var = (1 / 4 - 1 / 8) * rect.var(ddof=1) + y.var(ddof=1) / 8
+    n_eff = 4 * (y.var(ddof=1) / 4) / var
+    assert c.ci == pytest.approx(list(wilson_effective(5 / 12, n_eff, 0.90)))
     assert c.human_only == 0.5 and c.n_labelled == 4
+    assert c.human_only_ci == pytest.approx(list(wilson_effective(0.5, 4, 0.90)))
+    # lambda = 0 is the human labels alone
+    c0 = ppi_mean(f, fl, y, level=0.90, lam=0.0)
+    assert c0.estimate == 0.5 and c0.ci == pytest.approx(c0.human_only_ci)
+
+
+def test_wilson_continuity_corrected_matches_newcombe_1998_table():
+    from judgekit.stats.proportions import wilson_effective
+
+    # Newcombe (1998) Statistics in Medicine 17:857, methods 3 and 4
+    assert list(wilson_effective(81 / 263, 263, 0.95, continuity=False)) == pytest.approx(
+        [0.2553, 0.3662], abs=1e-4)
+    assert list(wilson_effective(81 / 263, 263, 0.95)) == pytest.approx([0.2535, 0.3682],
+                                                                        abs=1e-4)
+    assert list(wilson_effective(1 / 29, 29, 0.95)) == pytest.approx([0.0018, 0.1963],
+                                                                     abs=1e-4)
+    assert list(wilson_effective(0.0, 20, 0.95)) == pytest.approx([0.0, 0.2005], abs=1e-4)
+    # the level is honoured: 90% is narrower than 95%
+    lo90, hi90 = wilson_effective(81 / 263, 263, 0.90)
+    assert 0.2535 < lo90 and hi90 < 0.3682
+
+
+def test_newcombe_paired_difference_pinned():
+    from judgekit.stats.proportions import newcombe_paired
+
+    def table(a, b, c, d):
+        return [1] * a + [1] * b + [0] * c + [0] * d, [1] * a + [0] * b + [1] * c + [0] * d
+
+    # Newcombe (1998) Statistics in Medicine 17:2635, example (a), method 10
+    r = newcombe_paired(*table(36, 12, 2, 0))
+    assert r.diff == pytest.approx(0.2) and r.ci == pytest.approx([0.0569, 0.3404], abs=1e-4)
+    from scipy.stats import binomtest
+
+    assert r.p_value == pytest.approx(binomtest(12, 14, 0.5).pvalue)
+    assert (r.only_first, r.only_second, r.n) == (12, 2, 50)
+    # no item moved: a width from Wilson, not [0, 0]; sign flips the interval
+    z = newcombe_paired(*table(0, 0, 0, 20))
+    assert z.ci == pytest.approx([-0.1611, 0.1611], abs=1e-4)
+    m = newcombe_paired(*table(36, 2, 12, 0))
+    assert m.ci == pytest.approx([-0.3404, -0.0569], abs=1e-4)
+    assert newcombe_paired(*table(36, 12, 2, 0), level=0.90).ci[0] > 0.0569
+
+
+def test_kappa_undefined_when_both_raters_use_one_class_never_one():
+    import math
+
+    assert math.isnan(cohen_kappa([1, 1, 1], [1, 1, 1]))
+    assert math.isnan(krippendorff_alpha([0, 0], [0, 0]))
+    ag = agreement([1] * 10, [1] * 10, seed=0, resamples=200)
+    assert ag.kappa is None and ag.alpha is None and "kappa" in ag.undefined
+    # resamples where both raters are constant are dropped, not scored 1.0
+    j = [1] * 28 + [0, 1]
+    h = [1] * 28 + [1, 0]
+    ag = agreement(j, h, seed=0, resamples=500)
+    assert ag.cis["kappa"][1] < 1.0
+    # perfect agreement: Wilson-bounded, not [1, 1]
+    ag = agreement([1, 0] * 15, [1, 0] * 15, seed=0, resamples=200, level=0.9)
+    assert ag.cis["percent"][1] == 1.0 and ag.cis["percent"][0] < 1.0
+    assert ag.cis["kappa"][0] < 1.0 and ag.level == 0.9
 
 
 # ---- the probe end to end ---------------------------------------------------------
@@ -124,8 +188,10 @@ def _first_label(req):
 def test_always_first_judge_is_maximally_position_biased(tmp_path):
     r = _run(tmp_path, "first", lambda req: {"winner": _first_label(req)}, human_sample=10)
     assert r["position_bias"]["bias"] == 0.5 and r["noise_floor"]["rate"] == 0.0
+    assert r["position_bias"]["verdict"] == "biased" and r["noise_floor"]["source"] == "placebo"
     swap = next(t for t in r["transforms"] if t["name"] == "swap")
-    assert swap["flip_rate"] == 1.0 and swap["excess"] == 1.0 and swap["verdict"] == "biased"
+    assert swap["flip_rate"] == 1.0 and swap["excess"] == 1.0
+    assert swap["verdict"].startswith("inconsistent")
     assert {t["name"] for t in r["transforms"]} == {"swap", "rename", "pad"}
     for t in r["transforms"]:
         assert set(t) >= {"name", "flip_rate", "noise_floor", "excess", "excess_ci",
@@ -146,7 +212,9 @@ def test_an_oracle_judge_shows_no_bias(tmp_path):
 
     r = _run(tmp_path, "oracle", oracle)
     assert r["position_bias"]["bias"] == 0.0 and r["accuracy"]["both_orders"]["rate"] == 1.0
-    assert all(t["flip_rate"] == 0.0 and t["verdict"] != "biased" for t in r["transforms"])
+    assert all(t["flip_rate"] == 0.0 and t["verdict"].startswith("consistent")
+               for t in r["transforms"])
+    assert all(b["verdict"] == "no bias shown" for b in r["biases"])
     assert (tmp_path / "oracle" / "report.html").exists()
 
 
@@ -215,8 +283,9 @@ def test_pointwise_length_biased_judge_is_caught_by_padding(tmp_path):
 
     r = _pointwise(tmp_path, "pw_long", lengthy)
     pad = next(t for t in r["transforms"] if t["name"] == "pad")
-    assert pad["verdict"] == "biased" and pad["excess_ci"][0] > 0
+    assert pad["verdict"].startswith("inconsistent") and pad["excess_ci"][0] > 0
     assert r["padding_bias"]["bias"] > 0 and r["padding_bias"]["ci"][0] > 0
+    assert r["padding_bias"]["verdict"] == "biased"
 
 
 def test_probe_judge_python_api(tmp_path):
@@ -250,7 +319,7 @@ def test_importance_sampled_ppi_is_unbiased_and_covers():
         ests.append(c.estimate)
         hits += c.ci[0] <= y.mean() <= c.ci[1]
     assert np.mean(ests) == pytest.approx(truth, abs=0.01)
-    assert 0.85 <= hits / 300 <= 0.96
+    assert hits / 300 >= 0.87
 
 
 def test_human_ceiling_pinned():

@@ -114,7 +114,8 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> dict[str, Any]
     """trust / do not trust / inconclusive, the rule that decided, and its evidence."""
     n = len(items)
     lvl = s.level
-    out: dict[str, Any] = {"n_items": n, "level": lvl}
+    out: dict[str, Any] = {"n_items": n, "level": lvl, "success_rate": None,
+                           "success_ci": None}
     if n == 0:
         return {**out, "decision": INCONCLUSIVE, "rule": "no_items",
                 "reason": "no item completed the protocol"}

@@ -42,6 +42,11 @@ class ProbeConfig(RunSettings):
                     "words, with no new information: {answer}")
     target_reliability: float = Field(0.8, gt=0, lt=1)
     human_sample: int | None = Field(None, ge=2)  # human labels used by the corrected rate
+    human_labels: str | None = None  # JSONL of {"id", "human"} for some of the pairs
+    target_halfwidth: float = Field(0.05, gt=0, lt=0.5)  # labels needed for +- this
+    # an irrelevant reference id appended to the question, measured like a transform:
+    # the noise floor of the consistency test (valid for temperature-0 judges)
+    placebo: bool = True
     # random: a simple random sample; importance: Poisson sampling favouring items the
     # judge is unsure of (its verdict changed across identical runs), Horvitz-Thompson
     human_sampling: Literal["random", "importance"] = "random"

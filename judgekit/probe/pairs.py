@@ -70,3 +70,25 @@ def pairs_from_datasets(names: list[str], paths: dict[str, str], n: int, seed: i
     if len(out) < 2:
         raise DataError("pairs_from gave fewer than two pairs")
     return out[:n]
+
+
+def attach_human_labels(pairs: list[Pair], path: str | Path) -> None:
+    """Human preferences from a separate JSONL of {"id", "human": "a"|"b"} (labels on a
+    few of the judged pairs)."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"human labels file {p} not found")
+    by_id = {q.id: q for q in pairs}
+    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            key, lab = str(r["id"]), r["human"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise DataError(f"{p} line {n}: need JSON with id and human ({exc})") from exc
+        if lab not in ("a", "b"):
+            raise DataError(f"{p} line {n}: field human must be \"a\" or \"b\", got {lab!r}")
+        if key not in by_id:
+            raise DataError(f"{p} line {n}: id {key!r} is not one of the judged pairs")
+        by_id[key].human = lab

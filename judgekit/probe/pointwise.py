@@ -29,7 +29,7 @@ def _rubric_vars(item: JudgedItem, output: str, rubric: Rubric) -> dict[str, Any
             "criteria": rubric.criteria, "aggregator_text": text}
 
 
-def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any
+def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any, key: str = ""
              ) -> list[tuple[str, int, dict[str, Any]]]:
     """(name, draw, template variables) per verdict asked for this item."""
     out = [(f"run{d}", d, _rubric_vars(item, item.Output, rubric)) for d in range(cfg.repeats)]
@@ -51,13 +51,19 @@ def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any
     for tt in cfg.template_transforms:
         text = render(tt.template, {"answer": item.Output, "question": item.Prompt})
         out.append((tt.name, 0, _rubric_vars(item, text, rubric)))
+    if cfg.placebo:
+        from judgekit.probe.runner import PLACEBO, placebo_tag
+
+        tagged = item.model_copy(update={"Prompt": item.Prompt + placebo_tag(cfg.seed, key)})
+        out.append((PLACEBO, 0, _rubric_vars(tagged, item.Output, rubric)))
     return out
 
 
 async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem]
                   ) -> list[dict[str, int | None]]:
     rubric = load_rubric(cfg.rubric)
-    per = [variants(cfg, it, rubric, client.templates.render_string) for it in items]
+    per = [variants(cfg, it, rubric, client.templates.render_string, f"item{i}")
+           for i, it in enumerate(items)]
     flat = [(i, name, draw, v) for i, vs in enumerate(per) for name, draw, v in vs]
     stage = st.evaluator_all(cfg.max_tokens)
     stage = type(stage)(stage.name, stage.template, stage.output,

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from judgekit.config import run_with_client
 from judgekit.llm import Call, Client, Stage
 from judgekit.probe.config import ProbeConfig
-from judgekit.probe.pairs import Pair, load_pairs, pairs_from_datasets
+from judgekit.probe.pairs import Pair, attach_human_labels, load_pairs, pairs_from_datasets
 from judgekit.runio import md_table, publish, write_failures
 from judgekit.stats.agreement import (
     agreement,
@@ -31,9 +31,8 @@ from judgekit.stats.agreement import (
     flips,
     ppi_mean,
     repeat_reliability,
-    signed_bias,
 )
-from judgekit.stats.proportions import rate_with_interval
+from judgekit.stats.proportions import newcombe_paired, rate_with_interval
 
 
 class Preference(BaseModel):
@@ -57,7 +56,8 @@ class Variant(BaseModel):
     labels: tuple[str, str] = ("A", "B")
     a: str
     b: str
-    padded: Literal["a", "b"] | None = None
+    padded: Literal["a", "b"] | None = None  # the side a transform changed
+    question_suffix: str = ""
 
 
 def variants(cfg: ProbeConfig, pair: Pair, index: int, render: Any) -> list[Variant]:
@@ -76,13 +76,29 @@ def variants(cfg: ProbeConfig, pair: Pair, index: int, render: Any) -> list[Vari
         which = tt.apply_to if tt.apply_to != "alternate" else side
         texts = {"a": pair.a, "b": pair.b}
         texts[which] = render(tt.template, {"answer": texts[which], "question": pair.question})
-        out.append(Variant(name=tt.name, a=texts["a"], b=texts["b"]))
+        out.append(Variant(name=tt.name, a=texts["a"], b=texts["b"], padded=which))
+    if cfg.placebo:
+        out.append(Variant(name=PLACEBO, a=pair.a, b=pair.b, question_suffix=placebo_tag(
+            cfg.seed, pair.id)))
     return out
+
+
+PLACEBO = "placebo"
+
+
+def placebo_tag(seed: int, item_id: str) -> str:
+    """An irrelevant reference id appended to the question: a change that cannot matter,
+    measured exactly like the transforms, so that a deterministic (temperature 0)
+    judge's noise floor is not 0 by construction."""
+    import hashlib
+
+    return f" [ref {hashlib.sha256(f'{seed}|{item_id}'.encode()).hexdigest()[:6]}]"
 
 
 def _call(cfg: ProbeConfig, pair: Pair, v: Variant) -> Call:
     first, second = (v.b, v.a) if v.swapped else (v.a, v.b)
-    return Call({"question": pair.question, "first": first, "second": second,
+    return Call({"question": pair.question + v.question_suffix, "first": first,
+                 "second": second,
                  "label_a": v.labels[0], "label_b": v.labels[1]},
                 cfg.models["judge"], draw=v.draw,
                 sampling={"seed": _seed(cfg.seed, v.draw)})
@@ -112,7 +128,7 @@ async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair]
         out[i][f"{v.name}:first"] = None if not r.ok else (
             "first" if (out[i][v.name] == "a") != v.swapped else "second")
         if v.padded:
-            out[i]["pad:side"] = v.padded
+            out[i][f"{v.name}:side"] = v.padded
     return out
 
 
@@ -121,6 +137,8 @@ def run(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
         return _run_pointwise(cfg, out)
     pairs = (load_pairs(cfg.data_path) if cfg.data_path else
              pairs_from_datasets(list(cfg.pairs_from), cfg.dataset_paths, cfg.n_pairs, cfg.seed))
+    if cfg.human_labels:
+        attach_human_labels(pairs, cfg.human_labels)
     client, verdicts = run_with_client(cfg, lambda c: _collect(cfg, c, pairs))
     results = analyse(cfg, pairs, verdicts)
     results["calls"] = {k: client.summary()[k] for k in
@@ -128,9 +146,9 @@ def run(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     publish(out, results, report(cfg, results), title=f"Probe of {cfg.models['judge']}",
             detail_keys=("items",))
-    pos = results["position_bias"] or {"bias": 0.0, "ci": None, "n": 0}
-    head = (f"position bias {pos['bias']:+.3f} {_ci(pos['ci'])} over {pos['n']} pairs; "
-            f"re-run flip rate {results['noise_floor']['rate']:.3f}")
+    pos = results["position_bias"] or {"bias": 0.0, "ci": None, "n": 0, "verdict": "n/a"}
+    head = (f"position bias {pos['bias']:+.3f} {_ci(pos['ci'])} over {pos['n']} pairs "
+            f"({pos['verdict']}); placebo flip rate {results['noise_floor']['rate']:.3f}")
     return {"headline": head, "failed_calls": write_failures(out, client)}
 
 
@@ -146,9 +164,8 @@ def _run_pointwise(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
              for i, it in enumerate(items)]
     verdicts = [{k: (None if v is None else ("a" if v == 1 else "b")) for k, v in lab.items()}
                 for lab in labels]
-    results = analyse(cfg, pairs, verdicts)
+    results = analyse(cfg, pairs, verdicts, pointwise=True)
     results["mode"] = "pointwise"
-    results["position_bias"] = None
     results["order_consistency"] = None
     results["pass_rate"] = dict(zip(("rate", "ci", "n"), rate_with_interval(
         [v["run0"] == "a" for v in verdicts if v.get("run0")], cfg.level)))
@@ -157,76 +174,127 @@ def _run_pointwise(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     publish(out, results, report(cfg, results), title=f"Probe of {cfg.models['judge']}",
             detail_keys=("items",))
-    return {"headline": f"re-run flip rate {results['noise_floor']['rate']:.3f}; "
+    return {"headline": f"placebo flip rate {results['noise_floor']['rate']:.3f}; "
                         + "; ".join(f"{t['name']} excess {t['excess']:+.3f}"
                                     for t in results["transforms"]),
             "failed_calls": write_failures(out, client)}
 
 
-def _excess_row(cfg: ProbeConfig, name: str, keep: list[int], base: list[str | None],
-                other: list[str | None], rerun: np.ndarray, pairs: list[Pair]
-                ) -> dict[str, Any]:
-    idx = [i for i in keep if other[i] is not None]
+def _paired(cfg: ProbeConfig, x: list[float], y: list[float]) -> tuple[float, list[float],
+                                                                      float, int]:
+    d = newcombe_paired(x, y, cfg.level)
+    return d.diff, d.ci, d.p_value, d.n
+
+
+def _consistency_row(cfg: ProbeConfig, name: str, base: list[str | None],
+                     other: list[str | None], floor: list[str | None], pairs: list[Pair]
+                     ) -> dict[str, Any] | None:
+    """Flips under a transform against flips under the placebo on the same items."""
+    idx = [i for i in range(len(base)) if base[i] is not None and other[i] is not None
+           and floor[i] is not None]
+    if not idx:
+        return None
     f = flips([str(base[i]) for i in idx], [str(other[i]) for i in idx])
-    e = flip_excess(f, rerun[[keep.index(i) for i in idx]], seed=_seed(cfg.seed, len(name)),
-                    resamples=cfg.resamples, level=cfg.level)
-    return {"name": name, "n": e.n, "flip_rate": e.flip_rate, "noise_floor": e.noise_floor,
-            "excess": e.excess, "excess_ci": e.excess_ci, "p_value": e.p_value,
-            "flipped": [pairs[i].id for i, x in zip(idx, f) if x]}
+    g = flips([str(base[i]) for i in idx], [str(floor[i]) for i in idx])
+    e = flip_excess(f, g, level=cfg.level)
+    return {"name": name, "question": "consistency", "n": e.n, "flip_rate": e.flip_rate,
+            "noise_floor": e.noise_floor, "excess": e.excess, "excess_ci": e.excess_ci,
+            "p_value": e.p_value, "flipped": [pairs[i].id for i, x in zip(idx, f) if x]}
 
 
-def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | None]]
-            ) -> dict[str, Any]:
+def _bias_row(cfg: ProbeConfig, name: str, what: str, x: list[float], y: list[float],
+              scale: float = 1.0) -> dict[str, Any] | None:
+    """A signed effect: P(event under the transform) - P(event as given), paired."""
+    if not x:
+        return None
+    diff, ci, p, n = _paired(cfg, x, y)
+    return {"name": name, "question": "direction", "what": what, "bias": diff * scale,
+            "ci": [c * scale for c in ci], "p_value": p, "n": n}
+
+
+def _biases(cfg: ProbeConfig, verdicts: list[dict[str, str | None]], names: list[str],
+            pointwise: bool) -> list[dict[str, Any]]:
+    rows = []
+    for t in names:
+        have = [v for v in verdicts if v.get(t) and v.get("run0")]
+        if pointwise:
+            # the pass rate under the transform against as given
+            rows.append(_bias_row(cfg, t, "change in the pass rate",
+                                  [float(v[t] == "a") for v in have],
+                                  [float(v["run0"] == "a") for v in have]))
+        elif t == "swap":
+            have = [v for v in have if v.get("run0:first") and v.get("swap:first")]
+            # P(first slot) - 0.5 over both orders = (P(a | a first) - P(a | a second)) / 2
+            rows.append(_bias_row(cfg, t, "P(first slot chosen) - 0.5 (position)",
+                                  [float(v["run0"] == "a") for v in have],
+                                  [float(v["swap"] == "a") for v in have], 0.5))
+        elif t == "rename":
+            have = [v for v in have if v.get("run0:first") and v.get("rename:first")]
+            rows.append(_bias_row(cfg, t, "change in P(first slot chosen) with labels 1/2",
+                                  [float(v["rename:first"] == "first") for v in have],
+                                  [float(v["run0:first"] == "first") for v in have]))
+        else:  # pad and template transforms: the changed answer's win rate
+            have = [v for v in have if v.get(f"{t}:side")]
+            rows.append(_bias_row(cfg, t, "change in the changed answer's win rate",
+                                  [float(v[t] == v[f"{t}:side"]) for v in have],
+                                  [float(v["run0"] == v[f"{t}:side"]) for v in have]))
+    return [r for r in rows if r is not None]
+
+
+def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | None]],
+            pointwise: bool = False) -> dict[str, Any]:
+    """Two questions, two tests. Consistency: does a meaning-preserving transform flip
+    verdicts more often than the placebo (an irrelevant reference id, measured exactly
+    like the transforms; identical re-runs when the placebo is off)? Direction: does a
+    transform move verdicts one way (position, padding, label names)? Both use
+    Newcombe's paired interval at ``level`` and the exact McNemar test; the decisions
+    share one Benjamini-Hochberg family at 1 - level."""
     n = len(pairs)
     base = [v.get("run0") for v in verdicts]
     keep = [i for i in range(n) if base[i] is not None and verdicts[i].get("run1") is not None]
     rerun = flips([str(base[i]) for i in keep], [str(verdicts[i]["run1"]) for i in keep])
-    noise_rate, noise_ci, noise_n = rate_with_interval([bool(x) for x in rerun], cfg.level)
+    rerun_rate, rerun_ci, rerun_n = rate_with_interval([bool(x) for x in rerun], cfg.level)
+    floor_name = PLACEBO if cfg.placebo else "run1"
+    floor = [v.get(floor_name) for v in verdicts]
+    f_idx = [i for i in range(n) if base[i] is not None and floor[i] is not None]
+    floor_rate, floor_ci, floor_n = rate_with_interval(
+        [base[i] != floor[i] for i in f_idx], cfg.level)
     names = list(cfg.transforms or []) + [t.name for t in cfg.template_transforms]
-    rows = [_excess_row(cfg, t, keep, base, [v.get(t) for v in verdicts], rerun, pairs)
-            for t in names]
-    adj = benjamini_hochberg([r["p_value"] for r in rows])
-    for r, p in zip(rows, adj):
+    rows = [r for r in (_consistency_row(cfg, t, base, [v.get(t) for v in verdicts], floor,
+                                         pairs) for t in names) if r is not None]
+    biases = _biases(cfg, verdicts, names, pointwise)
+    alpha = 1 - cfg.level
+    adj = benjamini_hochberg([r["p_value"] for r in rows + biases])
+    for r, p in zip(rows + biases, adj):
         r["p_adjusted"] = p
-        biased = r["excess_ci"][0] > 0 and p < 0.05
-        r["verdict"] = "biased" if biased else "not shown against the noise floor"
-    # position: share of verdicts choosing the first slot, over both orders
-    first = []
-    for v in verdicts:
-        slots = [v.get(f"{k}:first") for k in ("run0", "swap") if v.get(f"{k}:first")]
-        if len(slots) == 2:
-            first.append(sum(s == "first" for s in slots) / 2)
-    pos = dict(zip(("bias", "ci", "n"), signed_bias(first, seed=_seed(cfg.seed, 7),
-                                                     resamples=cfg.resamples))) \
-        if first else None
-    pad: dict[str, Any] | None = None
-    if "pad" in (cfg.transforms or []):
-        delta = [float(v["pad"] == v.get("pad:side", "a"))
-                 - float(v["run0"] == v.get("pad:side", "a"))
-                 for v in verdicts if v.get("pad") and v.get("run0")]
-        if delta and all(d == 0 for d in delta):
-            # no verdict moved: bound the share that could move either way (Wilson 0/n)
-            from judgekit.stats.proportions import wilson_interval
-
-            hi = wilson_interval(0, len(delta), cfg.level).hi
-            pad = {"bias": 0.0, "ci": [-hi, hi], "n": len(delta)}
-        elif delta:
-            b, ci, m = signed_bias([0.5 + d for d in delta], seed=_seed(cfg.seed, 8),
-                                   resamples=cfg.resamples)
-            pad = {"bias": b, "ci": ci, "n": m}
+    for r in rows:
+        shown = r["p_adjusted"] < alpha and r["excess_ci"][0] > 0
+        r["verdict"] = ("inconsistent: flips more than the placebo" if shown else
+                        "consistent: not shown above the placebo")
+    for r in biases:
+        shown = r["p_adjusted"] < alpha and (r["ci"][0] > 0 or r["ci"][1] < 0)
+        r["verdict"] = "biased" if shown else "no bias shown"
+    by = {b["name"]: b for b in biases}
+    pos = None if pointwise or "swap" not in by else {
+        k: by["swap"][k] for k in ("bias", "ci", "n", "p_value", "p_adjusted", "verdict")}
+    pad = None if "pad" not in by else {
+        k: by["pad"][k] for k in ("bias", "ci", "n", "p_value", "p_adjusted", "verdict")}
     both = [v for v in verdicts if v.get("run0") and v.get("swap")]
     consistent = [v["run0"] == v["swap"] for v in both]
     acc = _accuracy(cfg, pairs, verdicts)
     reps = np.array([[float(verdicts[i][f"run{d}"] == "a") for d in range(cfg.repeats)]
                      for i in range(n)
                      if all(verdicts[i].get(f"run{d}") for d in range(cfg.repeats))])
-    rel = repeat_reliability(reps, cfg.target_reliability) if len(reps) >= 2 else None
+    rel = repeat_reliability(reps, cfg.target_reliability, cfg.level) \
+        if len(reps) >= 2 else None
     order = rate_with_interval(consistent, cfg.level)
     return {
         "method": "probe", "seed": cfg.seed, "judge": cfg.models["judge"], "n_pairs": n,
-        "repeats": cfg.repeats,
-        "noise_floor": {"rate": noise_rate, "ci": noise_ci, "n": noise_n},
-        "transforms": rows,
+        "repeats": cfg.repeats, "level": cfg.level,
+        "noise_floor": {"rate": floor_rate, "ci": floor_ci, "n": floor_n,
+                        "source": "placebo" if cfg.placebo else "identical re-runs"},
+        "rerun_flips": {"rate": rerun_rate, "ci": rerun_ci, "n": rerun_n},
+        "transforms": rows, "biases": biases,
         "position_bias": pos, "padding_bias": pad,
         "order_consistency": dict(zip(("rate", "ci", "n"), order)),
         "accuracy": acc,
@@ -262,35 +330,46 @@ def _accuracy(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str 
 def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None],
            unstable: list[bool] | None = None) -> dict[str, Any] | None:
     """Agreement with human preferences (and the human-human ceiling when items carry
-    several annotations), and the corrected rate at which the judge says "a"."""
+    several annotations), and the prediction-powered rate at which the judge's verdict
+    is "a" (pairwise: answer A wins; pointwise: pass): judge verdicts on all N judged
+    items, human labels on the n that have one (or a ``human_sample`` drawn from them,
+    at random or by importance)."""
     from judgekit.stats.agreement import ceiling, importance_inclusion, ppi_weighted
 
-    idx = [i for i, p in enumerate(pairs) if p.human and base[i]]
+    judged = [i for i in range(len(pairs)) if base[i]]
+    idx = [i for i in judged if pairs[i].human]
     if len(idx) < 2:
         return None
     judge = [int(base[i] == "a") for i in idx]
     human = [int(pairs[i].human == "a") for i in idx]
-    ag = agreement(judge, human, seed=_seed(cfg.seed, 9), resamples=cfg.resamples)
+    ag = agreement(judge, human, seed=_seed(cfg.seed, 9), resamples=cfg.resamples,
+                   level=cfg.level)
     out: dict[str, Any] = {"agreement": ag._asdict()}
     multi = [[int(h == "a") for h in p.humans] for p in pairs if p.humans and len(p.humans) > 1]
     if len(multi) >= 2:
         out["human_ceiling"] = ceiling(multi, seed=_seed(cfg.seed, 11),
                                        resamples=min(cfg.resamples, 1000))
-    if cfg.human_sample:
-        # the rate at which the judge says "a" (pairwise: answer A wins; pointwise: pass)
-        rng = np.random.default_rng(_seed(cfg.seed, 10))
-        if cfg.human_sampling == "importance" and unstable is not None:
-            w = np.array([float(unstable[i]) for i in idx])
-            pi = importance_inclusion(w, cfg.human_sample)
-            lab = np.flatnonzero(rng.random(len(idx)) < pi)
-            if len(lab) >= 2:
-                c = ppi_weighted(judge, lab, [human[k] for k in lab], pi)
-                out["a_win_rate"] = {**c._asdict(), "sampling": "importance"}
-            return out
-        pick = sorted(rng.choice(len(idx), size=min(cfg.human_sample, len(idx)),
-                                 replace=False).tolist())
-        c = ppi_mean(judge, [judge[k] for k in pick], [human[k] for k in pick])
-        out["a_win_rate"] = {**c._asdict(), "sampling": "random"}
+    f_all = np.array([int(base[i] == "a") for i in judged], float)
+    pos = {i: k for k, i in enumerate(judged)}
+    rng = np.random.default_rng(_seed(cfg.seed, 10))
+    c = None
+    if cfg.human_sample and cfg.human_sampling == "importance" and unstable is not None:
+        # Poisson sampling favouring items the judge is unsure of, among the labelled
+        w = np.array([float(unstable[i]) for i in idx])
+        pi = importance_inclusion(w, cfg.human_sample)
+        lab = np.flatnonzero(rng.random(len(idx)) < pi)
+        if len(lab) >= 2:
+            c = ppi_weighted(judge, lab, [human[k] for k in lab], pi, level=cfg.level)
+    elif len(idx) < len(judged) or cfg.human_sample:
+        pick = list(range(len(idx)))
+        if cfg.human_sample and cfg.human_sample < len(idx):
+            pick = sorted(rng.choice(len(idx), size=cfg.human_sample, replace=False).tolist())
+        f_lab = [float(f_all[pos[idx[k]]]) for k in pick]
+        c = ppi_mean(f_all if len(idx) < len(judged) else np.array(judge, float), f_lab,
+                     [human[k] for k in pick], level=cfg.level)
+    if c is not None:
+        out["a_win_rate"] = {**c._asdict(), "labels_for_target": c.labels_for_halfwidth(
+            cfg.target_halfwidth), "target_halfwidth": cfg.target_halfwidth}
     return out
 
 
@@ -303,32 +382,37 @@ def _ci(ci: Any) -> str:
 
 
 def report(cfg: ProbeConfig, r: dict[str, Any]) -> str:
-    rows = [[t["name"], _pct(t["flip_rate"]), _pct(t["noise_floor"]),
+    lv = f"{cfg.level:.0%}"
+    nf, rr = r["noise_floor"], r["rerun_flips"]
+    cons = [[t["name"], _pct(t["flip_rate"]), _pct(t["noise_floor"]),
              f"{t['excess']:+.3f} {_ci(t['excess_ci'])}", f"{t['p_value']:.3g}",
              f"{t['p_adjusted']:.3g}", t["verdict"], t["n"]] for t in r["transforms"]]
-    pos, pad, nf = r["position_bias"], r["padding_bias"], r["noise_floor"]
+    bias = [[b["name"], b["what"], f"{b['bias']:+.3f} {_ci(b['ci'])}", f"{b['p_value']:.3g}",
+             f"{b['p_adjusted']:.3g}", b["verdict"], b["n"]] for b in r["biases"]]
     parts = [
         f"# Probe of `{r['judge']}`",
-        f"{r['n_pairs']} pairs, {r['repeats']} identical runs each, then one verdict per "
-        f"transform; seed {r['seed']}. Intervals: {cfg.level:.0%} (item bootstrap; Wilson for "
-        "rates).",
-        f"Noise floor (flip rate between identical re-runs): {_pct(nf['rate'])} "
-        f"{_ci(nf['ci'])}, n = {nf['n']}.",
-        "## Transforms against the noise floor",
-        md_table(["transform", "flip rate", "noise floor", "excess (95% CI)", "p (exact)",
-                  "p (BH)", "verdict", "n"], rows),
+        f"{r['n_pairs']} items, {r['repeats']} identical runs each, then one verdict per "
+        f"transform and one under the placebo; seed {r['seed']}. Intervals: {lv} (Newcombe's "
+        "paired score interval for differences, Wilson for rates). Decisions: "
+        f"Benjamini-Hochberg over every test below at {1 - cfg.level:.2g}.",
+        "Two questions, two tests. **Direction** (bias): does a transform move verdicts one "
+        "way? **Consistency**: does it flip verdicts more often than the placebo, an "
+        "irrelevant reference id added to the question? A judge can be inconsistent without "
+        "being biased.",
+        "## Direction: biases",
+        md_table(["transform", "effect", f"estimate ({lv} CI)", "p (exact)", "p (BH)",
+                  "verdict", "n"], bias) if bias else "No transform with a direction.",
+        "## Consistency against the placebo",
+        f"Noise floor ({nf['source']}): flip rate {_pct(nf['rate'])} {_ci(nf['ci'])}, "
+        f"n = {nf['n']}. Identical re-runs flip {_pct(rr['rate'])} {_ci(rr['ci'])}, "
+        f"n = {rr['n']}.",
+        md_table(["transform", "flip rate", "placebo flips", f"excess ({lv} CI)",
+                  "p (exact)", "p (BH)", "verdict", "n"], cons),
     ]
-    if pos:
-        parts.append(f"Position bias P(first slot) - 0.5: {pos['bias']:+.3f} "
-                     f"{_ci(pos['ci'])}, n = {pos['n']} pairs judged in both orders.")
     if r.get("pass_rate"):
         pr = r["pass_rate"]
         parts.append(f"Pass rate (as given): {_pct(pr['rate'])} {_ci(pr['ci'])}, "
                      f"n = {pr['n']}.")
-    if pad:
-        what = "pass rate" if r.get("mode") == "pointwise" else "padded answer's win rate"
-        parts.append(f"Padding bias (change in the {what}): "
-                     f"{pad['bias']:+.3f} {_ci(pad['ci'])}, n = {pad['n']}.")
     oc = r["order_consistency"]
     if oc:
         parts.append(f"Same winner in both orders: {_pct(oc['rate'])} {_ci(oc['ci'])}, "
@@ -346,4 +430,15 @@ def report(cfg: ProbeConfig, r: dict[str, Any]) -> str:
                      f"{rel['single_run_reliability']:.3f}; runs needed for "
                      f"{rel['target']}: {rel['k_for_target']} (Spearman-Brown), "
                      f"n = {rel['n']}.")
+    h = r.get("human")
+    if h and h.get("a_win_rate"):
+        c = h["a_win_rate"]
+        what = "pass rate" if r.get("mode") == "pointwise" else "rate at which answer A wins"
+        need = c.get("labels_for_target")
+        parts.append(f"Prediction-powered {what}: {_pct(c['estimate'])} {_ci(c['ci'])} from "
+                     f"{c['n_labelled']} human labels and {c['n_items']} judge verdicts "
+                     f"({c['sampling']} sampling, lambda {c['lam']:.2f}); human labels alone "
+                     f"{_pct(c['human_only'])} {_ci(c['human_only_ci'])}. "
+                     + (f"About {need} labels would give +-{c['target_halfwidth']}."
+                        if need else f"Already within +-{c['target_halfwidth']}."))
     return "\n\n".join(parts) + "\n"

@@ -322,7 +322,8 @@ class Corrected(NamedTuple):
 
 
 def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
-             human_labelled: ArrayLike, level: float = 0.90) -> Corrected:
+             human_labelled: ArrayLike, level: float = 0.90, lam: float | None = None
+             ) -> Corrected:
     """Prediction-powered estimate of a mean (a pass rate, or a class share for k-ary
     labels one class at a time) from judge verdicts on all N items (``judge_all``, the
     labelled ones included) and human labels on a simple random sample of n of them.
@@ -346,9 +347,10 @@ def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
         raise StatsError(f"PPI: {y.size} labelled items but only {f.size} judged items; "
                          "judge_all must include the labelled items")
     n, big_n = y.size, f.size
-    var_f = float(fl.var(ddof=1))
-    cov = float(np.cov(fl, y, ddof=1)[0, 1]) if var_f > 0 else 0.0
-    lam = 0.0 if var_f <= 0 else min(1.0, max(0.0, cov / var_f))
+    if lam is None:
+        var_f = float(fl.var(ddof=1))
+        cov = float(np.cov(fl, y, ddof=1)[0, 1]) if var_f > 0 else 0.0
+        lam = 0.0 if var_f <= 0 else min(1.0, max(0.0, cov / var_f))
     rect = y - lam * fl
     est = float(lam * f.mean() + rect.mean())
     s_y = float(y.var(ddof=1))
@@ -363,10 +365,19 @@ def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
 
 def ppi_shares(judge_all: ArrayLike, judge_labelled: ArrayLike, human_labelled: ArrayLike,
                level: float = 0.90) -> dict[int, Corrected]:
-    """k-ary labels: the prediction-powered share of every class (one indicator each)."""
+    """k-ary labels: the prediction-powered share of every class (one indicator each),
+    with one power-tuning lambda for all classes (pooled covariance over pooled
+    variance), so that the shares still sum to 1."""
     f, fl, y = (np.asarray(v) for v in (judge_all, judge_labelled, human_labelled))
     classes = sorted(set(np.unique(f).tolist()) | set(np.unique(y).tolist()))
-    return {int(c): ppi_mean(f == c, fl == c, y == c, level) for c in classes}
+    cov = var = 0.0
+    for c in classes:
+        a, b = (fl == c).astype(float), (y == c).astype(float)
+        if a.size > 1:
+            var += float(a.var(ddof=1))
+            cov += float(np.cov(a, b, ddof=1)[0, 1])
+    lam = 0.0 if var <= 0 else min(1.0, max(0.0, cov / var))
+    return {int(c): ppi_mean(f == c, fl == c, y == c, level, lam) for c in classes}
 
 
 def importance_inclusion(weights: ArrayLike, n: int, uniform_share: float = 0.5
