@@ -1,0 +1,127 @@
+"""Simulated judges and verifiers for measuring judgekit's own decisions: the audit's
+evidence per item and the probe's verdicts, drawn from a seed, fed to the same
+decision code the runners use (``judgekit.nodata.decision.decide`` and
+``judgekit.probe.runner.analyse``). Used by ``benchmarks/verdicts.py`` and the tests.
+
+Audit: items with three criteria (label = all criteria hold), the true values drawn
+so that a share ``pass_rate`` of items pass; the verifier reads each criterion
+wrongly with probability ``noise``, afresh for every reading (x, its re-read, each
+paraphrase); paraphrases keep x's true values (a faithful generator), except the
+liar's, which carry its claims.
+
+Probe: pairs with a known better answer; ``sure`` items are judged right, the rest
+are a coin the judge flips afresh on every call (stochastic) or a fixed function of
+the prompt text (deterministic, as at temperature 0: identical re-runs agree, any
+change to the prompt re-draws the coin).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from judgekit.nodata.decision import ItemEvidence
+
+AUDIT_JUDGES = ("oracle", "always_pass", "random", "liar", "mostly_right")
+CRITERIA = ("c1", "c2", "c3")
+
+
+def audit_items(judge: str, *, n: int = 200, pass_rate: float = 0.5, noise: float = 0.0,
+                rounds: int = 3, seed: int = 0, labelled: bool = True
+                ) -> list[ItemEvidence]:
+    """One simulated audit: per item the evidence the runner would collect."""
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 1818]))
+    k = len(CRITERIA)
+    p = pass_rate ** (1 / k)
+    truth = (rng.random((n, k)) < p).astype(int)
+
+    def read(values: np.ndarray) -> np.ndarray:
+        return np.where(rng.random(values.shape) < noise, 1 - values, values)
+
+    out = []
+    for t in truth:
+        if judge == "oracle":
+            claim = t.copy()
+        elif judge == "always_pass":
+            claim = np.ones(k, int)
+        elif judge == "random":
+            claim = (rng.random(k) < 0.5).astype(int)
+        elif judge == "liar":  # a self-consistent wrong breakdown: one criterion flipped
+            claim = t.copy()
+            j = int(rng.integers(k))
+            claim[j] = 1 - claim[j]
+        elif judge == "mostly_right":  # right on 70% of items, random on 30%
+            claim = t.copy() if rng.random() < 0.7 else (rng.random(k) < 0.5).astype(int)
+        else:
+            raise ValueError(f"unknown simulated judge {judge!r}; use {AUDIT_JUDGES}")
+        vx, again = read(t), read(t)
+        label, vlabel = int(claim.all()), int(vx.all())
+        ok = bool(label == vlabel and (claim == vx).all())  # challenge 0
+        reached = 0
+        if ok:
+            source = claim if judge == "liar" else t  # the liar realises its claims
+            for _ in range(rounds):
+                reached += 1
+                if not (read(source) == vx).all():  # challenge 1 = 2 without clauses
+                    ok = False
+                    break
+        out.append(ItemEvidence(
+            success=ok, judge_label=label, verifier_label=vlabel,
+            claimed=dict(zip(CRITERIA, claim.tolist())), verifier_top=dict(zip(CRITERIA,
+                                                                              vx.tolist())),
+            verifier_total=tuple(vx.tolist()), reread_total=tuple(again.tolist()),
+            reread_top=dict(zip(CRITERIA, again.tolist())),
+            human_label=int(t.all()) if labelled else None,
+            human_criteria=dict(zip(CRITERIA, t.tolist())) if labelled else {},
+            rounds_reached=reached, distinct_x_primes=reached))
+    return out
+
+
+def probe_verdicts(kind: str, *, n: int = 400, seed: int = 0, bias: float = 0.0,
+                   sure: float = 0.6, repeats: int = 2
+                   ) -> tuple[list[Any], list[dict[str, str | None]]]:
+    """(pairs, verdicts) as the pairwise probe collects them, for transforms swap,
+    rename, pad and the placebo. ``kind``: ``deterministic`` (unbiased, verdict a fixed
+    function of the prompt), ``stochastic`` (unbiased, fresh coin every call),
+    ``position`` (picks the first slot with probability 2 * bias, else as stochastic:
+    P(first) - 0.5 = bias), ``padding`` (picks the padded answer with probability
+    2 * bias under pad)."""
+    from judgekit.probe.pairs import Pair
+
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 404]))
+    pairs, verdicts = [], []
+    for i in range(n):
+        correct = "a" if rng.random() < 0.5 else "b"
+        pairs.append(Pair(f"p{i}", f"Q{i}?", f"a{i}", f"b{i}", correct))
+        is_sure = rng.random() < sure
+        side = "a" if i % 2 == 0 else "b"
+        text_coin = {v: rng.random() < 0.5 for v in ("run", "swap", "rename", "pad",
+                                                     "placebo")}
+        v: dict[str, str | None] = {}
+
+        def verdict(name: str, first: str, padded: str | None = None) -> str:
+            if kind == "position" and rng.random() < 2 * bias:
+                return first
+            if kind == "padding" and padded and rng.random() < 2 * bias:
+                return padded
+            if is_sure:
+                return correct
+            if kind == "deterministic":
+                coin = text_coin["run" if name.startswith("run") else name]
+            else:
+                coin = rng.random() < 0.5
+            return "a" if coin else "b"
+
+        for d in range(repeats):
+            v[f"run{d}"] = verdict(f"run{d}", "a")
+            v[f"run{d}:first"] = "first" if v[f"run{d}"] == "a" else "second"
+        v["swap"] = verdict("swap", "b")
+        v["swap:first"] = "first" if v["swap"] == "b" else "second"
+        v["rename"] = verdict("rename", "a")
+        v["rename:first"] = "first" if v["rename"] == "a" else "second"
+        v["pad"] = verdict("pad", "a", side)
+        v["pad:side"] = side
+        v["placebo"] = verdict("placebo", "a")
+        verdicts.append(v)
+    return pairs, verdicts
