@@ -215,4 +215,19 @@ def sample_queries(queries: list[Query], n: int, seed: int, name: str) -> list[Q
 
 
 def normalise_answer(text: str) -> str:
-    return re.sub(r"\W+", " ", text.casefold()).strip()
+    """The key under which answers share one correctness verdict: only differences
+    that cannot change the meaning are removed (spacing, sentence punctuation, the case
+    of words longer than three characters). Signs, decimal points, percentages and the
+    case of short tokens stay: "+1" / "-1", "1.5" / "15", "Rr" / "RR", "CO" / "Co"
+    keep separate verdicts."""
+    import unicodedata
+
+    words = re.sub(r"[^\w+\-.%/=<>^]+", " ", unicodedata.normalize("NFC", text)).split()
+    out = []
+    for w in words:
+        w = re.sub(r"(?<!\d)\.|\.(?!\d)", "", w)  # full stops, not decimal points
+        if len(w) > 3:
+            w = w.casefold()
+        if w:
+            out.append(w)
+    return " ".join(out)

@@ -55,21 +55,31 @@ def load_pairs(path: str | Path) -> list[Pair]:
 
 def pairs_from_datasets(names: list[str], paths: dict[str, str], n: int, seed: int
                         ) -> list[Pair]:
+    """A seeded sample of ``n`` pairs across every named dataset: each dataset's pairs in
+    a seeded order, taken in turn (round robin), so a small ``n`` still draws from all of
+    them (file order would give the first dataset only)."""
     from judgekit.data.qa import load_dataset_queries
 
     rng = np.random.default_rng(np.random.SeedSequence([seed, 404]))
-    out: list[Pair] = []
+    per: list[list[Pair]] = []
     for name in names:
+        got = []
         for q in load_dataset_queries(name, paths.get(name)):
             wrong = next((r for r in q.rejected if r.strip()), None)
             if not q.gold or wrong is None:
                 continue
             first = bool(rng.random() < 0.5)
             a, b = (q.gold, wrong) if first else (wrong, q.gold)
-            out.append(Pair(f"{name}:{q.id}", q.text, a, b, "a" if first else "b"))
+            got.append(Pair(f"{name}:{q.id}", q.text, a, b, "a" if first else "b"))
+        per.append([got[i] for i in rng.permutation(len(got))])
+    out: list[Pair] = []
+    depth = 0
+    while len(out) < n and any(depth < len(g) for g in per):
+        out += [g[depth] for g in per if depth < len(g)][: n - len(out)]
+        depth += 1
     if len(out) < 2:
         raise DataError("pairs_from gave fewer than two pairs")
-    return out[:n]
+    return out
 
 
 def attach_human_labels(pairs: list[Pair], path: str | Path) -> None:
