@@ -187,7 +187,8 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> dict[str, Any]
     if skill_ci[0] == skill_ci[1]:
         lo, hi = wilson_interval(int(claims.sum()), n, lvl)
         skill_ci = [lo - float(base.mean()), hi - float(base.mean())]
-    out.update(reference=ref, distinct_rounds=rounds, relative_success=rho, relative_success_ci=rho_ci,
+    out.update(reference=ref, distinct_rounds=rounds, relative_success=rho,
+               relative_success_ci=rho_ci,
                claim_agreement=float(claims.mean()),
                uninformed={"constant_claims": float(const.mean()),
                            "random_claims": float(rand.mean()), "better": which},

@@ -13,8 +13,6 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import ndtri
-from scipy.stats import binomtest
 
 from judgekit.errors import StatsError
 from judgekit.stats.bootstrap import Interval, Seed, rng_of

@@ -82,7 +82,7 @@ class PairedDifference(NamedTuple):
     only_second: int  # items with x = 0, y = 1
 
 
-def newcombe_paired(x: Sequence[int] | np.ndarray, y: Sequence[int] | np.ndarray,
+def newcombe_paired(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
                     level: float = 0.95) -> PairedDifference:
     """Newcombe's hybrid score interval for the difference of paired proportions
     (Newcombe 1998, Statistics in Medicine 17:2635, method 10): Wilson intervals

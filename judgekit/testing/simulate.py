@@ -100,7 +100,9 @@ def probe_verdicts(kind: str, *, n: int = 400, seed: int = 0, bias: float = 0.0,
                                                      "placebo")}
         v: dict[str, str | None] = {}
 
-        def verdict(name: str, first: str, padded: str | None = None) -> str:
+        def verdict(name: str, first: str, padded: str | None = None,
+                    is_sure: bool = is_sure, correct: str = correct,
+                    text_coin: dict[str, bool] = text_coin) -> str:
             if kind == "position" and rng.random() < 2 * bias:
                 return first
             if kind == "padding" and padded and rng.random() < 2 * bias:

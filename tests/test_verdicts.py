@@ -1,0 +1,181 @@
+"""The decisions built on the statistics: audit trust against the perfect-judge reference
+and uninformed judges, probe direction vs consistency against a placebo floor, and
+prediction-powered rates that keep coverage. Small versions of benchmarks/verdicts.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from judgekit.nodata.decision import DecisionSettings, _p_misread, _reference, decide
+from judgekit.testing.simulate import audit_items, probe_verdicts
+
+
+def _decide(judge, **kw):
+    seed = kw.pop("seed", 0)
+    return decide(audit_items(judge, seed=seed, **kw), DecisionSettings(seed=seed,
+                                                                        resamples=300))
+
+
+def test_reference_formula_pinned():
+    # two readings disagree with probability d = 2 p (1 - p)
+    assert _p_misread(2 * 0.05 * 0.95) == pytest.approx(0.05)
+    assert _p_misread(0.0) == 0.0 and _p_misread(0.7) == 0.5
+    d = np.full(3, 2 * 0.05 * 0.95)
+    q = 0.95 ** 3
+    assert _reference(d, d, 3, "both") == pytest.approx(q * q ** 3)
+    assert _reference(d, d, 2, "paper") == pytest.approx(q ** 2)
+    assert _reference(d, d, 3, "pair") == pytest.approx((1 - 2 * 0.05 * 0.95) ** 9)
+
+
+@pytest.mark.parametrize("rate", [0.88, 0.5])
+def test_always_pass_judge_is_never_trusted_skewed_or_balanced(rate):
+    d = _decide("always_pass", n=200, pass_rate=rate)
+    assert d["decision"] == "do not trust" and d["rule"] == "constant_judge"
+    if rate == 0.88:  # its success rate alone would have looked trustworthy
+        assert d["success_rate"] > 0.8
+
+
+def test_perfect_judge_under_a_noisy_verifier_is_judged_against_the_reference():
+    d = _decide("oracle", n=200, noise=0.05)
+    assert d["decision"] != "do not trust"
+    assert d["success_rate"] < 0.75  # ~0.95^12 = 0.54: a fixed 0.8 threshold would fail it
+    assert d["reference"] == pytest.approx(0.95 ** 12, abs=0.12)
+    assert d["relative_success_ci"][0] <= 1.0 <= d["relative_success_ci"][1] + 0.05
+    assert d["verifier"]["disagreement"] == pytest.approx(0.095, abs=0.03)
+
+
+def test_too_noisy_a_verifier_is_inconclusive_and_says_so():
+    d = _decide("oracle", n=200, noise=0.15)
+    assert d["decision"] == "inconclusive" and d["rule"] == "verifier_inconsistent"
+    assert "disagrees with itself on" in d["reason"]
+
+
+@pytest.mark.parametrize("judge,rule", [("random", "below_reference"),
+                                        ("liar", "below_reference")])
+def test_uninformed_and_lying_judges_are_not_trusted(judge, rule):
+    d = _decide(judge, n=200)
+    assert d["decision"] == "do not trust" and d["rule"] == rule
+
+
+def test_oracle_is_trusted_and_a_partly_random_judge_is_not():
+    assert _decide("oracle", n=200)["decision"] == "trust"
+    d = _decide("mostly_right", n=200)
+    assert d["decision"] == "inconclusive" and d["skill"] > 0
+
+
+def test_one_class_items_cannot_separate_a_judge_from_a_constant():
+    d = _decide("oracle", n=60, pass_rate=1.0)
+    # every item passes: the verifier's readings are all alike, so nothing can be decided
+    assert d["decision"] == "inconclusive" and d["rule"] in ("verifier_constant", "one_class")
+
+
+def test_audit_through_the_runner_on_skewed_data(tmp_path):
+    from judgekit.testing import judges
+
+    judges.write_audit_data(tmp_path, 60, seed=1, pass_rate=0.88)
+    res = judges.scripted_audit(tmp_path, "constant", "faithful", n=60)
+    v = res["verdict"]
+    assert v["decision"] == "do not trust" and v["rule"] == "constant_judge"
+    assert "whole claimed breakdown" in v["measures"]
+    assert v["verifier"]["rereads"] == 60 and v["verifier"]["disagreement"] == 0.0
+    report = (tmp_path / "constant_faithful_both_0.0" / "report.md").read_text()
+    assert "Which criterion the judge gets wrong" in report and "constant_judge" in report
+
+
+# ---- the probe ----------------------------------------------------------------------
+def _probe(kind, bias=0.0, seed=0, n=400, level=0.95):
+    from judgekit.probe.config import ProbeConfig
+    from judgekit.probe.runner import analyse
+
+    cfg = ProbeConfig.model_validate({"method": "probe", "data_path": "p.jsonl",
+                                      "models": {"judge": "mock/x"}, "level": level})
+    pairs, v = probe_verdicts(kind, n=n, seed=seed, bias=bias)
+    return analyse(cfg, pairs, v)
+
+
+def test_deterministic_unbiased_judge_is_neither_biased_nor_inconsistent():
+    flagged = 0
+    for s in range(5):
+        r = _probe("deterministic", seed=s)
+        assert r["rerun_flips"]["rate"] == 0.0  # temperature 0: re-runs never differ
+        assert r["noise_floor"]["rate"] > 0.1  # ... but the placebo moves unsure items
+        flagged += any(t["verdict"].startswith("inconsistent") for t in r["transforms"]) \
+            or any(b["verdict"] == "biased" for b in r["biases"])
+    assert flagged <= 1
+
+
+def test_a_five_point_position_bias_is_found_and_named_bias():
+    r = _probe("position", bias=0.05, seed=1)
+    pos = r["position_bias"]
+    assert pos["verdict"] == "biased" and pos["ci"][0] > 0
+    assert pos["bias"] == pytest.approx(0.05, abs=0.03)
+    assert r["padding_bias"]["verdict"] == "no bias shown"
+
+
+def test_probe_level_is_honoured_everywhere():
+    r90, r99 = _probe("position", bias=0.05, level=0.90), _probe("position", bias=0.05,
+                                                                level=0.99)
+    w = [p["position_bias"]["ci"][1] - p["position_bias"]["ci"][0] for p in (r90, r99)]
+    assert w[0] < w[1] and r90["level"] == 0.90
+    nf = [p["noise_floor"]["ci"][1] - p["noise_floor"]["ci"][0] for p in (r90, r99)]
+    assert nf[0] < nf[1]
+
+
+# ---- prediction-powered rates ---------------------------------------------------------
+def test_importance_sampling_keeps_coverage_when_the_judge_errs_on_stable_items():
+    from judgekit.stats.agreement import importance_inclusion, ppi_weighted
+
+    rng = np.random.default_rng(5)
+    n_items, rate, hits, draws = 2000, 0.3, 0, 300
+    for _ in range(draws):
+        y = (rng.random(n_items) < rate).astype(float)
+        unstable = rng.random(n_items) < 0.3
+        wrong = ~unstable & (rng.random(n_items) < 0.15 / 0.7)  # errors on stable items
+        f = np.where(wrong, 1 - y, y)
+        pi = importance_inclusion(unstable.astype(float), 30)
+        assert pi.min() >= 0.5 * 30 / n_items  # the uniform half of the mixture
+        lab = np.flatnonzero(rng.random(n_items) < pi)
+        c = ppi_weighted(f, lab, y[lab], pi, level=0.90)
+        assert 0.0 <= c.ci[0] <= c.ci[1] <= 1.0
+        hits += c.ci[0] <= rate <= c.ci[1]
+    assert hits / draws >= 0.87
+
+
+def test_power_tuning_never_makes_a_weak_judge_widen_the_interval():
+    from judgekit.stats.agreement import ppi_mean
+
+    rng = np.random.default_rng(2)
+    ratios = []
+    for _ in range(200):
+        y = (rng.random(1000) < 0.1).astype(float)
+        f = np.where(rng.random(1000) < 0.4, 1 - y, y)  # accuracy 0.6
+        lab = rng.choice(1000, 30, replace=False)
+        c = ppi_mean(f, f[lab], y[lab], level=0.90)
+        assert 0.0 <= c.ci[0] <= c.ci[1] <= 1.0 and c.human_only_ci[1] > c.human_only_ci[0]
+        ratios.append((c.ci[1] - c.ci[0]) / (c.human_only_ci[1] - c.human_only_ci[0]))
+    assert np.mean(ratios) <= 1.02
+
+
+def test_vb_answer_keys_keep_what_changes_meaning():
+    from judgekit.data.qa import normalise_answer as key
+
+    for a, b in [("+1", "-1"), ("Rr", "RR"), ("1.5", "15"), ("CO", "Co"), ("50%", "50")]:
+        assert key(a) != key(b), (a, b)
+    assert key("Paris.") == key("paris") and key("  The  Answer ") == key("The answer")
+
+
+def test_pairs_from_draws_from_every_named_dataset(tmp_path):
+    from pathlib import Path
+
+    from judgekit.probe.pairs import pairs_from_datasets
+
+    data = Path(__file__).resolve().parents[1] / "experiments" / "data"
+    paths = {"truthfulqa": str(data / "truthfulqa_excerpt.csv"),
+             "arc": str(data / "arc_challenge_dev_excerpt.jsonl")}
+    got = pairs_from_datasets(["truthfulqa", "arc"], paths, 6, seed=3)
+    assert {p.id.split(":")[0] for p in got} == {"truthfulqa", "arc"} and len(got) == 6
+    again = pairs_from_datasets(["truthfulqa", "arc"], paths, 6, seed=3)
+    assert [p.id for p in got] == [p.id for p in again]
+    other = pairs_from_datasets(["truthfulqa", "arc"], paths, 6, seed=4)
+    assert [p.id for p in got] != [p.id for p in other]
