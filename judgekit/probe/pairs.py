@@ -102,3 +102,15 @@ def attach_human_labels(pairs: list[Pair], path: str | Path) -> None:
         if key not in by_id:
             raise DataError(f"{p} line {n}: id {key!r} is not one of the judged pairs")
         by_id[key].human = lab
+
+
+PLACEBO = "placebo"
+
+
+def placebo_tag(seed: int, item_id: str) -> str:
+    """An irrelevant reference id appended to the question: a change that cannot matter,
+    measured exactly like the transforms, so that a deterministic (temperature 0)
+    judge's noise floor is not 0 by construction."""
+    import hashlib
+
+    return f" [ref {hashlib.sha256(f'{seed}|{item_id}'.encode()).hexdigest()[:6]}]"

@@ -20,6 +20,7 @@ from judgekit.llm import Call, Client
 from judgekit.nodata import llm_stages as st
 from judgekit.nodata.rubric import Rubric, load_rubric
 from judgekit.probe.config import ProbeConfig
+from judgekit.probe.pairs import PLACEBO, placebo_tag
 
 
 def _rubric_vars(item: JudgedItem, output: str, rubric: Rubric) -> dict[str, Any]:
@@ -52,8 +53,6 @@ def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any, ke
         text = render(tt.template, {"answer": item.Output, "question": item.Prompt})
         out.append((tt.name, 0, _rubric_vars(item, text, rubric)))
     if cfg.placebo:
-        from judgekit.probe.runner import PLACEBO, placebo_tag
-
         tagged = item.model_copy(update={"Prompt": item.Prompt + placebo_tag(cfg.seed, key)})
         out.append((PLACEBO, 0, _rubric_vars(tagged, item.Output, rubric)))
     return out

@@ -22,7 +22,14 @@ from pydantic import BaseModel
 from judgekit.config import run_with_client
 from judgekit.llm import Call, Client, Stage
 from judgekit.probe.config import ProbeConfig
-from judgekit.probe.pairs import Pair, attach_human_labels, load_pairs, pairs_from_datasets
+from judgekit.probe.pairs import (
+    PLACEBO,
+    Pair,
+    attach_human_labels,
+    load_pairs,
+    pairs_from_datasets,
+    placebo_tag,
+)
 from judgekit.runio import md_table, publish, write_failures
 from judgekit.stats.agreement import (
     agreement,
@@ -83,16 +90,6 @@ def variants(cfg: ProbeConfig, pair: Pair, index: int, render: Any) -> list[Vari
     return out
 
 
-PLACEBO = "placebo"
-
-
-def placebo_tag(seed: int, item_id: str) -> str:
-    """An irrelevant reference id appended to the question: a change that cannot matter,
-    measured exactly like the transforms, so that a deterministic (temperature 0)
-    judge's noise floor is not 0 by construction."""
-    import hashlib
-
-    return f" [ref {hashlib.sha256(f'{seed}|{item_id}'.encode()).hexdigest()[:6]}]"
 
 
 def _call(cfg: ProbeConfig, pair: Pair, v: Variant) -> Call:
