@@ -29,11 +29,12 @@ class ProviderError(JudgekitError):
 
     def __init__(self, message: str, *, status: int | None = None,
                  retry_after: float | None = None, retryable: bool = False,
-                 kind: str | None = None) -> None:
+                 kind: str | None = None, fatal: bool | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
-        self.retryable = retryable
+        self._fatal = fatal
+        self.retryable = retryable and not self.fatal
         if kind is None:
             kind = "http_4xx" if status is not None and 400 <= status < 500 and not retryable \
                 else "transport"
@@ -41,8 +42,11 @@ class ProviderError(JudgekitError):
 
     @property
     def fatal(self) -> bool:
-        """Errors that no other call of the run can escape: bad key, no access, no model."""
-        return self.status in (401, 403, 404)
+        """Errors that no other call of the run can escape: bad key, billing or quota, no
+        access, no model (the provider decides by status or by its error code)."""
+        if self._fatal is not None:
+            return self._fatal
+        return self.status in (401, 402, 403, 404)
 
 
 class DryRun(JudgekitError):

@@ -28,7 +28,7 @@ from filelock import FileLock
 
 from judgekit.errors import ProviderError, RunAborted
 from judgekit.llm.batch_api import BatchAPI, BatchItem, BatchStatus, batch_api_for
-from judgekit.llm.secrets import scrub, scrub_text
+from judgekit.llm.secrets import clip, scrub, scrub_text
 from judgekit.llm.stage import Call, Stage
 from judgekit.llm.structured import ParseFailure, parse_output
 from judgekit.llm.types import ProviderRequest, StageResult, Usage
@@ -323,7 +323,7 @@ def _handle(client: Client, stage: Stage, state: _State, item: BatchItem,
     state.model = comp.model or state.prep.provider.resolve_model()
     if comp.refusal is not None or comp.finish_reason == "refusal":
         _fail(client, stage, state, "refusal", f"the model refused: "
-              f"{(comp.refusal or comp.text)[:300]}", done)
+              f"{clip(comp.refusal or comp.text, 300)}", done)
         return
     try:
         parsed = parse_output(comp.text, stage.output)

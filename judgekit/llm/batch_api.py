@@ -22,7 +22,7 @@ import aiohttp
 
 from judgekit.errors import ProviderError
 from judgekit.llm.providers.anthropic import API_VERSION, messages_payload, parse_messages_response
-from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, _error_message
+from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, error_message
 from judgekit.llm.providers.openai import OpenAIProvider, chat_payload, parse_chat_response
 from judgekit.llm.secrets import scrub_text
 from judgekit.llm.types import Completion, ProviderRequest
@@ -92,7 +92,7 @@ class BatchAPI:
                     text = body.decode("utf-8", errors="replace")
                     raise ProviderError(
                         scrub_text(f"{self.name} batch: HTTP {resp.status} from {url}: "
-                                   f"{_error_message(text)}"),
+                                   f"{error_message(text)}"),
                         status=resp.status, retryable=resp.status in RETRYABLE_STATUS)
                 return bytes(body)
         except aiohttp.ClientError as exc:

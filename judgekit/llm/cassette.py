@@ -11,6 +11,14 @@ to ``<file>.journal`` (one JSON line, flushed) as soon as it arrives, under a
 file lock, so kill -9 loses at most the calls in flight; ``save`` compacts the
 file, the journal and this process's entries into the sorted file, again under
 the lock, so two writers never drop each other's entries.
+
+What a crash or a full disk can leave behind is handled where it is read: a torn
+line (a write cut short) is dropped with a warning, and cut off before the next
+append so it never fuses with a good line; a journal older than its cassette (the
+cassette was updated, e.g. by git, after a run was killed) never overrides the
+cassette's entries; compaction writes a temporary file and renames it, so the
+committed file is either the old or the new one, and a failed compaction keeps the
+journal. A replay-only run (mode ``none``) never writes either file.
 """
 
 from __future__ import annotations
@@ -26,9 +34,9 @@ from typing import Any
 
 from filelock import FileLock
 
-from judgekit.errors import CassetteMissError, ConfigError
+from judgekit.errors import CassetteMissError, ConfigError, RunAborted
 from judgekit.llm.identity import canonical_json, identity_key, nearest
-from judgekit.llm.secrets import has_secret, scrub
+from judgekit.llm.secrets import has_secret, has_secret_value, scrub, scrub_data
 
 log = logging.getLogger("judgekit.cassette")
 
@@ -76,6 +84,17 @@ class Cassette:
             return entry["response"]  # type: ignore[no-any-return]
         return None
 
+    def refresh(self, key: str) -> dict[str, Any] | None:
+        """Re-read the journal for ``key`` (another process may have recorded it)."""
+        try:
+            entry = read_journal(self.journal).get(key)
+        except CassetteError:
+            return None
+        if entry is None:
+            return None
+        self.entries[key] = entry
+        return entry["response"]  # type: ignore[no-any-return]
+
     def forget(self, key: str) -> None:
         """Drop an entry this run will re-record (e.g. it no longer fits the output model)."""
         self.entries.pop(key, None)
@@ -100,47 +119,116 @@ class Cassette:
         )
 
     def put(self, key: str, identity: dict[str, Any], response: dict[str, Any]) -> None:
-        """Record an entry and append it to the journal at once (crash-safe)."""
-        identity, response = scrub(identity), scrub(response)
+        """Record an entry and append it to the journal at once (crash-safe).
+
+        The identity is the user's data (prompts, judged text): only secret values are
+        redacted from it. The response came from the provider: key-shaped text is too.
+        A journal that cannot be written (disk full, read-only) stops the run: calls that
+        cannot be kept must not be paid for."""
+        identity, response = scrub_data(identity), scrub(response)
         entry = {"identity": identity, "response": response, "sha256": response_hash(response)}
         line = json.dumps({"key": key, **entry}, sort_keys=True, ensure_ascii=False) + "\n"
         with self._lock:
             self.entries[key] = entry
-            self.recorded[key] = entry
             self.used.add(key)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._file_lock, open(self.journal, "a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self._file_lock:
+                    _append(self.journal, line.encode("utf-8"))
+            except OSError as exc:
+                raise RunAborted(
+                    f"cannot record to {self.journal}: {exc.strerror or exc}; stopping so no "
+                    "more calls are paid for without being kept (the answers recorded "
+                    "before are kept; free the space or fix the folder's permissions, then "
+                    "rerun to resume)") from None
+            self.recorded[key] = entry
 
     def save(self) -> None:
-        """Compact file + journal + this run's entries into the sorted file."""
+        """Compact file + journal + this run's entries into the sorted file. Never in
+        mode none; if the compaction cannot be written the journal is kept."""
         with self._lock:
-            if not self.recorded and not self.journal.exists():
+            if self.mode == "none" or (not self.recorded and not self.journal.exists()):
                 return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._file_lock:
-                base = {} if self.mode == "all" else read_entries(self.path, missing_ok=True)
-                merged = {**base, **read_journal(self.journal), **self.recorded}
-                _write(self.path, merged)
-                self.journal.unlink(missing_ok=True)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self._file_lock:
+                    base = {} if self.mode == "all" else read_entries(self.path,
+                                                                      missing_ok=True)
+                    merged = {**base, **read_journal(self.journal, base=self.path),
+                              **self.recorded}
+                    _write(self.path, merged)
+                    self.journal.unlink(missing_ok=True)
+            except OSError as exc:
+                log.warning("judgekit: could not compact the cassette %s (%s); its answers "
+                            "are kept in %s and read from there next time", self.path,
+                            exc.strerror or exc, self.journal)
+                return
             self.recorded = {}
 
     def unused(self) -> list[str]:
         return sorted(set(self.entries) - self.used)
 
 
+def _append(journal: Path, line: bytes) -> None:
+    """Append one line; first cut off a torn tail (a write cut short by a kill or a full
+    disk) so the new line never fuses with it. A short write is undone the same way."""
+    with open(journal, "ab+") as fh:
+        end = fh.seek(0, os.SEEK_END)
+        if end:
+            fh.seek(max(0, end - 1))
+            if fh.read(1) != b"\n":
+                cut = _last_newline(fh, end)
+                log.warning("judgekit: %s: dropped a torn last line (%d bytes; a recorder "
+                            "was stopped mid-write)", journal, end - cut)
+                fh.truncate(cut)
+                end = cut
+        fh.seek(end)
+        try:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+        except OSError:
+            try:
+                fh.truncate(end)
+            except OSError:
+                pass  # the reader drops the torn line instead
+            raise
+
+
+def _last_newline(fh: Any, end: int) -> int:
+    """Offset just past the last newline before ``end`` (0 if there is none)."""
+    pos = end
+    while pos > 0:
+        step = min(65536, pos)
+        fh.seek(pos - step)
+        chunk = fh.read(step)
+        i = chunk.rfind(b"\n")
+        if i >= 0:
+            return pos - step + i + 1
+        pos -= step
+    return 0
+
+
 def _write(path: Path, entries: dict[str, dict[str, Any]]) -> None:
+    """Write the sorted file atomically: a temporary file, synced, then renamed; on any
+    error the temporary file is removed and the committed file is untouched."""
     doc = {"version": VERSION,
            "entries": [{"key": k, **entries[k]} for k in sorted(entries)]}
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                   encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_all(path: Path, journal: Path) -> dict[str, dict[str, Any]]:
-    return {**read_entries(path, missing_ok=True), **read_journal(journal)}
+    """The cassette's entries with the journal's applied over them; a stale journal
+    (older than the cassette) only adds entries the cassette lacks."""
+    return {**read_entries(path, missing_ok=True), **read_journal(journal, base=path)}
 
 
 def read_entries(path: Path, *, missing_ok: bool = False) -> dict[str, dict[str, Any]]:
@@ -164,27 +252,48 @@ def read_entries(path: Path, *, missing_ok: bool = False) -> dict[str, dict[str,
     return out
 
 
-def read_journal(journal: Path) -> dict[str, dict[str, Any]]:
-    """Entries appended by recorders; a torn last line (a kill mid-write) is skipped."""
+def read_journal(journal: Path, base: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Entries appended by recorders. A line that is not JSON is a write cut short (a
+    kill, a full disk) and is dropped with a warning; a line that parses but fails its
+    checks (an edit by hand) is an error. If ``base`` (the cassette) is newer than the
+    journal, the journal is stale and yields only the keys the cassette lacks."""
     if not journal.exists():
         return {}
-    lines = journal.read_text(encoding="utf-8").split("\n")
+    try:
+        data = journal.read_bytes()
+    except OSError as exc:
+        raise CassetteError(f"cassette journal {journal} cannot be read: {exc}") from exc
     out: dict[str, dict[str, Any]] = {}
-    for i, line in enumerate(lines):
-        if not line.strip():
+    torn = 0
+    for i, raw_line in enumerate(data.split(b"\n")):
+        if not raw_line.strip():
             continue
         try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if i == len(lines) - 1:  # no newline yet: the write was cut short
-                log.warning("judgekit: %s: skipped a partial last line (a recorder was "
-                            "stopped mid-write)", journal)
-                continue
-            raise CassetteError(f"cassette journal {journal}: line {i + 1} is not JSON: "
-                                f"{exc}") from exc
+            raw = json.loads(raw_line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            torn += 1
+            continue
         key, entry = check_entry(raw, f"cassette journal {journal}: line {i + 1}")
         out[key] = entry
+    if torn:
+        log.warning("judgekit: %s: dropped %d torn line(s) (a recorder was stopped "
+                    "mid-write); those calls are asked again", journal, torn)
+    if base is not None and out and _older(journal, base):
+        committed = read_entries(base, missing_ok=True)
+        stale = [k for k in out if k in committed and out[k]["sha256"] != committed[k]["sha256"]]
+        if stale:
+            log.warning("judgekit: %s is older than %s; its %d conflicting entr%s ignored "
+                        "(the cassette wins)", journal, base, len(stale),
+                        "y is" if len(stale) == 1 else "ies are")
+        out = {k: v for k, v in out.items() if k not in committed}
     return out
+
+
+def _older(journal: Path, base: Path) -> bool:
+    try:
+        return journal.stat().st_mtime < base.stat().st_mtime
+    except OSError:
+        return False
 
 
 def check_entry(raw: Any, where: str) -> tuple[str, dict[str, Any]]:
@@ -227,8 +336,8 @@ def verify(path: Path) -> list[str]:
     problems = []
     if doc.get("version") != VERSION:
         problems.append(f"{path}: format version {doc.get('version')!r}, expected {VERSION}")
-    if has_secret(text):
-        problems.append(f"{path}: contains something shaped like an API key")
+    if has_secret_value(text):
+        problems.append(f"{path}: contains the value of a secret environment variable")
     seen: set[str] = set()
     for i, raw in enumerate(doc["entries"]):
         try:
@@ -241,6 +350,11 @@ def verify(path: Path) -> list[str]:
         seen.add(key)
         if identity_key(entry["identity"]) != key:
             problems.append(f"{path}: entry {i} ({key[:12]}) key does not match its identity")
+        if has_secret(canonical_json(entry["response"])):
+            # Only what came from the provider: key-shaped text in the identity is the
+            # user's own data (a prompt, a judged answer), not a leak.
+            problems.append(f"{path}: entry {i} ({key[:12]}) response contains something "
+                            "shaped like an API key")
         bad = _schema_problem(entry)
         if bad:
             problems.append(f"{path}: entry {i} ({key[:12]}) parsed value fails the stage "

@@ -15,6 +15,7 @@ stage whose failures exceed the failure budget.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import random
@@ -43,12 +44,13 @@ from judgekit.errors import (
 )
 from judgekit.llm.cache import ResponseCache
 from judgekit.llm.cassette import Cassette
+from judgekit.llm.claims import Claims
 from judgekit.llm.identity import identity_key, request_identity
 from judgekit.llm.pricing import cost_usd
 from judgekit.llm.providers import Provider, make_provider, parse_model_string
-from judgekit.llm.secrets import scrub, scrub_text
+from judgekit.llm.secrets import clip, scrub, scrub_text
 from judgekit.llm.stage import Call, Stage
-from judgekit.llm.structured import ParseFailure, parse_output
+from judgekit.llm.structured import ParseFailure, looks_like_refusal, parse_output
 from judgekit.llm.templates import TemplateLibrary
 from judgekit.llm.types import (
     ANSWER_FAILURES,
@@ -168,6 +170,7 @@ class Client:
         self.batch_requests_submitted = 0
         self.batch_fallbacks = 0
         self.batch_notices: set[str] = set()  # models told once that they run online
+        self.claims = _claims_for(self.cache, self.cassette)
 
     # ---- public API -------------------------------------------------------------
     async def run(self, stage: Stage, variables: dict[str, Any], *, model: str, draw: int = 0,
@@ -317,6 +320,8 @@ class Client:
         if self.cache is not None:
             self.cache.close()
             self.cache = None
+        if self.claims is not None:
+            self.claims.close()
 
     def __enter__(self) -> Client:
         return self
@@ -403,20 +408,26 @@ class Client:
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            req = ProviderRequest(model=provider.resolve_model(), messages=messages,
-                                  sampling=samp, schema=stage.schema, schema_name=stage.name,
-                                  base_url=provider.base_url, timeout=self.settings.timeout,
-                                  draw=draw)
-            async with self._limit(provider):
-                if self._aborted is not None:
-                    raise RunAborted(str(self._aborted))
-                try:
-                    record = await self._call(provider, req, stage)
-                except (RunAborted, JudgekitError) as exc:
-                    self._aborted = exc
-                    raise
-            record = scrub(record)
-            self._store(key, identity, record)
+            async with self._claim(key) as waited:
+                if waited:  # another process had this call in flight: use its answer
+                    rec = self._recheck(key, identity, stage)
+                    if rec is not None:
+                        fut.set_result(rec)
+                        return rec, "cache"
+                req = ProviderRequest(model=provider.resolve_model(), messages=messages,
+                                      sampling=samp, schema=stage.schema,
+                                      schema_name=stage.name, base_url=provider.base_url,
+                                      timeout=self.settings.timeout, draw=draw)
+                async with self._limit(provider):
+                    if self._aborted is not None:
+                        raise RunAborted(str(self._aborted))
+                    try:
+                        record = await self._call(provider, req, stage)
+                        record = scrub(record)
+                        self._store(key, identity, record)
+                    except (RunAborted, JudgekitError) as exc:
+                        self._aborted = exc
+                        raise
             fut.set_result(record)
             return record, "provider"
         except BaseException as exc:
@@ -425,6 +436,23 @@ class Client:
             raise
         finally:
             self._inflight.pop(key, None)
+
+    def _claim(self, key: str) -> Any:
+        if self.claims is None:
+            return contextlib.nullcontext(False)
+        return self.claims.hold(key)
+
+    def _recheck(self, key: str, identity: dict[str, Any], stage: Stage
+                 ) -> dict[str, Any] | None:
+        """After waiting on another process's claim: its stored answer, if it fits."""
+        rec = self.cache.get(key) if self.cache is not None else None
+        if rec is None and self.cassette is not None:
+            rec = self.cassette.refresh(key)
+        if rec is None or _check_record(rec, stage)[0] is not None or not rec.get("ok"):
+            return None
+        if self.cassette is not None and key not in self.cassette.entries:
+            self.cassette.put(key, identity, rec)
+        return rec
 
     async def _call(self, provider: Provider, req: ProviderRequest,
                     stage: Stage) -> dict[str, Any]:
@@ -455,25 +483,31 @@ class Client:
         try:
             async for attempt in retrying:
                 with attempt:
-                    state.attempts += 1
-                    comp = await self._transport(provider, _with_messages(req, state.messages))
+                    comp = await self._transport(provider, _with_messages(req, state.messages),
+                                                 state)
                     state.answer(comp)
                     if comp.refusal is not None or comp.finish_reason == "refusal":
                         raise _Terminal("refusal", f"the model refused: "
-                                                   f"{(comp.refusal or comp.text)[:300]}")
+                                                   f"{clip(comp.refusal or comp.text, 300)}")
                     try:
                         state.parsed = parse_output(comp.text, stage.output)
                     except ParseFailure as exc:
                         if comp.finish_reason == "length":
                             raise _Terminal("truncated", "the answer was cut off at the token "
                                             f"limit and does not parse: {exc}") from None
+                        if looks_like_refusal(comp.text):
+                            # A plain-text refusal: asking again pays for the same answer.
+                            raise _Terminal("refusal", "the model refused in plain text: "
+                                            f"{clip(comp.text, 300)}") from None
                         state.error = str(exc)
                         state.messages = _reask(state.messages, comp.text, str(exc))
                         raise
         except RetryError:
             state.fail("parse", state.error or "no valid answer")
 
-    async def _transport(self, provider: Provider, req: ProviderRequest) -> Completion:
+    async def _transport(self, provider: Provider, req: ProviderRequest,
+                         state: _CallState) -> Completion:
+        """Send ``req``, retrying transient errors; every request sent counts as an attempt."""
         s = self.settings
 
         def wait(rs: Any) -> float:
@@ -490,6 +524,7 @@ class Client:
                                  sleep=self._sleep, reraise=True)
         async for attempt in retrying:
             with attempt:
+                state.attempts += 1
                 return await provider.generate(req)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -498,8 +533,14 @@ class Client:
         only to the cassette so a replay reproduces them; transport failures nowhere."""
         stored = False
         if record["ok"] and self.cache is not None:
+            was = self.cache.available
             self.cache.set(key, record)
-            stored = True
+            stored = self.cache.available
+            if was and not stored and self.cassette is None:
+                raise RunAborted(
+                    f"the response cache at {self.cache.directory} can no longer be written "
+                    "(see the warning above); stopping so no more calls are paid for without "
+                    "being kept. Answers stored before are kept; fix the disk and rerun.")
         if self.cassette is not None and (record["ok"] or record.get("kind") in ANSWER_FAILURES):
             self.cassette.put(key, identity, record)
             stored = True
@@ -507,12 +548,10 @@ class Client:
 
     def _result(self, stage: Stage, key: str, rec: dict[str, Any], value: Any,
                 source: str) -> StageResult[Any]:
-        u = rec.get("usage") or {}
         ok = value is not None
         return StageResult(stage=stage.name, key=key, ok=ok, value=value,
                            raw=rec.get("text", ""), attempts=int(rec.get("attempts", 0)),
-                           usage=Usage(int(u.get("prompt_tokens", 0)),
-                                       int(u.get("completion_tokens", 0))),
+                           usage=Usage.from_dict(rec.get("usage")),
                            model=rec.get("model", ""), error=None if ok else rec.get("error"),
                            source=source, mean_token_entropy=rec.get("mean_token_entropy"),
                            kind=None if ok else (rec.get("kind") or "parse"))
@@ -525,7 +564,7 @@ class Client:
             st.failed += 1
             st.failed_by_kind[kind] = st.failed_by_kind.get(kind, 0) + 1
             st.failures.append({"key": res.key[:12], "kind": kind, "attempts": res.attempts,
-                                "error": res.error, "raw": res.raw[:300]})
+                                "error": res.error, "raw": clip(res.raw, 300)})
             self.failure_log.append({"stage": res.stage, "key": res.key, "kind": kind,
                                      "model": model, "attempts": res.attempts,
                                      "error": res.error, "source": res.source,
@@ -536,7 +575,9 @@ class Client:
         st.completion_tokens += res.usage.completion_tokens
         if res.source not in ("provider", "batch"):
             return
-        c = cost_usd(model, res.usage.prompt_tokens, res.usage.completion_tokens)
+        u = res.usage
+        c = cost_usd(model, u.prompt_tokens, u.completion_tokens, u.cache_write_tokens,
+                     u.cache_read_tokens)
         if c is not None and res.source == "batch":
             c *= BATCH_PRICE  # the providers' batch services bill half the online price
         st.cost_usd = None if c is None or st.cost_usd is None else st.cost_usd + c
@@ -559,7 +600,7 @@ class Client:
             last = st.failures[-1]["error"] if st.failures else ""
             raise RunAborted(
                 f"stage {stage}: {what}: {kinds}; stopping so a broken prompt or endpoint "
-                f"does not pay for every item (last error: {scrub_text(str(last))[:200]}); "
+                f"does not pay for every item (last error: {clip(str(last), 200)}); "
                 "fix it and rerun (answers so far are kept), or raise max_failures")
 
 
@@ -613,6 +654,15 @@ class _CallState:
             rec["kind"] = self.kind or "parse"
             rec["transcript"] = self.messages
         return rec
+
+
+def _claims_for(cache: ResponseCache | None, cassette: Cassette | None) -> Claims | None:
+    """Claims live beside the storage runs share: the cache, else the cassette."""
+    if cache is not None and cache.available:
+        return Claims(cache.directory / "inflight")
+    if cassette is not None and cassette.mode != "none":
+        return Claims(cassette.path.with_name(f".{cassette.path.name}.inflight"))
+    return None
 
 
 def normalise_budget(budget: Any) -> int | float | None:

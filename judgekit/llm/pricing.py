@@ -18,10 +18,26 @@ PRICES: dict[str, tuple[float, float]] = {
 FREE_PROVIDERS = ("local/", "mock/")
 
 
-def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+# Prompt-cache rates as multiples of the input price: (write, read). Anthropic bills a
+# 5-minute cache write at 1.25x and a read at 0.1x; OpenAI's cached input is 0.25x for
+# the GPT-4.1 family and 0.5x for GPT-4o and o3-mini, with no write surcharge.
+CACHE_RATES: dict[str, tuple[float, float]] = {
+    "anthropic/": (1.25, 0.10),
+    "openai/gpt-4.1": (1.0, 0.25),
+    "openai/": (1.0, 0.50),
+}
+
+
+def cost_usd(model: str, prompt_tokens: int, completion_tokens: int,
+             cache_write_tokens: int = 0, cache_read_tokens: int = 0) -> float | None:
+    """USD for one or more requests; ``prompt_tokens`` includes the cache tokens."""
     if model.startswith(FREE_PROVIDERS):
         return 0.0
     price = PRICES.get(model)
     if price is None:
         return None
-    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
+    write_x, read_x = next((r for p, r in CACHE_RATES.items() if model.startswith(p)),
+                           (1.0, 1.0))
+    plain = max(0, prompt_tokens - cache_write_tokens - cache_read_tokens)
+    prompt = plain + cache_write_tokens * write_x + cache_read_tokens * read_x
+    return (prompt * price[0] + completion_tokens * price[1]) / 1e6

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from typing import Any
 
 _SECRET_ENV = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD)$")
@@ -34,14 +35,52 @@ def secret_values() -> list[str]:
                   reverse=True)
 
 
-def scrub_text(text: str, secrets: list[str] | None = None) -> str:
+# Between two characters of a key, what a provider's echo may insert: whitespace and
+# line breaks, their JSON escapes, and a backslash-newline continuation.
+_SEP = r"(?:\s|\\[nrt]|\\\r?\n)*"
+
+
+def _char(c: str) -> str:
+    """A key character, literal or JSON-escaped (a backslash-u hex escape, or an escaped
+    slash)."""
+    forms = [re.escape(c), "\\\\u" + "".join(f"[{h.lower()}{h.upper()}]" if h.isalpha()
+                                                else h for h in f"{ord(c):04x}")]
+    if c == "/":
+        forms.append(r"\\/")
+    return "(?:" + "|".join(forms) + ")"
+
+
+@lru_cache(maxsize=64)
+def _value_pattern(secret: str) -> re.Pattern[str]:
+    """Finds ``secret`` however an echo split or escaped it: each character literal or
+    JSON-escaped, with whitespace or escaped line breaks allowed between characters."""
+    chars = [c for c in secret if not c.isspace()]
+    return re.compile(_SEP.join(_char(c) for c in chars))
+
+
+def scrub_values(text: str, secrets: list[str] | None = None) -> str:
+    """Redact the secret values themselves (exact, split or escaped); nothing else."""
     secrets = secret_values() if secrets is None else secrets
     for s in secrets:
         if s in text:
             text = text.replace(s, REDACTED)
+        if s[:1] in text or "\\u" in text:
+            text = _value_pattern(s).sub(REDACTED, text)
+    return text
+
+
+def scrub_text(text: str, secrets: list[str] | None = None) -> str:
+    """Redact secret values (however split or escaped) and key-shaped tokens. Scrub
+    before cutting a text short: a key cut in half no longer matches anything."""
+    text = scrub_values(text, secrets)
     if "sk-" in text or "Bearer" in text:
         text = _KEY_SHAPES.sub(_redact_if_keyish, text)
     return text
+
+
+def clip(text: str, n: int) -> str:
+    """``text`` scrubbed, then cut to ``n`` characters (never the other way round)."""
+    return scrub_text(text)[:n]
 
 
 def _redact_if_keyish(m: re.Match[str]) -> str:
@@ -63,5 +102,22 @@ def scrub(obj: Any, secrets: list[str] | None = None) -> Any:
     return obj
 
 
+def scrub_data(obj: Any, secrets: list[str] | None = None) -> Any:
+    """Scrub user data (prompts, judged text): only the secret values are redacted, never
+    key-shaped text, which in data is the user's own content."""
+    secrets = secret_values() if secrets is None else secrets
+    if isinstance(obj, str):
+        return scrub_values(obj, secrets)
+    if isinstance(obj, dict):
+        return {k: scrub_data(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [scrub_data(v, secrets) for v in obj]
+    return obj
+
+
 def has_secret(text: str) -> bool:
     return scrub_text(text) != text
+
+
+def has_secret_value(text: str) -> bool:
+    return scrub_values(text) != text

@@ -46,3 +46,18 @@ def parse_output(text: str, model: type[BaseModel]) -> BaseModel:
 
 def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
+
+
+# How models open a refusal in plain text (no JSON at all). Checked only on an answer
+# that failed to parse, so a refusal costs one request instead of five.
+_REFUSAL = re.compile(
+    r"^\W*(?:I\s*(?:'m|’m| am)\s+(?:sorry|unable|not able)|I\s+(?:can\s*not|can't|can’t|"
+    r"won't|won’t|will not|must decline|do not feel comfortable|don't feel comfortable)|"
+    r"Sorry,? (?:but )?I|I apologi[sz]e|As an AI|Unfortunately,? I (?:can|am|cannot))",
+    re.IGNORECASE)
+
+
+def looks_like_refusal(text: str) -> bool:
+    """A plain-text refusal: no JSON object in it, and it opens the way refusals do."""
+    t = text.strip()
+    return bool(t) and "{" not in t and len(t) < 2000 and bool(_REFUSAL.match(t))

@@ -18,15 +18,35 @@ ANSWER_FAILURES = frozenset({"parse", "refusal", "truncated"})
 
 @dataclass
 class Usage:
+    """Tokens of one or more requests. ``prompt_tokens`` counts every input token,
+    including those written to or read from the provider's prompt cache, which are
+    also counted apart (``cache_write_tokens``, ``cache_read_tokens``) because they are
+    billed at other rates."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.cache_read_tokens += other.cache_read_tokens
 
     def as_dict(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        out = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        if self.cache_write_tokens:  # only when used: older records keep their shape
+            out["cache_write_tokens"] = self.cache_write_tokens
+        if self.cache_read_tokens:
+            out["cache_read_tokens"] = self.cache_read_tokens
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> Usage:
+        d = d or {}
+        return cls(*(int(d.get(k, 0) or 0) for k in (
+            "prompt_tokens", "completion_tokens", "cache_write_tokens", "cache_read_tokens")))
 
 
 @dataclass

@@ -13,6 +13,7 @@ import numpy as np
 from judgekit.config import run_with_client
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
+from judgekit.llm.secrets import clip
 from judgekit.runio import publish, write_failures
 from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
@@ -213,7 +214,7 @@ def _failure(r: dict[str, Any], i: int) -> dict[str, Any] | None:
             continue
         if not res.ok:
             return {"stage": stage, "attempts": res.attempts, "error": res.error,
-                    "raw": res.raw[:300]}
+                    "raw": clip(res.raw, 300)}
     return None
 
 

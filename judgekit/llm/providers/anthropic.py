@@ -8,9 +8,13 @@ from typing import Any
 
 from judgekit.errors import ProviderError
 from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, ProviderRequest, Usage
 
 API_VERSION = "2023-06-01"
+# Anthropic stop reasons in the client's terms: both token limits are a cut-off answer.
+STOP_REASONS = {"max_tokens": "length", "model_context_window_exceeded": "length",
+                "end_turn": "stop", "stop_sequence": "stop"}
 
 
 def messages_payload(model: str, req: ProviderRequest) -> dict[str, Any]:
@@ -40,7 +44,7 @@ def messages_payload(model: str, req: ProviderRequest) -> dict[str, Any]:
 def parse_messages_response(data: dict[str, Any]) -> Completion:
     blocks = data.get("content")
     if not isinstance(blocks, list):
-        raise ProviderError(f"anthropic: response has no content list: {str(data)[:200]}",
+        raise ProviderError(f"anthropic: response has no content list: {clip(str(data), 200)}",
                             retryable=True)
     text = ""
     for block in blocks:
@@ -53,11 +57,13 @@ def parse_messages_response(data: dict[str, Any]) -> Completion:
             text += block.get("text", "")
     usage = data.get("usage") or {}
     stop = data.get("stop_reason")
+    # input_tokens excludes the prompt-cache tokens, which are billed apart.
+    write = int(usage.get("cache_creation_input_tokens", 0) or 0)
+    read = int(usage.get("cache_read_input_tokens", 0) or 0)
     return Completion(text=text, model=data.get("model", ""),
-                      usage=Usage(int(usage.get("input_tokens", 0) or 0),
-                                  int(usage.get("output_tokens", 0) or 0)),
-                      finish_reason={"max_tokens": "length", "end_turn": "stop"}.get(
-                          str(stop), stop),
+                      usage=Usage(int(usage.get("input_tokens", 0) or 0) + write + read,
+                                  int(usage.get("output_tokens", 0) or 0), write, read),
+                      finish_reason=STOP_REASONS.get(str(stop), stop),
                       refusal=(text or "stop_reason refusal") if stop == "refusal" else None)
 
 

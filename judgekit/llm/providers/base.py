@@ -6,15 +6,64 @@ import asyncio
 import json
 import math
 import os
+import re
 from typing import Any, ClassVar
+from urllib.parse import urlparse
 
 import aiohttp
 
 from judgekit.errors import ConfigError, MissingKeyError, ProviderError
-from judgekit.llm.secrets import scrub_text
+from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.types import Completion, ProviderRequest
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+# Statuses no other call of the run can escape: bad key, payment, no access, no model.
+RUN_WIDE_STATUS = frozenset({401, 402, 403, 404})
+# Error codes and types that mean the account, not the request: stop the run at once
+# (OpenAI's 429 insufficient_quota would otherwise be retried like a rate limit).
+RUN_WIDE_CODES = frozenset({
+    "insufficient_quota", "billing_hard_limit_reached", "billing_not_active",
+    "account_deactivated", "invalid_api_key", "invalid_organization", "unsupported_country",
+    "billing_error", "authentication_error", "permission_error", "not_found_error",
+    "model_not_found",
+})
+_RUN_WIDE_TEXT = re.compile(
+    r"credit balance is too low|exceeded your current quota|insufficient[_ ]quota|"
+    r"billing|payment required|purchase credits|account (?:is )?(?:deactivated|suspended)",
+    re.IGNORECASE)
+
+
+def error_fields(body: str) -> tuple[str, str, str]:
+    """(code, type, message) of a provider's JSON error body; empty strings if absent."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return "", "", body
+    err = data.get("error", data) if isinstance(data, dict) else data
+    if not isinstance(err, dict):
+        return "", "", str(err)
+    return (str(err.get("code") or ""), str(err.get("type") or ""),
+            str(err.get("message", err)))
+
+
+def run_wide(status: int | None, body: str) -> bool:
+    """Whether an error body means the account or model, not this request: billing,
+    quota, credentials, permission, an unknown model. Judged by status, by the
+    provider's error code/type, and by the wording the providers use."""
+    if status in RUN_WIDE_STATUS:
+        return True
+    code, etype, message = error_fields(body)
+    return code in RUN_WIDE_CODES or etype in RUN_WIDE_CODES or \
+        bool(_RUN_WIDE_TEXT.search(message))
+
+
+def check_base_url(url: str, provider: str) -> str:
+    """A base URL must be absolute http(s) with a host; anything else fails at once."""
+    parsed = urlparse(str(url))
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ConfigError(f"base URL {url!r} for {provider} must start with http:// or "
+                          "https:// and name a host, e.g. http://127.0.0.1:8080/v1")
+    return str(url)
 
 
 class Provider:
@@ -29,7 +78,7 @@ class Provider:
 
     def __init__(self, model: str, base_url: str | None = None) -> None:
         self.model = model
-        self.base_url = base_url
+        self.base_url = check_base_url(base_url, f"{self.name}/{model}") if base_url else None
         self._sessions: dict[int, aiohttp.ClientSession] = {}
 
     @property
@@ -89,12 +138,15 @@ class Provider:
         """
         try:
             async with self.session().post(
-                url, json=payload, headers=headers,
+                url, json=payload, headers=headers, allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
                 body = await resp.read()
                 status = resp.status
                 retry_after = retry_after_seconds(resp.headers)
+                if retry_after is None and status == 429:
+                    retry_after = rate_limit_reset_seconds(resp.headers)
+                location = resp.headers.get("Location", "")
         except asyncio.TimeoutError as exc:
             raise ProviderError(f"{self.name}: timed out after {timeout:g}s calling {url}",
                                 retryable=True, kind="timeout") from exc
@@ -103,30 +155,39 @@ class Provider:
                                            f"{type(exc).__name__}: {exc}"),
                                 retryable=True) from exc
         text = body.decode("utf-8", errors="replace")
-        if status >= 400:
+        if 300 <= status < 400:
+            # Following would turn the POST into a GET (a confusing 405): say where to.
             raise ProviderError(
-                scrub_text(f"{self.name}: HTTP {status} from {url}: {_error_message(text)}"),
-                status=status, retry_after=retry_after, retryable=status in RETRYABLE_STATUS)
+                clip(f"{self.name}: HTTP {status} from {url} redirects to {location or '?'}; "
+                     "set the base URL to the address it redirects to", 500),
+                status=status, fatal=True)
+        if status >= 400:
+            wide = run_wide(status, text)
+            raise ProviderError(
+                scrub_text(f"{self.name}: HTTP {status} from {url}: {error_message(text)}"),
+                status=status, retry_after=retry_after, fatal=wide,
+                retryable=status in RETRYABLE_STATUS and not wide)
         try:
             data = json.loads(text)
         except ValueError:
             data = None
         if not isinstance(data, dict):
             raise ProviderError(scrub_text(f"{self.name}: HTTP {status} from {url} with a body "
-                                           f"that is not a JSON object: {text[:120]!r}"),
+                                           f"that is not a JSON object: {clip(text, 120)!r}"),
                                 status=status, retryable=True)
         return data
 
 
-def _error_message(body: str) -> str:
+def error_message(body: str, limit: int = 300) -> str:
+    """The provider's error message from an error body, scrubbed of keys and then cut
+    to ``limit`` characters (scrubbing first: a cut key would no longer be found)."""
     try:
         data = json.loads(body)
         err = data.get("error", data)
-        if isinstance(err, dict):
-            return str(err.get("message", err))[:300]
-        return str(err)[:300]
+        text = str(err.get("message", err)) if isinstance(err, dict) else str(err)
     except (ValueError, AttributeError):
-        return body[:300]
+        text = body
+    return clip(text, limit)
 
 
 MAX_RETRY_AFTER = 3600.0
@@ -159,6 +220,54 @@ def retry_after_seconds(headers: Any) -> float | None:
                    MAX_RETRY_AFTER)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
+
+
+def rate_limit_reset_seconds(headers: Any) -> float | None:
+    """For a 429 without Retry-After: when the exhausted limit resets, from OpenAI's
+    ``x-ratelimit-reset-{requests,tokens}`` (durations such as ``1s``, ``6m0s``,
+    ``20ms``) or Anthropic's ``anthropic-ratelimit-*-reset`` (RFC 3339 times). The
+    limits whose ``remaining`` is 0 count; if none says so, the latest reset."""
+    pairs = []
+    for prefix in ("x-ratelimit", "anthropic-ratelimit"):
+        for what in ("requests", "tokens", "input-tokens", "output-tokens"):
+            if prefix == "x-ratelimit":
+                reset = headers.get(f"{prefix}-reset-{what}")
+                remaining = headers.get(f"{prefix}-remaining-{what}")
+            else:
+                reset = headers.get(f"{prefix}-{what}-reset")
+                remaining = headers.get(f"{prefix}-{what}-remaining")
+            secs = _reset_value(reset) if reset else None
+            if secs is not None:
+                pairs.append((str(remaining).strip() == "0", secs))
+    if not pairs:
+        return None
+    exhausted = [s for ex, s in pairs if ex]
+    return min(max(exhausted or [s for _, s in pairs]), MAX_RETRY_AFTER)
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def _reset_value(raw: str) -> float | None:
+    """Seconds until a reset given as a duration (``1m30s``, ``250ms``, ``2``) or an
+    RFC 3339 timestamp."""
+    raw = raw.strip()
+    secs = _finite(raw)
+    if secs is not None:
+        return secs
+    parts = _DURATION.findall(raw)
+    if parts and "".join(n + u for n, u in parts) == raw:
+        scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+        return sum(float(n) * scale[u] for n, u in parts)
+    from datetime import datetime, timezone
+
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
 def _finite(raw: Any) -> float | None:

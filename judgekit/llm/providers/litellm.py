@@ -6,7 +6,8 @@ import os
 from typing import Any
 
 from judgekit.errors import MissingDependencyError, ProviderError
-from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, register, run_wide
+from judgekit.llm.secrets import clip
 from judgekit.llm.providers.openai import _mean_entropy_bits
 from judgekit.llm.types import Completion, ProviderRequest, Usage
 
@@ -45,11 +46,13 @@ class LiteLLMProvider(Provider):
                                              timeout=request.timeout, num_retries=0, **kwargs)
         except Exception as exc:  # litellm maps every provider's errors to its own types
             status = getattr(exc, "status_code", None)
-            retryable = status in (408, 429, 500, 502, 503, 504, 529) or \
+            wide = run_wide(status, str(exc))
+            retryable = status in RETRYABLE_STATUS or \
                 type(exc).__name__ in ("Timeout", "APIConnectionError", "RateLimitError",
                                        "ServiceUnavailableError", "InternalServerError")
-            raise ProviderError(f"litellm/{self.model}: {type(exc).__name__}: {exc}",
-                                status=status, retryable=retryable) from exc
+            raise ProviderError(clip(f"litellm/{self.model}: {type(exc).__name__}: {exc}", 600),
+                                status=status, retryable=retryable and not wide,
+                                fatal=wide) from exc
         choice = resp.choices[0]
         usage = getattr(resp, "usage", None)
         lp = getattr(choice, "logprobs", None)

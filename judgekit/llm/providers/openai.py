@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from judgekit.errors import ProviderError
 from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, ProviderRequest, Usage
 
 
@@ -47,7 +48,7 @@ def parse_chat_response(data: dict[str, Any], provider: str) -> Completion:
         text = message.get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         # A 200 without the documented shape: a proxy's page or a cut-off body.
-        raise ProviderError(f"{provider}: response has no choices[0].message: {str(data)[:200]}",
+        raise ProviderError(f"{provider}: response has no choices[0].message: {clip(str(data), 200)}",
                             retryable=True) from exc
     usage = data.get("usage") or {}
     finish = choice.get("finish_reason")
@@ -56,7 +57,9 @@ def parse_chat_response(data: dict[str, Any], provider: str) -> Completion:
         text=text,
         model=data.get("model", ""),
         usage=Usage(int(usage.get("prompt_tokens", 0) or 0),
-                    int(usage.get("completion_tokens", 0) or 0)),
+                    int(usage.get("completion_tokens", 0) or 0),
+                    cache_read_tokens=int((usage.get("prompt_tokens_details") or {})
+                                          .get("cached_tokens", 0) or 0)),
         mean_token_entropy=_mean_entropy_bits(choice.get("logprobs")),
         finish_reason="refusal" if refusal or finish == "content_filter" else finish,
         refusal=refusal or ("the provider's content filter stopped the answer"
