@@ -7,13 +7,15 @@ audits a judge on judged items without writing YAML.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from judgekit.errors import ConfigError
+from judgekit.errors import ConfigError, DataError, RunAborted, StatsError
 from judgekit.results import RunResult, load_results
+from judgekit.runguard import FolderBusy, claim_folder, failed_run
 
 
 def run(config: str | Path | dict[str, Any], *, out: str | Path | None = None,
@@ -50,13 +52,28 @@ def run_config(config: str | Path | dict[str, Any], *, out: str | Path | None = 
     else:
         cfg, runner = resolve(config, sets or [], model_args, ov)
     directory = out_dir(cfg)
-    if out is None and not overwrite:
-        # No folder was asked for: the config's default gets a fresh one each run
-        # (runs/demo, runs/demo-2, ...), as evaluation logs do; an explicit --out that
-        # is not empty is refused unless overwritten.
-        directory = next_free(directory)
-    prepare_out(directory, overwrite=overwrite, inputs=_inputs(cfg))
-    summary = runner(cfg, directory)
+    # No folder was asked for: the config's default gets a fresh one each run (runs/demo,
+    # runs/demo-2, ...), as evaluation logs do, also when another run holds the first;
+    # an explicit --out that is not empty is refused unless overwritten.
+    auto = out is None and not overwrite
+    with contextlib.ExitStack() as stack:
+        while True:
+            if auto:
+                directory = next_free(directory)
+            try:
+                stack.enter_context(claim_folder(directory))
+                break
+            except FolderBusy:
+                if not auto:
+                    raise
+        prepare_out(directory, overwrite=overwrite, inputs=_inputs(cfg))
+        try:
+            summary = runner(cfg, directory)
+        except (RunAborted, StatsError, DataError) as exc:
+            failed = failed_run(directory, str(getattr(cfg, "method", "")), exc)
+            if failed is None:
+                raise
+            raise failed from None
     return load_results(directory / "results.json"), summary, directory
 
 

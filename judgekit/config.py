@@ -249,8 +249,13 @@ def run_with_client(cfg: RunSettings, work: Callable[[Any], Any]) -> tuple[Any, 
     """Build the run's client, run the coroutine ``work(client)`` to completion (its HTTP
     sessions closed however it ends), compact the cassette and close the cache; return
     (client, result). The client keeps its statistics for the report."""
+    from judgekit.runguard import check_stages, track
+
     client = client_for(cfg)
+    track(client)
     try:
-        return client, client.run_until_complete(work(client))
+        result = client.run_until_complete(work(client))
+        check_stages(client)
+        return client, result
     finally:
         client.close()

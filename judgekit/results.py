@@ -170,7 +170,9 @@ def load_results(path: str | Path) -> RunResult:
     if not isinstance(doc, dict) or "method" not in doc:
         raise DataError(f"{p}: no 'method' field; is it a judgekit results.json?")
     try:
-        res = model_for(doc["method"]).model_validate(doc)
+        # A failed run's results.json says why (status, error, calls), nothing more.
+        model = RunResult if doc.get("status") == "failed" else model_for(doc["method"])
+        res = model.model_validate(doc)
     except ValidationError as exc:
         raise DataError(f"{p}: {describe_validation(exc)}") from exc
     res._path = p

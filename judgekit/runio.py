@@ -12,6 +12,7 @@ import numpy as np
 
 from judgekit.errors import ConfigError
 from judgekit.llm.secrets import scrub
+from judgekit.runguard import LOCK_NAME
 
 
 def _clean(obj: Any) -> Any:
@@ -86,7 +87,7 @@ def prepare_out(out: Path, *, overwrite: bool, inputs: tuple[Path, ...] = ()) ->
             raise ConfigError(f"--out {out} contains the run's input {p}; choose another folder")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder")
-    if out.is_dir() and any(out.iterdir()):
+    if out.is_dir() and any(p.name != LOCK_NAME for p in out.iterdir()):
         if not overwrite:
             raise ConfigError(f"output folder {out} is not empty; choose a new --out or pass "
                               "--overwrite to replace the previous run's outputs")

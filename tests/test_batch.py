@@ -190,7 +190,9 @@ def test_batches_list_and_cancel_cli(tmp_path, server, monkeypatch):
 
     async def submit_only():
         task = asyncio.ensure_future(c.map(STAGE, calls("openai", 5)))
-        while not srv.batches:
+        journal = tmp_path / "cache" / "batches.jsonl"
+        # Cancel once the accepted batch is journaled (the server accepting it is earlier).
+        while not (journal.exists() and '"batch_1"' in journal.read_text()):
             await asyncio.sleep(0.01)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
