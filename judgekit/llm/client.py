@@ -191,6 +191,14 @@ class Client:
             value = _validated(record, stage)
         return self._finish(stage, st, prep, record, value, source, t0)
 
+    def preflight(self, stages: Sequence[Stage], models: Sequence[str] = ()) -> None:
+        """Check, before any call is paid, every template the run will use (syntax and
+        names) and every model string (provider known, base URL valid)."""
+        for stage in stages:
+            self.templates.check(stage.template, stage.variables or None)
+        for model in models:
+            self._provider(model)
+
     def _dry_run(self, stage: Stage, calls: Sequence[Call]) -> DryRun:
         """How many of ``calls`` are not yet answered, and what they would cost: prompt
         tokens estimated at 4 characters a token, completions at their max_tokens."""

@@ -18,12 +18,15 @@ class Stage:
         template: file name under prompts/ (e.g. "tagger.j2").
         output: the Pydantic model the answer must validate against.
         sampling: default sampling parameters (temperature, max_tokens, ...).
+        variables: the names every call of the stage passes; with them the template is
+            checked (syntax, undefined names) before the run pays for any call.
     """
 
     name: str
     template: str
     output: type[BaseModel]
     sampling: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    variables: tuple[str, ...] = field(default=(), hash=False, compare=False)
 
     @cached_property
     def schema(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ message. Judged text must enter as data inside delimiters, e.g. with the
 from __future__ import annotations
 
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -21,6 +22,16 @@ from judgekit.errors import TemplateError
 from judgekit.resources import resource_dir
 
 USER_MARK = "<<<user>>>"
+# Any role marker a template could use: <<<user>>>, <<< system >>>, <<<assistant>>>...
+_ROLE_MARK = re.compile(r"<<<\s*(\w+)\s*>>>")
+
+
+def _neutralise(value: object) -> object:
+    """Every value a template prints passes here: judged text cannot open or close a
+    message role, whatever marker it carries (``<<<user>>>`` becomes ``<< <user> >>``)."""
+    if isinstance(value, str) and "<<<" in value:
+        return _ROLE_MARK.sub(lambda m: f"<< <{m.group(1)}> >>", value)
+    return value
 
 
 def _data_block(value: object, name: str = "DATA") -> str:
@@ -52,6 +63,7 @@ class TemplateLibrary:
             keep_trailing_newline=True,
             trim_blocks=True,
             lstrip_blocks=True,
+            finalize=_neutralise,
         )
         self.env.filters["data"] = _data_block
         self._hashes: dict[str, str] = {}
@@ -92,6 +104,28 @@ class TemplateLibrary:
         except SecurityError as exc:
             raise TemplateError(f"template {name!r} tried an unsafe operation: {exc}") from exc
         return split_messages(text)
+
+    def check(self, name: str, variables: tuple[str, ...] | None = None) -> None:
+        """Fail now, before any call is paid, if template ``name`` is missing, does not
+        parse, or uses a name that is neither passed (``variables``) nor a global."""
+        from jinja2 import meta
+
+        path = self.resolve(name)
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TemplateError(f"template {path} cannot be read: {exc}") from exc
+        try:
+            ast = self.env.parse(source, name=name, filename=str(path))
+        except TemplateSyntaxError as exc:
+            raise TemplateError(f"template {path} line {exc.lineno}: {exc.message}") from exc
+        if variables is None:
+            return
+        unknown = sorted(meta.find_undeclared_variables(ast) - set(variables)
+                         - set(self.env.globals))
+        if unknown:
+            raise TemplateError(f"template {path} uses {', '.join(unknown)}, which the stage "
+                                f"does not pass (it passes {', '.join(sorted(variables))})")
 
     def render_string(self, source: str, variables: dict[str, object]) -> str:
         try:

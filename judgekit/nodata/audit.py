@@ -186,6 +186,9 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
     evaluator = cfg.models["evaluator"]
     gen_model = cfg.models.get("generator", evaluator)
     verifier = cfg.models["verifier"]
+    client.preflight([st.evaluator_all(1), st.evaluator_one(1), st.generator(1),
+                      st.verifier(1), st.verifier_one(1)],
+                     [m for m in cfg.models.values() if m])
     evals = await _evaluate(cfg, client, items, ev_rubric, evaluator, problems)
     vx = await _verify(cfg, client, [(it.Prompt, it.Output) for it in items], ver_rubric,
                        verifier, problems)

@@ -32,27 +32,35 @@ class VerifierScores(BaseModel):
     criteria: list[CriterionScore] = Field(min_length=1)
 
 
+EVALUATOR_VARIABLES = ("prompt", "output", "rubric", "criteria", "aggregator_text")
+
+
 def evaluator_all(max_tokens: int) -> Stage:
     return Stage("evaluator", "nodata_evaluator.j2", EvaluatorAll,
-                 sampling={"temperature": 0.0, "max_tokens": max_tokens})
+                 sampling={"temperature": 0.0, "max_tokens": max_tokens},
+                 variables=EVALUATOR_VARIABLES)
 
 
 def evaluator_one(max_tokens: int) -> Stage:
     return Stage("evaluator", "nodata_evaluator_one.j2", EvaluatorOne,
-                 sampling={"temperature": 0.0, "max_tokens": max_tokens})
+                 sampling={"temperature": 0.0, "max_tokens": max_tokens},
+                 variables=("prompt", "output", "criterion"))
 
 
 def generator(max_tokens: int) -> Stage:
     # Temperature > 0 so that rounds (draw = round) give different paraphrases.
     return Stage("generator", "nodata_generator.j2", Paraphrase,
-                 sampling={"temperature": 0.7, "max_tokens": max_tokens})
+                 sampling={"temperature": 0.7, "max_tokens": max_tokens},
+                 variables=(*EVALUATOR_VARIABLES, "label"))
 
 
 def verifier_one(max_tokens: int) -> Stage:
     return Stage("verifier", "nodata_verifier_one.j2", EvaluatorOne,
-                 sampling={"temperature": 0.0, "max_tokens": max_tokens})
+                 sampling={"temperature": 0.0, "max_tokens": max_tokens},
+                 variables=("prompt", "output", "item"))
 
 
 def verifier(max_tokens: int) -> Stage:
     return Stage("verifier", "nodata_verifier.j2", VerifierScores,
-                 sampling={"temperature": 0.0, "max_tokens": max_tokens})
+                 sampling={"temperature": 0.0, "max_tokens": max_tokens},
+                 variables=("prompt", "output", "rubric", "items"))

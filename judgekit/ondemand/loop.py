@@ -100,7 +100,8 @@ def llm_labeller(client: Any, model: str, rubric: str) -> Labeller:
     from judgekit.llm import Call, Stage
 
     stage = Stage("ondemand_judge", "ondemand_judge.j2", JudgeLabel,
-                  sampling={"temperature": 0.0, "max_tokens": 200})
+                  sampling={"temperature": 0.0, "max_tokens": 200}, variables=("rubric", "text"))
+    client.preflight([stage], [model])
 
     def label(batch: list[Instance]) -> dict[str, bool]:
         res = client.map_sync(stage, [Call({"rubric": rubric, "text": x.text}, model)

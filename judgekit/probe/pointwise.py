@@ -65,8 +65,10 @@ async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem]
            for i, it in enumerate(items)]
     flat = [(i, name, draw, v) for i, vs in enumerate(per) for name, draw, v in vs]
     stage = st.evaluator_all(cfg.max_tokens)
+    client.preflight([stage], [cfg.models["judge"]])
     stage = type(stage)(stage.name, stage.template, stage.output,
-                        sampling={"temperature": cfg.temperature, "max_tokens": cfg.max_tokens})
+                        sampling={"temperature": cfg.temperature, "max_tokens": cfg.max_tokens},
+                        variables=stage.variables)
     res = await client.map(stage, [Call(v, cfg.models["judge"], draw=d,
                                         sampling={"seed": int(np.random.SeedSequence(
                                             [cfg.seed, d]).generate_state(1)[0] % 2**31)})

@@ -49,7 +49,8 @@ class Preference(BaseModel):
 
 def stage(cfg: ProbeConfig) -> Stage:
     return Stage("judge", "probe_pairwise.j2", Preference,
-                 sampling={"temperature": cfg.temperature, "max_tokens": cfg.max_tokens})
+                 sampling={"temperature": cfg.temperature, "max_tokens": cfg.max_tokens},
+                 variables=("question", "first", "second", "label_a", "label_b"))
 
 
 def _seed(*parts: int) -> int:
@@ -115,6 +116,7 @@ def chosen(v: Variant, winner: str) -> str | None:
 async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair]
                    ) -> list[dict[str, str | None]]:
     lib = client.templates
+    client.preflight([stage(cfg)], [cfg.models["judge"]])
     per = [variants(cfg, p, i, lib.render_string) for i, p in enumerate(pairs)]
     flat = [(i, v) for i, vs in enumerate(per) for v in vs]
     res = await client.map(stage(cfg), [_call(cfg, pairs[i], v) for i, v in flat],

@@ -64,6 +64,9 @@ def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
 
 async def _collect_all(cfg: VBScoreConfig, client: Client, data: dict[str, list[Query]]
                        ) -> dict[str, Any]:
+    client.preflight([stages.interpretation_stage(0.0, 1), stages.system_stage(0.0, 1),
+                      stages.tagger_stage(1), stages.correctness_stage(1)],
+                     [cfg.models["judge"], cfg.models["system"]])
     out = {}
     for name, queries in data.items():
         out[name] = await _collect(cfg, client, name, queries)

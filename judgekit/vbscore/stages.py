@@ -34,19 +34,23 @@ class Correctness(BaseModel):
 
 def interpretation_stage(temperature: float, max_tokens: int) -> Stage:
     return Stage("interpretations", "interpretations.j2", Interpretations,
-                 sampling={"temperature": temperature, "max_tokens": max_tokens})
+                 sampling={"temperature": temperature, "max_tokens": max_tokens},
+                 variables=("query", "context", "n"))
 
 
 def system_stage(temperature: float, max_tokens: int) -> Stage:
     return Stage("system", "system.j2", Answers,
-                 sampling={"temperature": temperature, "max_tokens": max_tokens})
+                 sampling={"temperature": temperature, "max_tokens": max_tokens},
+                 variables=("query", "context", "k"))
 
 
 def tagger_stage(max_tokens: int) -> Stage:
     return Stage("tagger", "tagger.j2", Tags, sampling={"temperature": 0.0,
-                                                         "max_tokens": max_tokens})
+                                                         "max_tokens": max_tokens},
+                 variables=("query", "interpretations", "answers"))
 
 
 def correctness_stage(max_tokens: int) -> Stage:
     return Stage("correctness", "correctness.j2", Correctness,
-                 sampling={"temperature": 0.0, "max_tokens": max_tokens})
+                 sampling={"temperature": 0.0, "max_tokens": max_tokens},
+                 variables=("query", "gold", "accepted", "rejected", "answer"))
