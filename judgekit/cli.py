@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 
 import typer
@@ -345,9 +346,19 @@ def main(argv: list[str] | None = None) -> int:
     sys.exit(code)
 
 
+def _on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM ends a run like Ctrl-C does: answers kept, judgekit's own local model
+    server stopped (atexit runs on this exit), status 143."""
+    raise SystemExit(128 + signum)
+
+
 def _main(argv: list[str] | None) -> int:
+    import signal
+
     from judgekit.errors import DryRun, RunAborted
 
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         rv = app(args=argv, standalone_mode=False, prog_name="judgekit")
     except DryRun as exc:

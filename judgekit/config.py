@@ -9,7 +9,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from judgekit.errors import ConfigError, describe_validation
+from judgekit.errors import ConfigError, DataError, describe_validation
+from judgekit.textio import decode
 
 
 class RunSettings(BaseModel):
@@ -109,9 +110,11 @@ def packaged_experiments() -> list[str]:
 def load_raw(path: str | Path) -> dict[str, Any]:
     p = find_config(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        doc = yaml.safe_load(decode(p.read_bytes(), f"config {p}"))
+    except OSError as exc:
         raise ConfigError(f"config {p} cannot be read: {exc}") from exc
+    except DataError as exc:
+        raise ConfigError(str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -22,6 +22,7 @@ from pathlib import Path
 from platformdirs import user_cache_dir
 
 from judgekit.errors import DataError
+from judgekit.textio import read_text
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def _recorded() -> dict[str, str]:
     if not p.exists():
         return {}
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = json.loads(read_text(p))
     except json.JSONDecodeError as exc:
         raise DataError(f"{p} is not JSON ({exc}); delete it to re-record checksums") from exc
     return {str(k): str(v) for k, v in doc.items()}

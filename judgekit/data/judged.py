@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from judgekit.errors import DataError, describe_validation
+from judgekit.textio import read_text
 
 
 class JudgedItem(BaseModel):
@@ -39,7 +40,7 @@ def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
     if not p.exists():
         raise DataError(f"judged-items file {p} not found")
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = json.loads(read_text(p))
     except json.JSONDecodeError as exc:
         raise DataError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
     if not isinstance(doc, list):

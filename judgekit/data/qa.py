@@ -8,6 +8,7 @@ the gold answer with accepted variants.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -19,6 +20,7 @@ import numpy as np
 import yaml
 
 from judgekit.errors import DataError
+from judgekit.textio import read_text
 
 DATASETS = ("truthfulqa", "winograd", "arc", "demo")
 
@@ -42,7 +44,7 @@ def _require(path: Path) -> Path:
 def load_truthfulqa(path: Path) -> list[Query]:
     """TruthfulQA CSV: Question, Best Answer, Correct/Incorrect Answers ("; "-separated)."""
     out = []
-    with _require(path).open(newline="", encoding="utf-8") as fh:
+    with io.StringIO(read_text(_require(path)), newline="") as fh:
         reader = csv.DictReader(fh)
         need = {"Question", "Best Answer", "Correct Answers", "Incorrect Answers"}
         missing = need - set(reader.fieldnames or [])
@@ -113,7 +115,7 @@ def wsc_question(sentence: str, pron: str, quote: ET.Element | None) -> str:
 def load_arc(path: Path) -> list[Query]:
     """AI2 ARC JSONL: {"id", "question": {"stem", "choices": [{"text", "label"}]}, "answerKey"}."""
     out = []
-    for n, line in enumerate(_require(path).read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_text(_require(path)).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -140,7 +142,7 @@ def arc_accepted(choices: dict[str, str], key: str) -> list[str]:
 
 def load_demo(path: Path) -> list[Query]:
     """Our own ambiguous entity queries (YAML list of {id, query, note})."""
-    doc = yaml.safe_load(_require(path).read_text(encoding="utf-8"))
+    doc = yaml.safe_load(read_text(_require(path)))
     if not isinstance(doc, list):
         raise DataError(f"{path}: expected a list of queries")
     try:

@@ -88,10 +88,29 @@ class LocalServer:
                 raise ProviderError(f"local server exited with code {self.proc.returncode} "
                                     f"before answering (model {self.model_path})")
             if answers(self.base_url, 0.5):
+                self._check_model()
                 return self
             time.sleep(0.25)
         self.stop()
         raise ProviderError(f"local server did not answer within {wait:.0f}s")
+
+    def _check_model(self) -> None:
+        """The server on our port must serve our file (not a server that raced us to it)."""
+        import json
+
+        from judgekit.llm.providers.local import served_ids, serves
+
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as r:  # noqa: S310
+                ids = served_ids(json.loads(r.read()))
+        except (OSError, ValueError):
+            ids = []
+        if ids and not any(serves(i, self.model_path.name) or
+                           serves(i, self.model_path.stem) for i in ids):
+            self.stop()
+            raise ProviderError(f"the server on {self.base_url} serves {', '.join(ids)}, not "
+                                f"{self.model_path.name}; is another server on that port?",
+                                fatal=True)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -111,18 +130,16 @@ class LocalServer:
 
 
 def managed_base_url(model: str) -> str:
-    """The URL of a running server for ``model``: the default port if something
-    answers there, else a server started now and stopped when the process exits."""
+    """The URL of judgekit's own server for ``model``: started now on a free port
+    (never another server that happens to listen on a well-known port), checked to
+    serve the packaged model file, and stopped when the process exits."""
     with _LOCK:
         srv = _SERVERS.get(model)
         if srv is not None and srv.proc is not None and srv.proc.poll() is None:
             return srv.base_url
-        default = f"http://127.0.0.1:{DEFAULT_PORT}/v1"
-        if answers(default):
-            return default
         srv = LocalServer().start()
         _SERVERS[model] = srv
-        atexit.register(srv.stop)
+        atexit.register(srv.stop)  # the CLI turns SIGTERM into an exit that runs this
         return srv.base_url
 
 

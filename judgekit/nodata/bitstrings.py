@@ -11,6 +11,7 @@ import numpy as np
 
 from judgekit.errors import DataError
 from judgekit.nodata.rubric import RuleRubric
+from judgekit.textio import read_text
 
 N_BITS = 12
 
@@ -64,7 +65,7 @@ def load_authors_file(path: Path) -> list[tuple[str, int]]:
     if not path.exists():
         raise DataError(f"{path}: file not found (set data_dir to the folder holding it)")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(read_text(path))
         return [(str(s), int(y)) for s, y in doc]
     except (ValueError, TypeError) as exc:
         raise DataError(f"{path}: expected [[bits, label], ...]: {exc}") from exc

@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judgekit.errors import ConfigError, describe_validation
+from judgekit.textio import read_text
 
 
 class Clause(BaseModel):
@@ -96,7 +97,7 @@ def load_rubric(path: str | Path) -> Rubric:
     if not p.exists():
         raise ConfigError(f"rubric file {path} not found (nor in the shipped rubrics/)")
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = yaml.safe_load(read_text(p))
         return Rubric.model_validate(doc)
     except yaml.YAMLError as exc:
         raise ConfigError(f"rubric {p}: invalid YAML: {str(exc).splitlines()[0]}") from exc

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from judgekit.errors import DataError
 from judgekit.ondemand.estimators import joint_precision, weights_for
+from judgekit.textio import read_text
 
 
 class JudgeLabel(BaseModel):
@@ -33,7 +34,7 @@ def read_system_outputs(path: Path) -> list[Instance]:
     if not path.exists():
         raise DataError(f"{path}: system output file not found")
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -119,7 +120,7 @@ def llm_labeller(client: Any, model: str, rubric: str) -> Labeller:
 def file_labeller(path: Path) -> Callable[[list[Instance]], dict[str, bool]]:
     """Labels read from a JSONL file of {"id": ..., "label": 0|1}."""
     table = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_text(path).splitlines():
         if line.strip():
             rec = json.loads(line)
             table[str(rec["id"])] = bool(rec["label"])

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from judgekit.errors import DataError
+from judgekit.textio import read_text
 
 
 @dataclass
@@ -29,7 +30,7 @@ def load_pairs(path: str | Path) -> list[Pair]:
     if not p.exists():
         raise DataError(f"pairs file {p} not found")
     out = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_text(p).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -89,7 +90,7 @@ def attach_human_labels(pairs: list[Pair], path: str | Path) -> None:
     if not p.exists():
         raise DataError(f"human labels file {p} not found")
     by_id = {q.id: q for q in pairs}
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_text(p).splitlines(), start=1):
         if not line.strip():
             continue
         try:

@@ -51,8 +51,14 @@ def read_replicas(path: Path, *, normalize: bool = False) -> Iterator[ReplicaLin
         raise DataError(f"{path}: file not found")
 
     def lines() -> Iterator[tuple[int, Any]]:
-        with open(path, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, start=1):
+        with open(path, "rb") as fh:
+            for n, raw_line in enumerate(fh, start=1):
+                try:
+                    line = raw_line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataError(f"{path} line {n}, column {exc.start + 1}: byte "
+                                    f"0x{raw_line[exc.start]:02x} is not valid UTF-8; save "
+                                    "the file as UTF-8") from None
                 if line.strip():
                     try:
                         yield n, json.loads(line)

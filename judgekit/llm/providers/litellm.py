@@ -7,8 +7,8 @@ from typing import Any
 
 from judgekit.errors import MissingDependencyError, ProviderError
 from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, register, run_wide
-from judgekit.llm.secrets import clip
 from judgekit.llm.providers.openai import _mean_entropy_bits
+from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, ProviderRequest, Usage
 
 

@@ -2,14 +2,24 @@
 
 ``local/<name>`` talks to ``base_url`` (config ``base_urls.local``, or
 JUDGEKIT_LOCAL_BASE_URL). ``local/gemma-3-270m`` with no base URL uses the
-managed llama.cpp server, started on demand (see judgekit.local).
+managed llama.cpp server, started on demand on a port judgekit chose (never
+whatever happens to listen on llama.cpp's default port; see judgekit.local).
+
+Before the first call, the server is asked what it serves (``GET /models``): a
+server that lists models, none of them the one named, is refused at once, so one
+model's answers are never cached or recorded as another's. The model each answer
+reports is kept in its record.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import aiohttp
+
+from judgekit.errors import ProviderError
 from judgekit.llm.providers.base import register
 from judgekit.llm.providers.openai import OpenAIProvider
 from judgekit.llm.types import Completion, ProviderRequest
@@ -26,6 +36,7 @@ class LocalProvider(OpenAIProvider):
     def __init__(self, model: str, base_url: str | None = None) -> None:
         explicit = base_url or os.environ.get("JUDGEKIT_LOCAL_BASE_URL")
         self.managed = explicit is None and model in MANAGED_MODELS
+        self._checked = False
         super().__init__(model, explicit or "http://127.0.0.1:8080/v1")
         # llama-cpp-python's server takes {"type": "json_object", "schema": ...} and
         # rejects "json_schema"; vLLM, Ollama and llama.cpp's llama-server take both.
@@ -45,4 +56,47 @@ class LocalProvider(OpenAIProvider):
             from judgekit.local.server import ensure_managed_server
 
             self.base_url = await ensure_managed_server(self.model)
+        elif not self._checked:
+            await self._check_served()
         return await super().generate(request)
+
+    async def _check_served(self) -> None:
+        """Refuse a server that lists its models without the one named (once per URL)."""
+        url = f"{str(self.base_url).rstrip('/')}/models"
+        try:
+            async with self.session().get(url, headers=self.headers(), allow_redirects=False,
+                                          timeout=aiohttp.ClientTimeout(total=10)) as resp:
+                data = await resp.json(content_type=None) if resp.status == 200 else None
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+            return  # not reachable now: the call itself will say so (and retry)
+        self._checked = True
+        ids = served_ids(data)
+        if ids and not any(serves(i, self.model) for i in ids):
+            shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
+            raise ProviderError(
+                f"local/{self.model}: the server at {self.base_url} serves {shown}, not "
+                f"{self.model}; name one of those (e.g. local/{_short(ids[0])}) or point "
+                "base_urls.local at the server that serves it", fatal=True)
+
+
+def served_ids(data: Any) -> list[str]:
+    """Model ids from an OpenAI-style ``/models`` answer (Ollama's ``models`` too)."""
+    if not isinstance(data, dict):
+        return []
+    rows = data.get("data") or data.get("models") or []
+    ids = [str(r.get("id") or r.get("name") or r.get("model") or "") for r in rows
+           if isinstance(r, dict)]
+    return [i for i in ids if i]
+
+
+def _short(model_id: str) -> str:
+    return model_id.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def serves(model_id: str, name: str) -> bool:
+    """Whether a served id is the named model: equal, the same file (a GGUF path's name
+    or stem), or an Ollama tag of it (``name:latest``)."""
+    short = _short(model_id)
+    stem = short.rsplit(".", 1)[0] if short.lower().endswith(".gguf") else short
+    return name in (model_id, short, stem) or model_id.split(":", 1)[0] == name or \
+        short.split(":", 1)[0] == name

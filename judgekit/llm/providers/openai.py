@@ -48,8 +48,8 @@ def parse_chat_response(data: dict[str, Any], provider: str) -> Completion:
         text = message.get("content") or ""
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         # A 200 without the documented shape: a proxy's page or a cut-off body.
-        raise ProviderError(f"{provider}: response has no choices[0].message: {clip(str(data), 200)}",
-                            retryable=True) from exc
+        raise ProviderError(f"{provider}: response has no choices[0].message: "
+                            f"{clip(str(data), 200)}", retryable=True) from exc
     usage = data.get("usage") or {}
     finish = choice.get("finish_reason")
     refusal = message.get("refusal") or None

@@ -1,0 +1,30 @@
+"""Reading the user's text files: one clear line naming the file, line and byte when a
+file is not UTF-8, instead of a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from judgekit.errors import DataError
+
+
+def decode(data: bytes, path: str | Path) -> str:
+    """``data`` as UTF-8 (a leading byte-order mark is dropped)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataError(f"{path}: line {line}, column {col}: byte 0x{data[exc.start]:02x} is "
+                        "not valid UTF-8; save the file as UTF-8") from None
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text; a missing, unreadable or non-UTF-8 file is a one-line DataError."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return decode(data, path)
