@@ -15,6 +15,7 @@ run online, with a one-line notice.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
@@ -180,27 +181,99 @@ async def _batched(client: Client, api: BatchAPI, stage: Stage, group: dict[str,
         finished = await _poll(client, api, waiting, stage.name)
         covered = set()
         for entry, status in finished:
+            items = await _items(client, api, entry, status, stage.name)
+            sent = set(journal.keys(entry))
             answered = set()
-            async for item in api.results(entry["id"], status):
+            for item in items:
                 state = states.get(item.custom_id)
                 if state is None or item.custom_id in done:
                     continue
                 answered.add(item.custom_id)
                 _handle(client, stage, state, item, done, fallback)
-            for k in set(journal.keys(entry)) & set(states):
+            missing = _missing_kind(status)
+            for k in sent & set(states):
                 if k not in answered and k not in done and k not in fallback:
+                    why = f": {status.errors}" if status.errors else ""
                     _handle(client, stage, states[k], BatchItem(
-                        k, kind="expired", error=f"batch {entry['id']} ended "
-                        f"{status.status} without a result for this request"), done, fallback)
+                        k, kind=missing, error=f"batch {entry['id']} ended {status.status} "
+                        f"without a result for this request{why}"), done, fallback)
             journal.record({"id": entry["id"], "status": "collected",
                             "collected_at": time.time()})
         waiting = []
     if fallback:
         client.batch_fallbacks += len(fallback)
-        log.warning("judgekit: %d batch request(s) errored or expired; calling them online",
-                    len(fallback))
+        log.warning("judgekit: %d batch request(s) expired, were cancelled or met a transient "
+                    "error before running; calling them online", len(fallback))
         done.update(await _online(client, stage, [group[k] for k in fallback]))
     return done
+
+
+def _missing_kind(status: BatchStatus) -> str:
+    """What a request with no result in an ended batch becomes: requests of an expired or
+    cancelled batch never ran (online fallback is safe); a failed batch was rejected
+    (final, with the batch's errors); a completed one that lost a result is a failure,
+    never sent again (it may have been billed)."""
+    return {"expired": "expired", "cancelled": "canceled", "canceled": "canceled",
+            "failed": "http_4xx"}.get(status.status, "missing")
+
+
+async def _items(client: Client, api: BatchAPI, entry: dict[str, Any], status: BatchStatus,
+                 stage: str) -> list[BatchItem]:
+    """A batch's results, read with retries; a result whose custom_id was not sent, or a
+    second, different result for one request, is logged as a failure, never used."""
+    async def read() -> list[BatchItem]:
+        return [item async for item in api.results(entry["id"], status)]
+
+    items = await _retry(client, read)
+    sent = set(_journal(client).keys(entry))
+    first: dict[str, BatchItem] = {}
+    out = []
+    for item in items:
+        cid = item.custom_id
+        problem = None
+        if cid not in sent:
+            problem = "a result whose custom_id this batch did not send"
+        elif cid in first:
+            if _same(first[cid], item):
+                continue
+            problem = "a second, different result for one request (the first is kept)"
+        if problem:
+            client.failure_log.append({"stage": stage, "key": cid, "kind": "batch_protocol",
+                                       "model": entry.get("model"), "attempts": 0,
+                                       "error": f"batch {entry['id']}: {problem}",
+                                       "source": "batch", "transcript": None})
+            log.warning("judgekit: batch %s returned %s (custom_id %s); logged in "
+                        "failures.jsonl", entry["id"], problem, cid[:12])
+            continue
+        first[cid] = item
+        out.append(item)
+    return out
+
+
+def _same(a: BatchItem, b: BatchItem) -> bool:
+    ta = a.completion.text if a.completion else None
+    tb = b.completion.text if b.completion else None
+    return (ta, a.kind, a.error) == (tb, b.kind, b.error)
+
+
+async def _retry(client: Client, fn: Any) -> Any:
+    """Run an idempotent batch request (status, results), retrying transient errors with
+    the client's backoff, as any online call is."""
+    s = client.settings
+    for attempt in range(1, s.transport_attempts + 1):
+        try:
+            return await fn()
+        except ProviderError as exc:
+            if exc.fatal:
+                raise RunAborted(scrub_text(str(exc))) from None
+            if not exc.retryable or attempt == s.transport_attempts:
+                raise
+            wait = exc.retry_after if exc.retry_after is not None else \
+                s.backoff_base * 2 ** (attempt - 1)
+            log.warning("judgekit: %s; retrying (%d of %d)", exc, attempt,
+                        s.transport_attempts - 1)
+            await client._sleep(min(wait, s.max_wait))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def _reconcile(api: BatchAPI, journal: BatchJournal, base_url: str,
@@ -247,10 +320,22 @@ async def _submit(client: Client, api: BatchAPI, stage: Stage, journal: BatchJou
         keys = [st.prep.key for st, _ in chunk]
         keys_file = journal.write_keys(keys)
         attempt = max(st.attempts for st, _ in chunk) + 1
-        submission = uuid.uuid4().hex
+        # The tag is a function of what is sent: a run that lost its journal (the cache
+        # folder deleted mid-batch) finds the batch again instead of paying twice.
+        submission = hashlib.sha256("\n".join([api.name, str(api.provider.base_url),
+                                               stage.name, str(attempt), *sorted(keys)])
+                                    .encode()).hexdigest()[:32]
         base = {"provider": api.name, "base_url": str(api.provider.base_url),
                 "model": chunk[0][0].prep.model, "stage": stage.name, "attempt": attempt,
                 "requests": len(chunk), "keys_file": keys_file, "submission": submission}
+        found = await _retry(client, lambda: api.find(submission))
+        if found is not None:
+            log.warning("judgekit: batch %s already holds these %d requests (its journal "
+                        "was lost); polling it instead of paying again", found, len(chunk))
+            entry = {**base, "id": found, "status": "submitted", "submitted_at": time.time()}
+            journal.record(entry)
+            entries.append(entry)
+            continue
         # Recorded before sending: if the process dies before the provider's reply is
         # journaled, a resumed run can look the batch up by this tag (OpenAI metadata).
         journal.record({**base, "id": f"pending:{submission}", "status": "submitting"})
@@ -277,6 +362,7 @@ async def _poll(client: Client, api: BatchAPI, entries: list[dict[str, Any]], la
     s = client.settings
     interval = s.batch_poll_interval
     finished: dict[str, tuple[dict[str, Any], BatchStatus]] = {}
+    stuck: dict[str, tuple[str, float]] = {}  # batch id -> (transitional status, since)
     total = sum(int(e.get("requests", 0)) for e in entries)
     with _progress(s.progress, f"{label} (batch)", total) as tick:
         shown = 0
@@ -286,7 +372,8 @@ async def _poll(client: Client, api: BatchAPI, entries: list[dict[str, Any]], la
                 if e["id"] in finished:
                     counted += int(e.get("requests", 0))
                     continue
-                st = await api.status(e["id"])
+                st = await _retry(client, lambda e=e: api.status(e["id"]))
+                st = _deadline(s, e, st, stuck)
                 c = st.counts
                 counted += int(c.get("completed", 0)) + int(c.get("failed", 0)) + \
                     int(c.get("succeeded", 0)) + int(c.get("errored", 0)) + \
@@ -302,6 +389,34 @@ async def _poll(client: Client, api: BatchAPI, entries: list[dict[str, Any]], la
     return [finished[e["id"]] for e in entries]
 
 
+TRANSITIONAL = ("cancelling", "finalizing", "canceling")
+
+
+def _deadline(s: Any, entry: dict[str, Any], st: BatchStatus,
+              stuck: dict[str, tuple[str, float]]) -> BatchStatus:
+    """A batch in a transitional status (cancelling, finalizing) gets a deadline; past it,
+    it is treated as ended without results, with a message, instead of polled forever."""
+    if st.done or st.status not in TRANSITIONAL:
+        stuck.pop(entry["id"], None)
+        return st
+    now = time.monotonic()
+    status, since = stuck.setdefault(entry["id"], (st.status, now))
+    if status != st.status:
+        stuck[entry["id"]] = (st.status, now)
+        since = now
+    if now - since == 0:
+        log.warning("judgekit: batch %s is %s; waiting up to %.0fs", entry["id"], st.status,
+                    s.batch_stuck_deadline)
+    if now - since < s.batch_stuck_deadline:
+        return st
+    log.warning("judgekit: batch %s has been %s for %.0fs; giving up on it (its requests "
+                "are failed; `judgekit batches list` shows it)", entry["id"], st.status,
+                now - since)
+    raw = {**st.raw, "errors": {"data": [{"code": f"stuck_{st.status}", "message":
+                                          f"still {st.status} after {now - since:.0f}s"}]}}
+    return BatchStatus(True, f"stuck {st.status}", st.counts, raw)
+
+
 def _handle(client: Client, stage: Stage, state: _State, item: BatchItem,
             done: dict[str, tuple[dict[str, Any], Any, str]], fallback: list[str]) -> None:
     from judgekit.llm.client import _reask, _validated
@@ -312,8 +427,8 @@ def _handle(client: Client, stage: Stage, state: _State, item: BatchItem,
         if s.batch_fallback == "online" and item.kind in ("transport", "expired", "canceled"):
             fallback.append(key)
             return
-        kind = {"expired": "timeout", "canceled": "transport"}.get(str(item.kind),
-                                                                   str(item.kind))
+        kind = {"expired": "timeout", "canceled": "transport",
+                "missing": "transport"}.get(str(item.kind), str(item.kind))
         _fail(client, stage, state, kind, item.error or "batch request failed", done)
         return
     comp = item.completion

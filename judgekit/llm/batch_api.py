@@ -35,11 +35,27 @@ class BatchStatus:
     counts: dict[str, int] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def errors(self) -> str:
+        """The batch-level errors a provider reports (OpenAI's ``errors.data``), if any."""
+        errs = self.raw.get("errors")
+        rows = errs.get("data") if isinstance(errs, dict) else errs
+        if not isinstance(rows, list):
+            return ""
+        parts = []
+        for e in rows[:5]:
+            if isinstance(e, dict):
+                where = f" (line {e['line']})" if e.get("line") is not None else ""
+                parts.append(f"{e.get('code') or 'error'}: {e.get('message', '')}{where}")
+        more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+        return scrub_text("; ".join(parts)) + more
+
 
 @dataclass
 class BatchItem:
     """One request's outcome: a completion, or an error with a failure kind
-    (``http_4xx``, ``transport``, ``expired``, ``canceled``)."""
+    (``http_4xx`` final, ``transport`` transient, ``expired``/``canceled`` never run,
+    ``missing`` the batch ended without a result for it)."""
 
     custom_id: str
     completion: Completion | None = None
@@ -153,13 +169,15 @@ class OpenAIBatch(BatchAPI):
         return str(batch["id"])
 
     async def find(self, submission: str) -> str | None:
-        """Search recent batches (GET /batches, newest first) for our submission tag."""
+        """Search recent batches (GET /batches, newest first) for our submission tag; a
+        batch that failed, expired or was cancelled does not count (it is sent again)."""
         after: str | None = None
         for _ in range(20):  # up to 2,000 recent batches
             url = f"{self._base()}/batches?limit=100" + (f"&after={after}" if after else "")
             page = await self._json("GET", url)
             for b in page.get("data") or []:
-                if (b.get("metadata") or {}).get("judgekit_submission") == submission:
+                if (b.get("metadata") or {}).get("judgekit_submission") == submission and \
+                        b.get("status") not in ("failed", "expired", "cancelled"):
                     return str(b["id"])
             if not page.get("has_more") or not page.get("data"):
                 return None
@@ -260,8 +278,11 @@ class AnthropicBatch(BatchAPI):
         etype = inner.get("type", "") if isinstance(inner, dict) else ""
         msg = scrub_text(str(inner.get("message", inner)) if isinstance(inner, dict)
                          else str(inner))
-        return BatchItem(cid, kind="http_4xx" if etype == "invalid_request_error"
-                         else "transport", error=f"anthropic batch request errored: {msg}")
+        # Only the provider's transient types are worth another try; every other type
+        # (invalid_request, not_found, permission, authentication, billing...) is final.
+        transient = etype in ("api_error", "overloaded_error", "rate_limit_error", "")
+        return BatchItem(cid, kind="transport" if transient else "http_4xx",
+                         error=f"anthropic batch request errored ({etype or 'unknown'}): {msg}")
 
 
 def batch_api_for(provider: Provider) -> BatchAPI | None:

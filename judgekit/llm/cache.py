@@ -81,8 +81,9 @@ class ResponseCache:
 
     def _disable(self, exc: BaseException) -> None:
         log.warning("judgekit: the response cache at %s is unusable (%s: %s); it is bypassed "
-                    "for this run and calls go to the provider (`judgekit cache clear` or "
-                    "delete the folder to start afresh)", self.directory, type(exc).__name__,
+                    "for this run and calls go to the provider (`judgekit cache clear` starts it "
+                    "afresh; do not delete the folder while batches run: it holds their "
+                    "journal)", self.directory, type(exc).__name__,
                     str(exc).splitlines()[0] if str(exc) else "")
         cache, self._cache = self._cache, None
         if cache is not None:

@@ -117,6 +117,7 @@ class ClientSettings:
     batch_poll_interval: float = 10.0
     batch_max_poll_interval: float = 300.0
     batch_max_requests: int | None = None  # below the provider's limit, e.g. for tests
+    batch_stuck_deadline: float = 3600.0  # longest wait in cancelling / finalizing
     dry_run: bool = False  # price a stage's uncached calls, then stop before any is sent
 
 
