@@ -40,7 +40,7 @@ SENTINEL = "sk-" + "proj-CHAOSsentinel0123456789abcdefKEY"  # built: no key lite
 TEMPLATE = "You answer questions as JSON.\n<<<user>>>\nQuestion: {{ question | data(\"Q\") }}\n"
 
 
-def worker(url: str, work: Path) -> None:
+def worker(url: str, work: Path, n: int = N) -> None:
     from pydantic import BaseModel
 
     from judgekit.llm import Call, Client, ClientSettings, Stage
@@ -57,7 +57,7 @@ def worker(url: str, work: Path) -> None:
         call_deadline=30.0, max_failures=0.2, base_urls={"openai": url}, progress=False),
         templates=TemplateLibrary(work / "prompts"))
     calls = [Call({"question": f"item {i}: what is the capital of country {i}?"},
-                  "openai/gpt-4.1-mini") for i in range(N)]
+                  "openai/gpt-4.1-mini") for i in range(n)]
 
     async def go():
         try:
@@ -65,13 +65,135 @@ def worker(url: str, work: Path) -> None:
         finally:
             await client.aclose_providers()
 
-    results = asyncio.run(go())
+    from judgekit.errors import JudgekitError
+
+    try:
+        results = asyncio.run(go())
+    except JudgekitError as exc:  # as the CLI does: one line, exit 1, no traceback
+        client.close()
+        (work / "failures.jsonl").write_text("".join(json.dumps(f) + "\n"
+                                                     for f in client.failure_log))
+        sys.stderr.write(f"error: {exc}\n")
+        sys.exit(1)
     client.close()
     rows = [{"i": i, "ok": r.ok, "kind": r.kind, "answer": r.value.answer if r.ok else None,
              "elapsed_s": r.elapsed_s, "source": r.source} for i, r in enumerate(results)]
     (work / "results.json").write_text(json.dumps(rows))
     (work / "failures.jsonl").write_text("".join(json.dumps(f) + "\n"
                                                  for f in client.failure_log))
+
+
+def _cmd(url: str, work: Path, n: int) -> list[str]:
+    return [sys.executable, __file__, "--worker", url, str(work), "--n", str(n)]
+
+
+def _fresh(root: Path, name: str) -> Path:
+    work = root / name
+    (work / "prompts").mkdir(parents=True)
+    (work / "prompts" / "answer.j2").write_text(TEMPLATE)
+    return work
+
+
+# The scenarios below each run their own workers against their own server.
+
+
+def torn_journal(root: Path, env: dict[str, str]) -> dict[str, object]:
+    """Kill a run mid-way, tear the journal's last line as a full disk or a kill during a
+    write would, then resume: recorded calls are not paid again and the cassette
+    verifies."""
+    from judgekit.llm.cassette import verify
+    from judgekit.testing import ChaosServer
+
+    work, n = _fresh(root, "torn"), 300
+    with ChaosServer(seed=1, delay_s=0.02) as srv:
+        p = subprocess.Popen(_cmd(srv.url, work, n), env=env, stderr=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL)
+        while p.poll() is None and srv.counts["ok"] < 120:
+            time.sleep(0.005)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        journal = work / "chaos_cassette.json.journal"
+        lines = journal.read_bytes().rstrip(b"\n").split(b"\n")
+        with open(journal, "ab") as fh:  # half of a line, no newline: a torn write
+            fh.write(lines[-1][: len(lines[-1]) // 2])
+        persisted = persisted_items(work)
+        n_before = len(srv.log)
+        rc = subprocess.run(_cmd(srv.url, work, n), env=env, stderr=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, timeout=600).returncode
+        repaid = sum(1 for pr, _ in srv.log[n_before:] if _item(pr) in persisted)
+    problems = verify(work / "chaos_cassette.json")
+    return {"torn_journal_recovered": rc == 0 and repaid == 0 and not problems
+            and len(persisted) > 0,
+            "torn_journal_repaid": repaid, "torn_journal_persisted": len(persisted)}
+
+
+def concurrent_runs(root: Path, env: dict[str, str]) -> dict[str, object]:
+    """Two runs of one config and cache started together: each call is paid once."""
+    from judgekit.testing import ChaosServer
+
+    work, n = _fresh(root, "concurrent"), 300
+    with ChaosServer(seed=2, delay_s=0.05) as srv:
+        procs = [subprocess.Popen(_cmd(srv.url, work, n), env=env, stderr=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL) for _ in range(2)]
+        rcs = [p.wait(600) for p in procs]
+        per_item: dict[int, int] = {}
+        for pr, _ in srv.log:
+            per_item[_item(pr)] = per_item.get(_item(pr), 0) + 1
+    return {"concurrent_runs_repaid": sum(c - 1 for c in per_item.values()),
+            "concurrent_runs_requests": sum(per_item.values()),
+            "concurrent_runs_calls": n, "concurrent_runs_ok": rcs == [0, 0]}
+
+
+def disk_full(root: Path, env: dict[str, str]) -> dict[str, object]:
+    """The disk fills mid-run (a file-size limit: writes past it fail with EFBIG, as a
+    full disk fails them with ENOSPC): the run stops with one line, exit 1; answers
+    recorded before are kept and not paid again when the run resumes."""
+    import resource
+
+    from judgekit.testing import ChaosServer
+
+    work, n = _fresh(root, "diskfull"), 400
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, 150_000))
+
+    with ChaosServer(seed=3) as srv:
+        first = subprocess.run(_cmd(srv.url, work, n), env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, preexec_fn=limit, timeout=600)
+        persisted = persisted_items(work)
+        n_before = len(srv.log)
+        rc = subprocess.run(_cmd(srv.url, work, n), env=env, stderr=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, timeout=600).returncode
+        repaid = {_item(pr) for pr, _ in srv.log[n_before:]} & persisted
+    rows = json.loads((work / "results.json").read_text()) if rc == 0 else []
+    kept = {r["i"] for r in rows if r["ok"]}
+    err = first.stderr.decode(errors="replace")
+    return {"disk_full_lost": len(persisted - kept) + len(repaid),
+            "disk_full_persisted": len(persisted),
+            "disk_full_exit": first.returncode,
+            "disk_full_traceback": "Traceback" in err,
+            "disk_full_message": err.strip().splitlines()[-1][:160] if err.strip() else ""}
+
+
+def split_key(root: Path, env: dict[str, str]) -> dict[str, object]:
+    """Every call meets a 400 whose message echoes the key past 300 characters, split over
+    two lines and JSON-escaped; nothing written may hold any part of it."""
+    from judgekit.testing import ChaosServer
+
+    work, n = _fresh(root, "splitkey"), 40
+    with ChaosServer(plan={"item": ["400_split"]}) as srv:
+        proc = subprocess.run(_cmd(srv.url, work, n), env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=600)
+    (work / "stderr.txt").write_bytes(proc.stderr)
+    half = len(SENTINEL) // 2
+    pieces = [SENTINEL, SENTINEL[:half], SENTINEL[half:],
+              "".join(f"\\u{ord(c):04x}" for c in SENTINEL[:8])]
+    leaks = sum(f.read_bytes().count(p.encode()) for f in work.rglob("*") if f.is_file()
+                for p in pieces)
+    logged = (work / "failures.jsonl").exists() and \
+        (work / "failures.jsonl").read_text().count("\n") > 0
+    return {"split_key_leaks": leaks, "split_key_failures_logged": logged}
 
 
 def persisted_items(work: Path) -> set[int]:
@@ -119,6 +241,9 @@ def main() -> None:
         after = [(_item(pr), w) for pr, w in srv.log[n_before:]]
         faults = dict(srv.counts)
     wall = time.perf_counter() - t0
+    extra: dict[str, object] = {}
+    for scenario in (torn_journal, concurrent_runs, disk_full, split_key):
+        extra.update(scenario(work / "scenarios", env))
     rows = json.loads((work / "results.json").read_text()) if rc == 0 else []
     by_kind: dict[str, int] = {}
     for r in rows:
@@ -145,6 +270,7 @@ def main() -> None:
         "max_call_s": round(max((r["elapsed_s"] for r in rows), default=0.0), 3),
         "server_behaviours": faults,
         "wall_s": round(wall, 2),
+        **extra,
     }
     print(f"calls {N}: ok {figures['ok']}, failed {figures['failed']} {by_kind}; "
           f"restart repaid {figures['repaid']}, lost {figures['lost']}, "
@@ -155,8 +281,9 @@ def main() -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", nargs=2, metavar=("URL", "DIR"))
+    ap.add_argument("--n", type=int, default=N)
     a = ap.parse_args()
     if a.worker:
-        worker(a.worker[0], Path(a.worker[1]))
+        worker(a.worker[0], Path(a.worker[1]), a.n)
     else:
         main()

@@ -328,7 +328,7 @@ async def _submit(client: Client, api: BatchAPI, stage: Stage, journal: BatchJou
         base = {"provider": api.name, "base_url": str(api.provider.base_url),
                 "model": chunk[0][0].prep.model, "stage": stage.name, "attempt": attempt,
                 "requests": len(chunk), "keys_file": keys_file, "submission": submission}
-        found = await _retry(client, lambda: api.find(submission))
+        found = await _retry(client, lambda tag=submission: api.find(tag))
         if found is not None:
             log.warning("judgekit: batch %s already holds these %d requests (its journal "
                         "was lost); polling it instead of paying again", found, len(chunk))

@@ -114,6 +114,14 @@ class ResponseCache:
         self.hits += 1
         return value
 
+    def peek(self, key: str) -> dict[str, Any] | None:
+        """``get`` without counting a hit or miss (a re-check, not a lookup)."""
+        hits, misses = self.hits, self.misses
+        try:
+            return self.get(key)
+        finally:
+            self.hits, self.misses = hits, misses
+
     def set(self, key: str, value: dict[str, Any]) -> None:
         if self._cache is None:
             return

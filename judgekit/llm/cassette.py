@@ -172,26 +172,25 @@ class Cassette:
 def _append(journal: Path, line: bytes) -> None:
     """Append one line; first cut off a torn tail (a write cut short by a kill or a full
     disk) so the new line never fuses with it. A short write is undone the same way."""
-    with open(journal, "ab+") as fh:
-        end = fh.seek(0, os.SEEK_END)
-        if end:
-            fh.seek(max(0, end - 1))
-            if fh.read(1) != b"\n":
-                cut = _last_newline(fh, end)
-                log.warning("judgekit: %s: dropped a torn last line (%d bytes; a recorder "
-                            "was stopped mid-write)", journal, end - cut)
-                fh.truncate(cut)
-                end = cut
-        fh.seek(end)
+    with open(journal, "ab+", buffering=0) as fh:
+        fd = fh.fileno()
+        end = os.lseek(fd, 0, os.SEEK_END)
+        if end and os.pread(fd, 1, end - 1) != b"\n":
+            cut = _last_newline(fh, end)
+            log.warning("judgekit: %s: dropped a torn last line (%d bytes; a recorder "
+                        "was stopped mid-write)", journal, end - cut)
+            os.ftruncate(fd, cut)
+            end = cut
         try:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+            view = memoryview(line)
+            while view:  # O_APPEND: a short write (a full disk) leaves a torn tail
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
         except OSError:
             try:
-                fh.truncate(end)
+                os.ftruncate(fd, end)  # undo the torn line at once
             except OSError:
-                pass  # the reader drops the torn line instead
+                pass  # the next append or reader drops it instead
             raise
 
 

@@ -418,8 +418,10 @@ class Client:
         self._inflight[key] = fut
         try:
             async with self._claim(key) as waited:
-                if waited:  # another process had this call in flight: use its answer
-                    rec = self._recheck(key, identity, stage)
+                if self.claims is not None:
+                    # Another process may have answered it since our lookup (it held the
+                    # claim, or finished just before we took it): use its answer.
+                    rec = self._recheck(key, identity, stage, waited)
                     if rec is not None:
                         fut.set_result(rec)
                         return rec, "cache"
@@ -451,11 +453,12 @@ class Client:
             return contextlib.nullcontext(False)
         return self.claims.hold(key)
 
-    def _recheck(self, key: str, identity: dict[str, Any], stage: Stage
+    def _recheck(self, key: str, identity: dict[str, Any], stage: Stage, waited: bool
                  ) -> dict[str, Any] | None:
-        """After waiting on another process's claim: its stored answer, if it fits."""
-        rec = self.cache.get(key) if self.cache is not None else None
-        if rec is None and self.cassette is not None:
+        """Another process's stored answer, if it fits: the cache is checked always (one
+        read), the cassette journal only after waiting on that process's claim."""
+        rec = self.cache.peek(key) if self.cache is not None else None
+        if rec is None and waited and self.cassette is not None:
             rec = self.cassette.refresh(key)
         if rec is None or _check_record(rec, stage)[0] is not None or not rec.get("ok"):
             return None

@@ -11,7 +11,8 @@ Behaviours: ``ok``, ``429`` (Retry-After values include ``nan``, huge, negative
 and HTTP dates), ``500``, ``503``, ``529``, ``reset_before`` (connection closed
 before any response), ``reset_mid`` (headers and half a body, then closed),
 ``non_json`` (a 200 with an HTML page), ``hang`` (no answer for ``hang_s``),
-``400`` (permanent), ``401``, ``404``, ``refusal``, ``length`` (truncated).
+``400`` (permanent), ``400_split`` (a 400 echoing the key past 300 characters, split
+over lines and JSON-escaped), ``401``, ``404``, ``refusal``, ``length`` (truncated).
 """
 
 from __future__ import annotations
@@ -40,12 +41,24 @@ def default_answer(prompt: str) -> dict[str, Any]:
                       f"sk-learn-style tooling ({tag})", "confidence": 0.5}
 
 
+def split_echo(auth: str) -> str:
+    """An error message that echoes a credential the hard ways: past 300 characters,
+    split over two lines, and JSON-escaped character by character."""
+    key = auth.removeprefix("Bearer ").strip()
+    half = len(key) // 2
+    escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+    return ("request rejected; " + "details " * 40 + f"credential {key[:half]}\n{key[half:]} "
+            f"(escaped: {escaped})")
+
+
 class ChaosServer(LoopbackServer):
     """An OpenAI-compatible server on 127.0.0.1 (``url`` ends in /v1) injecting faults."""
 
     def __init__(self, *, rates: dict[str, float] | None = None, permanent_400: float = 0.0,
                  plan: dict[str, list[str]] | None = None, seed: int = 0, hang_s: float = 5.0,
-                 answer: Callable[[str], dict[str, Any]] = default_answer) -> None:
+                 answer: Callable[[str], dict[str, Any]] = default_answer,
+                 delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
         self.rates = dict(rates or {})
         self.permanent_400 = permanent_400
         self.plan = {k: list(v) for k, v in (plan or {}).items()}
@@ -81,8 +94,13 @@ class ChaosServer(LoopbackServer):
         with self.lock:
             self.counts[what] += 1
             self.log.append((prompt, what))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         if what == "ok":
             return web.json_response(_chat(json.dumps(self.answer(prompt)), "stop"))
+        if what == "400_split":
+            return web.json_response({"error": {"message": split_echo(auth), "type": "chaos"}},
+                                     status=400)
         if what == "refusal":
             return web.json_response(_chat("", "stop", refusal="I can't help with that."))
         if what == "length":
