@@ -421,6 +421,9 @@ def test_served_model_ids_match_by_name_file_and_tag():
         "/m/gemma-3-270m-q4_k_m.gguf"]
     assert served_ids({"models": [{"name": "llama3:latest"}]}) == ["llama3:latest"]
     assert serves("/m/gemma-3-270m.gguf", "gemma-3-270m")
+    assert serves("/m/gemma-3-270m-q4_k_m.gguf", "gemma-3-270m")
+    assert serves("/m/gemma-3-270m-Q8_0.gguf", "gemma-3-270m-Q8_0")
+    assert not serves("/m/gemma-3-270m-q4_k_m.gguf", "gemma")
     assert serves("llama3:latest", "llama3") and serves("Qwen/Qwen2.5-7B", "Qwen/Qwen2.5-7B")
     assert not serves("/m/other-model.gguf", "gemma-3-270m")
 

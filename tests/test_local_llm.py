@@ -60,7 +60,7 @@ def test_explicit_server_context_manager(tmp_path):
         client = Client(ClientSettings(use_cache=False, base_urls={"local": srv.base_url},
                                        progress=False), templates=TemplateLibrary(TEST_PROMPTS))
         res = client.run_sync(STAGE, {"question": "Who is Serena Williams?"},
-                              model="local/gemma")
+                              model=f"local/{srv.model_path.stem}")
         client.close()
     assert res.ok and res.value.name
     assert not answers(srv.base_url)

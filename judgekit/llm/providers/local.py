@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from typing import Any, ClassVar
 
 import aiohttp
@@ -75,7 +76,7 @@ class LocalProvider(OpenAIProvider):
             shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
             raise ProviderError(
                 f"local/{self.model}: the server at {self.base_url} serves {shown}, not "
-                f"{self.model}; name one of those (e.g. local/{_short(ids[0])}) or point "
+                f"{self.model}; name one of those (e.g. local/{_stem(ids[0])}) or point "
                 "base_urls.local at the server that serves it", fatal=True)
 
 
@@ -93,10 +94,19 @@ def _short(model_id: str) -> str:
     return model_id.replace("\\", "/").rsplit("/", 1)[-1]
 
 
+_QUANT = re.compile(r"[-._](?:i?q\d\w*|f16|f32|bf16|fp16)$", re.IGNORECASE)
+
+
+def _stem(model_id: str) -> str:
+    short = _short(model_id)
+    return short[:-5] if short.lower().endswith(".gguf") else short
+
+
 def serves(model_id: str, name: str) -> bool:
     """Whether a served id is the named model: equal, the same file (a GGUF path's name
-    or stem), or an Ollama tag of it (``name:latest``)."""
-    short = _short(model_id)
-    stem = short.rsplit(".", 1)[0] if short.lower().endswith(".gguf") else short
-    return name in (model_id, short, stem) or model_id.split(":", 1)[0] == name or \
+    or stem, with or without its quantisation suffix such as ``-q4_k_m``), or an Ollama
+    tag of it (``name:latest``)."""
+    short, stem = _short(model_id), _stem(model_id)
+    bare = _QUANT.sub("", stem)  # the same weights in another quantisation
+    return name in (model_id, short, stem, bare) or model_id.split(":", 1)[0] == name or \
         short.split(":", 1)[0] == name
