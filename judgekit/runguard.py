@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import ConfigError, RunAborted
+from judgekit.runio import LOCK_NAME, write_failures, write_json
 
-LOCK_NAME = ".judgekit.lock"
 # The clients a run has used, so a failure can write what they saw.
 _CLIENTS: ContextVar[list[Any] | None] = ContextVar("judgekit_run_clients", default=None)
 
@@ -111,14 +111,10 @@ def check_stages(client: Any) -> None:
 def failed_run(directory: Path, method: str, exc: BaseException) -> RunAborted | None:
     """If ``exc`` ended a run that had made calls, write failures.jsonl and a results.json
     that says why, and return the RunAborted to raise; None if no call was made."""
-    from judgekit.runio import write_json
-
     clients = _CLIENTS.get() or []
     if not any(getattr(c, "stats", None) for c in clients):
         return None
     merged = _MergedLog(clients)
-    from judgekit.runio import write_failures
-
     counts = write_failures(directory, merged)
     n = sum(counts.values())
     kinds = ", ".join(f"{k} {c}" for k, c in sorted(counts.items())) or "none"

@@ -12,7 +12,6 @@ import numpy as np
 
 from judgekit.errors import ConfigError
 from judgekit.llm.secrets import scrub
-from judgekit.runguard import LOCK_NAME
 
 
 def _clean(obj: Any) -> Any:
@@ -72,6 +71,9 @@ def write_failures(out: Path, client: Any) -> dict[str, int]:
         counts[r["kind"]] = counts.get(r["kind"], 0) + 1
     return counts
 
+
+# The output folder's lock (judgekit.runguard): one run per folder at a time.
+LOCK_NAME = ".judgekit.lock"
 
 # What a run writes: cleared by --overwrite; anything else in the folder is left alone.
 RUN_OUTPUTS = ("results.json", "report.md", "report.html", "failures.jsonl", "*.png",

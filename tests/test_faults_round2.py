@@ -415,7 +415,7 @@ def test_a_stage_whose_calls_all_fail_is_a_failed_run(tmp_path, fake_api):
 
 # ---- local model identity -------------------------------------------------------------
 def test_served_model_ids_match_by_name_file_and_tag():
-    from judgekit.llm.providers.local import served_ids, serves
+    from judgekit.llm.served import served_ids, serves
 
     assert served_ids({"data": [{"id": "/m/gemma-3-270m-q4_k_m.gguf"}]}) == [
         "/m/gemma-3-270m-q4_k_m.gguf"]

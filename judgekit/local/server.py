@@ -98,7 +98,7 @@ class LocalServer:
         """The server on our port must serve our file (not a server that raced us to it)."""
         import json
 
-        from judgekit.llm.providers.local import served_ids, serves
+        from judgekit.llm.served import served_ids, serves
 
         try:
             with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as r:  # noqa: S310

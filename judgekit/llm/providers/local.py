@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import aiohttp
 
 from judgekit.errors import ProviderError
 from judgekit.llm.providers.base import register
 from judgekit.llm.providers.openai import OpenAIProvider
+from judgekit.llm.served import served_ids, serves, stem
 from judgekit.llm.types import Completion, ProviderRequest
 
 MANAGED_MODELS = {"gemma-3-270m"}
@@ -76,37 +76,5 @@ class LocalProvider(OpenAIProvider):
             shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
             raise ProviderError(
                 f"local/{self.model}: the server at {self.base_url} serves {shown}, not "
-                f"{self.model}; name one of those (e.g. local/{_stem(ids[0])}) or point "
+                f"{self.model}; name one of those (e.g. local/{stem(ids[0])}) or point "
                 "base_urls.local at the server that serves it", fatal=True)
-
-
-def served_ids(data: Any) -> list[str]:
-    """Model ids from an OpenAI-style ``/models`` answer (Ollama's ``models`` too)."""
-    if not isinstance(data, dict):
-        return []
-    rows = data.get("data") or data.get("models") or []
-    ids = [str(r.get("id") or r.get("name") or r.get("model") or "") for r in rows
-           if isinstance(r, dict)]
-    return [i for i in ids if i]
-
-
-def _short(model_id: str) -> str:
-    return model_id.replace("\\", "/").rsplit("/", 1)[-1]
-
-
-_QUANT = re.compile(r"[-._](?:i?q\d\w*|f16|f32|bf16|fp16)$", re.IGNORECASE)
-
-
-def _stem(model_id: str) -> str:
-    short = _short(model_id)
-    return short[:-5] if short.lower().endswith(".gguf") else short
-
-
-def serves(model_id: str, name: str) -> bool:
-    """Whether a served id is the named model: equal, the same file (a GGUF path's name
-    or stem, with or without its quantisation suffix such as ``-q4_k_m``), or an Ollama
-    tag of it (``name:latest``)."""
-    short, stem = _short(model_id), _stem(model_id)
-    bare = _QUANT.sub("", stem)  # the same weights in another quantisation
-    return name in (model_id, short, stem, bare) or model_id.split(":", 1)[0] == name or \
-        short.split(":", 1)[0] == name
