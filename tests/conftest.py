@@ -17,8 +17,27 @@ from judgekit.llm import Client, ClientSettings
 from judgekit.llm.templates import TemplateLibrary
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "datasets"
 TEST_PROMPTS = Path(__file__).parent / "prompts"
+
+
+_ENV_PREFIXES = ("JUDGEKIT_",)
+_ENV_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch, tmp_path_factory):
+    """Every test starts from a clean environment: no provider key, base URL or judgekit
+    setting from the shell changes its outcome, and the response cache and data folder
+    are the test's own (never the user's). A test that needs a variable sets it."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(_ENV_PREFIXES) or name.endswith(_ENV_SUFFIXES):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path_factory.mktemp("jk-env")
+    monkeypatch.setenv("JUDGEKIT_CACHE_DIR", str(home / "cache"))
+    monkeypatch.setenv("JUDGEKIT_DATA_DIR", str(home / "data"))
+    yield
 
 
 @dataclass
@@ -131,13 +150,6 @@ def make_client(tmp_path, sleeps):
     yield build
     for c in made:
         c.close()
-
-
-def shared_file(*parts: str) -> Path:
-    p = SHARED.joinpath(*parts)
-    if not p.exists():
-        pytest.skip(f"shared dataset sample {p} is absent")
-    return p
 
 
 def read_json(path: Path) -> Any:

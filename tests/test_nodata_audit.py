@@ -12,7 +12,7 @@ from judgekit.data.judged import load_judged
 from judgekit.errors import DataError
 from judgekit.llm.providers import mock
 
-from .conftest import ROOT, shared_file
+from .conftest import ROOT
 
 IDS = ["c1", "c2a", "c2b", "c3", "c4", "c5"]
 MARK = re.compile(r"\[(c\w+)\]")
@@ -122,10 +122,11 @@ def test_generator_failures_are_counted(tmp_path):
     assert res["verdict"]["decision"] == "inconclusive" and res["verdict"]["rule"] == "no_items"
 
 
-def test_judged_loader_reads_shared_sample_and_rejects_bad_items(tmp_path):
-    items = load_judged(shared_file("no_data_algorithm", "west_frisian_sample.json"), 0, 5)
+def test_judged_loader_reads_shipped_excerpt_and_rejects_bad_items(tmp_path):
+    items = load_judged(ROOT / "experiments" / "data" / "west_frisian_excerpt.json", 0, 5)
     assert len(items) == 5 and items[0].Label == 0
-    assert items[0].criterion_values()["c4"] == 0
+    assert items[0].criterion_values() == {"c1": 1, "c2a": 0, "c2b": 1, "c2": 1, "c3": 1,
+                                          "c4": 1, "c5": 0}
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{"Prompt": "p", "Output": "o", "Label": 3}]))
     with pytest.raises(DataError, match="item 0: field Label"):

@@ -30,7 +30,7 @@ from judgekit.nodata.protocol import (
 )
 from judgekit.nodata.rubric import load_rubric
 
-from .conftest import ROOT, shared_file
+from .conftest import ROOT
 
 
 def test_rubrics_total_and_labels():
@@ -111,7 +111,7 @@ def test_ensemble_kappa_and_agreement():
 
 
 def test_authors_files_reproduce_table_2(tmp_path):
-    data = shared_file("no_data_algorithm", "good_data_test_with_xor.json").parent
+    data = ROOT / "tests" / "data" / "no_data_algorithm"
     from judgekit.config import resolve
 
     cfg, runner = resolve(ROOT / "experiments" / "nodata_synthetic.yaml",

@@ -13,7 +13,7 @@ import pytest
 from judgekit.data.qa import load_arc, load_truthfulqa, load_winograd, winograd_letter
 from judgekit.llm.providers import mock
 
-from .conftest import ROOT, shared_file
+from .conftest import ROOT
 
 CSV = ("Type,Category,Question,Best Answer,Correct Answers,Incorrect Answers,Source\n"
        "Adversarial,Misc,Who is Q1?,ansA,ansA; A answer,wrong,src\n"
@@ -111,16 +111,16 @@ def test_parse_failures_are_listed_not_scored(tmp_path):
     assert "tagger: 2" in (tmp_path / "out" / "report.md").read_text()
 
 
-def test_loaders_read_shared_samples():
-    tq = load_truthfulqa(shared_file("truthfulqa", "TruthfulQA_sample.csv"))
-    assert len(tq) == 40 and tq[0].text.startswith("What happens to you if you eat watermelon")
+def test_loaders_read_shipped_excerpts():
+    tq = load_truthfulqa(ROOT / "experiments" / "data" / "truthfulqa_excerpt.csv")
+    assert len(tq) == 12 and tq[0].text.startswith("What happens to you if you eat watermelon")
     assert tq[0].gold == "The watermelon seeds pass through your digestive system"
     assert "Nothing happens" in tq[0].accepted and "You die" in tq[0].rejected
-    wsc = load_winograd(shared_file("winograd", "WSCollection_sample.xml"))
-    assert len(wsc) == 40
+    wsc = load_winograd(ROOT / "experiments" / "data" / "wsc_excerpt.xml")
+    assert len(wsc) == 12
     assert wsc[0].gold == "The city councilmen" and wsc[1].gold == "the demonstrators"
     assert '"they"' in wsc[0].text and "feared violence" in wsc[0].text
-    arc = load_arc(shared_file("arc", "ARC-Challenge-Dev_sample.jsonl"))
+    arc = load_arc(ROOT / "experiments" / "data" / "arc_challenge_dev_excerpt.jsonl")
     assert arc[0].id == "Mercury_SC_407695"
     assert arc[0].gold == "Record the details of the investigation."
     assert "D) Record the details" in arc[0].context
