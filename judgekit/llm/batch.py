@@ -15,103 +15,83 @@ run online, with a one-line notice.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
 import time
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from filelock import FileLock
+from typing import Any, Protocol
 
 from judgekit.errors import ProviderError, RunAborted
 from judgekit.llm.batch_api import BatchAPI, BatchItem, BatchStatus, batch_api_for
-from judgekit.llm.secrets import clip, scrub, scrub_text
+from judgekit.llm.batch_journal import BatchJournal
+from judgekit.llm.cache import default_cache_dir
+from judgekit.llm.calls import (
+    CallState,
+    ParseFailure,
+    Prepared,
+    Terminal,
+    read_answer,
+    request_for,
+    validated,
+)
+from judgekit.llm.ledger import Ledger, Progress
+from judgekit.llm.retry import RetryPolicy
+from judgekit.llm.secrets import scrub, scrub_text
 from judgekit.llm.stage import Call, Stage
-from judgekit.llm.structured import ParseFailure, parse_output
-from judgekit.llm.types import ProviderRequest, StageResult, Usage
+from judgekit.llm.store import Store
+from judgekit.llm.types import FAILURE_KINDS, StageResult
 
-if TYPE_CHECKING:
-    from judgekit.llm.client import Client, _Prepared
+__all__ = ["BatchHost", "BatchJournal", "cancel", "run_batch"]
+
+
+class BatchHost(Protocol):
+    """What batch execution needs from a client (``judgekit.llm.Client`` is one)."""
+
+    settings: Any
+    store: Store
+    ledger: Ledger
+    retry: RetryPolicy
+
+    def prepare(self, stage: Stage, call: Call) -> Prepared: ...
+
+    async def fetch(self, prep: Prepared, stage: Stage) -> tuple[dict[str, Any], str]: ...
+
+    def finish(self, stage: Stage, prep: Prepared, record: dict[str, Any], value: Any,
+               source: str, t0: float) -> StageResult[Any]: ...
 
 log = logging.getLogger("judgekit.batch")
 
 
-class BatchJournal:
-    """``batches.jsonl`` in the cache directory: one line per event (submitted,
-    collected, cancelled), and ``batches/<id>.keys`` listing each batch's request keys."""
-
-    def __init__(self, directory: Path) -> None:
-        self.dir = Path(directory)
-        self.path = self.dir / "batches.jsonl"
-        self.keys_dir = self.dir / "batches"
-        self.lock = FileLock(str(self.dir / "batches.lock"))
-
-    def record(self, entry: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with self.lock, open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, sort_keys=True) + "\n")
-            fh.flush()
-
-    def write_keys(self, keys: Sequence[str]) -> str:
-        self.keys_dir.mkdir(parents=True, exist_ok=True)
-        name = f"{uuid.uuid4().hex}.keys"
-        (self.keys_dir / name).write_text("\n".join(keys) + "\n", encoding="utf-8")
-        return name
-
-    def keys(self, entry: dict[str, Any]) -> list[str]:
-        p = self.keys_dir / str(entry.get("keys_file"))
-        return p.read_text(encoding="utf-8").split() if p.exists() else []
-
-    def entries(self) -> dict[str, dict[str, Any]]:
-        """The latest state of every batch, by id."""
-        out: dict[str, dict[str, Any]] = {}
-        if not self.path.exists():
-            return out
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            try:
-                e = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line from a kill mid-write
-            out[e["id"]] = {**out.get(e["id"], {}), **e}
-        return out
-
-    def open_batches(self, provider: str, base_url: str) -> list[dict[str, Any]]:
-        return [e for e in self.entries().values() if e.get("provider") == provider
-                and e.get("base_url") == base_url and e.get("status") == "submitted"]
-
-
 @dataclass
-class _State:
-    prep: _Prepared
-    messages: list[dict[str, str]]
-    attempts: int = 0
-    usage: Usage = field(default_factory=Usage)
-    raw: str = ""
-    model: str = ""
-    entropy: float | None = None
-    error: str | None = None
+class Pending:
+    """A request waiting for its batch: the prepared call and what it has seen so far."""
+
+    prep: Prepared
+    state: CallState
+
+    @property
+    def attempts(self) -> int:
+        return self.state.attempts
 
 
-async def run_batch(client: Client, stage: Stage, calls: Sequence[Call]
+async def run_batch(client: BatchHost, stage: Stage, calls: Sequence[Call]
                     ) -> list[StageResult[Any]]:
     """``Client.map`` in batch mode; same results, in order, as online."""
     loop = asyncio.get_running_loop()
     t0 = loop.time()
-    from judgekit.llm.client import StageStats
-
-    st = client.stats.setdefault(stage.name, StageStats())
-    preps = [client._prepare(stage, c) for c in calls]
+    st = client.ledger.stage(stage.name)
+    preps = [client.prepare(stage, c) for c in calls]
     got: dict[str, tuple[dict[str, Any], Any, str]] = {}
-    misses: dict[str, dict[str, _Prepared]] = {}
+    misses: dict[str, dict[str, Prepared]] = {}
     for p in preps:
         st.calls += 1
         if p.key in got or any(p.key in m for m in misses.values()):
             continue
-        rec, val, src = client._lookup(p.key, p.identity, stage)
+        rec, val, src = client.store.lookup(p.key, p.identity, stage)
         if rec is not None:
             got[p.key] = (rec, val, src)
         else:
@@ -119,8 +99,8 @@ async def run_batch(client: Client, stage: Stage, calls: Sequence[Call]
     for model, group in misses.items():
         api = batch_api_for(next(iter(group.values())).provider)
         if api is None:
-            if model not in client.batch_notices:
-                client.batch_notices.add(model)
+            if model not in client.ledger.batch_notices:
+                client.ledger.batch_notices.add(model)
                 log.warning("judgekit: %s has no batch service; its calls run online", model)
             got.update(await _online(client, stage, list(group.values())))
         else:
@@ -132,33 +112,29 @@ async def run_batch(client: Client, stage: Stage, calls: Sequence[Call]
         if p.key in seen and src in ("batch", "provider"):
             src = "inflight"  # a duplicate call shares the one request made for its key
         seen.add(p.key)
-        out.append(client._finish(stage, st, p, rec, val, src, t0))
+        out.append(client.finish(stage, p, rec, val, src, t0))
     return out
 
 
-async def _online(client: Client, stage: Stage, preps: list[_Prepared]
+async def _online(client: BatchHost, stage: Stage, preps: list[Prepared]
                   ) -> dict[str, tuple[dict[str, Any], Any, str]]:
-    from judgekit.llm.client import _validated
-
-    async def one(p: _Prepared) -> tuple[str, tuple[dict[str, Any], Any, str]]:
-        rec, src = await client._fetch(p.key, p.identity, p.provider, stage, p.messages,
-                                       p.sampling, p.draw)
-        return p.key, (rec, _validated(rec, stage), src)
+    async def one(p: Prepared) -> tuple[str, tuple[dict[str, Any], Any, str]]:
+        rec, src = await client.fetch(p, stage)
+        return p.key, (rec, validated(rec, stage), src)
 
     return dict(await asyncio.gather(*(one(p) for p in preps)))
 
 
-def _journal(client: Client) -> BatchJournal:
-    from judgekit.llm.cache import default_cache_dir
-
+def _journal(client: BatchHost) -> BatchJournal:
     return BatchJournal(Path(client.settings.cache_dir or default_cache_dir()))
 
 
-async def _batched(client: Client, api: BatchAPI, stage: Stage, group: dict[str, _Prepared]
+async def _batched(client: BatchHost, api: BatchAPI, stage: Stage, group: dict[str, Prepared]
                    ) -> dict[str, tuple[dict[str, Any], Any, str]]:
     journal = _journal(client)
     base_url = str(api.provider.base_url)
-    states = {k: _State(p, list(p.messages)) for k, p in group.items()}
+    states = {k: Pending(p, CallState(p.provider.resolve_model(), list(p.messages)))
+              for k, p in group.items()}
     done: dict[str, tuple[dict[str, Any], Any, str]] = {}
     fallback: list[str] = []
     # Resume: batches submitted by an earlier, interrupted run are polled, not resent.
@@ -171,7 +147,7 @@ async def _batched(client: Client, api: BatchAPI, stage: Stage, group: dict[str,
             waiting.append(entry)
             covered |= ks
             for k in ks:
-                states[k].attempts = int(entry.get("attempt", 1)) - 1
+                states[k].state.attempts = int(entry.get("attempt", 1)) - 1
     while True:
         todo = [k for k in states if k not in done and k not in covered and k not in fallback]
         if todo:
@@ -201,7 +177,7 @@ async def _batched(client: Client, api: BatchAPI, stage: Stage, group: dict[str,
                             "collected_at": time.time()})
         waiting = []
     if fallback:
-        client.batch_fallbacks += len(fallback)
+        client.ledger.batch_fallbacks += len(fallback)
         log.warning("judgekit: %d batch request(s) expired, were cancelled or met a transient "
                     "error before running; calling them online", len(fallback))
         done.update(await _online(client, stage, [group[k] for k in fallback]))
@@ -217,14 +193,14 @@ def _missing_kind(status: BatchStatus) -> str:
             "failed": "http_4xx"}.get(status.status, "missing")
 
 
-async def _items(client: Client, api: BatchAPI, entry: dict[str, Any], status: BatchStatus,
+async def _items(client: BatchHost, api: BatchAPI, entry: dict[str, Any], status: BatchStatus,
                  stage: str) -> list[BatchItem]:
     """A batch's results, read with retries; a result whose custom_id was not sent, or a
     second, different result for one request, is logged as a failure, never used."""
     async def read() -> list[BatchItem]:
         return [item async for item in api.results(entry["id"], status)]
 
-    items = await _retry(client, read)
+    items = await client.retry.call(read, api.provider.should_retry, f"batch {entry['id']}")
     sent = set(_journal(client).keys(entry))
     first: dict[str, BatchItem] = {}
     out = []
@@ -238,7 +214,7 @@ async def _items(client: Client, api: BatchAPI, entry: dict[str, Any], status: B
                 continue
             problem = "a second, different result for one request (the first is kept)"
         if problem:
-            client.failure_log.append({"stage": stage, "key": cid, "kind": "batch_protocol",
+            client.ledger.log_failure({"stage": stage, "key": cid, "kind": "batch_protocol",
                                        "model": entry.get("model"), "attempts": 0,
                                        "error": f"batch {entry['id']}: {problem}",
                                        "source": "batch", "transcript": None})
@@ -254,26 +230,6 @@ def _same(a: BatchItem, b: BatchItem) -> bool:
     ta = a.completion.text if a.completion else None
     tb = b.completion.text if b.completion else None
     return (ta, a.kind, a.error) == (tb, b.kind, b.error)
-
-
-async def _retry(client: Client, fn: Any) -> Any:
-    """Run an idempotent batch request (status, results), retrying transient errors with
-    the client's backoff, as any online call is."""
-    s = client.settings
-    for attempt in range(1, s.transport_attempts + 1):
-        try:
-            return await fn()
-        except ProviderError as exc:
-            if exc.fatal:
-                raise RunAborted(scrub_text(str(exc))) from None
-            if not exc.retryable or attempt == s.transport_attempts:
-                raise
-            wait = exc.retry_after if exc.retry_after is not None else \
-                s.backoff_base * 2 ** (attempt - 1)
-            log.warning("judgekit: %s; retrying (%d of %d)", exc, attempt,
-                        s.transport_attempts - 1)
-            await client._sleep(min(wait, s.max_wait))
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def _reconcile(api: BatchAPI, journal: BatchJournal, base_url: str,
@@ -297,18 +253,15 @@ async def _reconcile(api: BatchAPI, journal: BatchJournal, base_url: str,
         journal.record({"id": e["id"], "status": "resolved"})
 
 
-async def _submit(client: Client, api: BatchAPI, stage: Stage, journal: BatchJournal,
-                  states: list[_State]) -> list[dict[str, Any]]:
+async def _submit(client: BatchHost, api: BatchAPI, stage: Stage, journal: BatchJournal,
+                  states: list[Pending]) -> list[dict[str, Any]]:
     s = client.settings
     limit = min(api.max_requests, s.batch_max_requests or api.max_requests)
-    chunks: list[list[tuple[_State, dict[str, Any]]]] = [[]]
+    chunks: list[list[tuple[Pending, dict[str, Any]]]] = [[]]
     size = 0
     for state in states:
         p = state.prep
-        req = ProviderRequest(model=p.provider.resolve_model(), messages=state.messages,
-                              sampling=p.sampling, schema=stage.schema, schema_name=stage.name,
-                              base_url=p.provider.base_url, timeout=s.timeout, draw=p.draw)
-        line = api.line(p.key, req)
+        line = api.line(p.key, request_for(p, stage, state.state.messages, s.timeout))
         n = len(json.dumps(line, ensure_ascii=False).encode("utf-8")) + 1
         if chunks[-1] and (len(chunks[-1]) >= limit or size + n > api.max_bytes):
             chunks.append([])
@@ -328,7 +281,8 @@ async def _submit(client: Client, api: BatchAPI, stage: Stage, journal: BatchJou
         base = {"provider": api.name, "base_url": str(api.provider.base_url),
                 "model": chunk[0][0].prep.model, "stage": stage.name, "attempt": attempt,
                 "requests": len(chunk), "keys_file": keys_file, "submission": submission}
-        found = await _retry(client, lambda tag=submission: api.find(tag))
+        found = await client.retry.call(functools.partial(api.find, submission),
+                                        api.provider.should_retry, "batch lookup")
         if found is not None:
             log.warning("judgekit: batch %s already holds these %d requests (its journal "
                         "was lost); polling it instead of paying again", found, len(chunk))
@@ -339,32 +293,25 @@ async def _submit(client: Client, api: BatchAPI, stage: Stage, journal: BatchJou
         # Recorded before sending: if the process dies before the provider's reply is
         # journaled, a resumed run can look the batch up by this tag (OpenAI metadata).
         journal.record({**base, "id": f"pending:{submission}", "status": "submitting"})
-        try:
-            batch_id = await api.submit([line for _, line in chunk], submission)
-        except ProviderError as exc:
-            if exc.fatal:
-                raise RunAborted(scrub_text(str(exc))) from None
-            raise
+        batch_id = await _submit_once(client, api, [line for _, line in chunk], submission)
         entry = {**base, "id": batch_id, "status": "submitted", "submitted_at": time.time()}
         journal.record(entry)  # at once: a kill from here on resumes, never resubmits
         journal.record({"id": f"pending:{submission}", "status": "resolved"})
-        client.batches_submitted += 1
-        client.batch_requests_submitted += len(chunk)
+        client.ledger.batches_submitted += 1
+        client.ledger.batch_requests_submitted += len(chunk)
         entries.append(entry)
     return entries
 
 
-async def _poll(client: Client, api: BatchAPI, entries: list[dict[str, Any]], label: str
+async def _poll(client: BatchHost, api: BatchAPI, entries: list[dict[str, Any]], label: str
                 ) -> list[tuple[dict[str, Any], BatchStatus]]:
     """Poll until every batch has ended, backing off; show the provider's counts."""
-    from judgekit.llm.client import _progress
-
     s = client.settings
     interval = s.batch_poll_interval
     finished: dict[str, tuple[dict[str, Any], BatchStatus]] = {}
     stuck: dict[str, tuple[str, float]] = {}  # batch id -> (transitional status, since)
     total = sum(int(e.get("requests", 0)) for e in entries)
-    with _progress(s.progress, f"{label} (batch)", total) as tick:
+    with Progress(s.progress, f"{label} (batch)", total) as tick:
         shown = 0
         while len(finished) < len(entries):
             counted = 0
@@ -372,7 +319,8 @@ async def _poll(client: Client, api: BatchAPI, entries: list[dict[str, Any]], la
                 if e["id"] in finished:
                     counted += int(e.get("requests", 0))
                     continue
-                st = await _retry(client, lambda e=e: api.status(e["id"]))
+                st = await client.retry.call(functools.partial(api.status, e["id"]),
+                                             api.provider.should_retry, f"batch {e['id']}")
                 st = _deadline(s, e, st, stuck)
                 c = st.counts
                 counted += int(c.get("completed", 0)) + int(c.get("failed", 0)) + \
@@ -384,7 +332,7 @@ async def _poll(client: Client, api: BatchAPI, entries: list[dict[str, Any]], la
                 tick()
             shown = max(shown, counted)
             if len(finished) < len(entries):
-                await client._sleep(interval)
+                await client.retry.sleep(interval)
                 interval = min(interval * 1.5, s.batch_max_poll_interval)
     return [finished[e["id"]] for e in entries]
 
@@ -417,61 +365,54 @@ def _deadline(s: Any, entry: dict[str, Any], st: BatchStatus,
     return BatchStatus(True, f"stuck {st.status}", st.counts, raw)
 
 
-def _handle(client: Client, stage: Stage, state: _State, item: BatchItem,
+def _handle(client: BatchHost, stage: Stage, pending: Pending, item: BatchItem,
             done: dict[str, tuple[dict[str, Any], Any, str]], fallback: list[str]) -> None:
-    from judgekit.llm.client import _reask, _validated
-
+    """One batch result, read by the same rules as an online answer."""
     s = client.settings
-    key = state.prep.key
+    key, state = pending.prep.key, pending.state
     if item.completion is None:
         if s.batch_fallback == "online" and item.kind in ("transport", "expired", "canceled"):
             fallback.append(key)
             return
         kind = {"expired": "timeout", "canceled": "transport",
                 "missing": "transport"}.get(str(item.kind), str(item.kind))
-        _fail(client, stage, state, kind, item.error or "batch request failed", done)
-        return
-    comp = item.completion
-    state.attempts += 1
-    state.usage.add(comp.usage)
-    state.raw, state.entropy = comp.text, comp.mean_token_entropy
-    state.model = comp.model or state.prep.provider.resolve_model()
-    if comp.refusal is not None or comp.finish_reason == "refusal":
-        _fail(client, stage, state, "refusal", f"the model refused: "
-              f"{clip(comp.refusal or comp.text, 300)}", done)
-        return
+        state.fail(kind if kind in FAILURE_KINDS else "transport",
+                   item.error or "batch request failed")
+    else:
+        state.attempts += 1
+        try:
+            read_answer(item.completion, stage, state)
+        except Terminal as exc:
+            state.fail(exc.kind, str(exc))
+        except ParseFailure as exc:
+            if state.attempts < s.max_parse_attempts:
+                return  # state.messages holds the re-ask: it goes in the next batch
+            state.fail("parse", str(exc))
+    record = scrub(state.record())
+    client.store.save(key, pending.prep.identity, record)
+    done[key] = (record, validated(record, stage), "batch")
+
+
+async def _submit_once(client: BatchHost, api: BatchAPI, lines: list[dict[str, Any]],
+                       tag: str) -> str:
+    """Submit a batch, retrying transient errors; before each retry the provider is asked
+    for a batch with this tag, so a submission that went through is never paid twice."""
+    async def attempt() -> str:
+        found = await api.find(tag)
+        return found if found is not None else await api.submit(lines, tag)
+
     try:
-        parsed = parse_output(comp.text, stage.output)
-    except ParseFailure as exc:
-        if comp.finish_reason == "length":
-            _fail(client, stage, state, "truncated", "the answer was cut off at the token "
-                  f"limit and does not parse: {exc}", done)
-        elif state.attempts >= s.max_parse_attempts:
-            _fail(client, stage, state, "parse", str(exc), done)
-        else:
-            state.error = str(exc)
-            state.messages = _reask(state.messages, comp.text, str(exc))  # next batch
-        return
-    record = scrub({"ok": True, "text": comp.text, "parsed": parsed.model_dump(mode="json"),
-                    "attempts": state.attempts, "usage": state.usage.as_dict(),
-                    "model": state.model, "error": None,
-                    "mean_token_entropy": state.entropy})
-    client._store(key, state.prep.identity, record)
-    done[key] = (record, _validated(record, stage), "batch")
+        return await api.submit(lines, tag)
+    except ProviderError as exc:
+        if exc.fatal:
+            raise RunAborted(scrub_text(str(exc))) from None
+        if not api.provider.should_retry(exc):
+            raise
+        await client.retry.sleep(client.retry.wait(1, exc))
+    return await client.retry.call(attempt, api.provider.should_retry, "batch submission")
 
 
-def _fail(client: Client, stage: Stage, state: _State, kind: str, error: str,
-          done: dict[str, tuple[dict[str, Any], Any, str]]) -> None:
-    record = scrub({"ok": False, "text": state.raw, "parsed": None,
-                    "attempts": state.attempts, "usage": state.usage.as_dict(),
-                    "model": state.model or state.prep.provider.resolve_model(),
-                    "error": scrub_text(error), "mean_token_entropy": state.entropy,
-                    "kind": kind, "transcript": state.messages})
-    client._store(state.prep.key, state.prep.identity, record)
-    done[state.prep.key] = (record, None, "batch")
-
-
-async def cancel(client: Client, batch_id: str) -> BatchStatus:
+async def cancel(client: BatchHost, batch_id: str) -> BatchStatus:
     """Cancel a journaled batch at its provider and record it."""
     from judgekit.errors import ConfigError
     from judgekit.llm.providers import make_provider

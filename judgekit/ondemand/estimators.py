@@ -81,7 +81,7 @@ def simple_recall(g_on_p0_sample: np.ndarray) -> float:
     return float(np.mean(g_on_p0_sample)) if len(g_on_p0_sample) else float("nan")
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+def ratio_estimate(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.full_like(num, np.nan, dtype=float), where=den != 0)
 
 
@@ -94,7 +94,7 @@ def joint_precision(dists: Sequence[np.ndarray], samples: Sequence[np.ndarray], 
     for j, s in enumerate(samples):
         if len(s) == 0:
             continue
-        ratio = _ratio(P[:, s] * f[s][None, :], Q[:, s])
+        ratio = ratio_estimate(P[:, s] * f[s][None, :], Q[:, s])
         out += w[:, j] * np.nan_to_num(ratio).mean(axis=1)
     return out
 
@@ -107,7 +107,7 @@ def joint_precision_variance(dists: Sequence[np.ndarray], samples: Sequence[np.n
     for j, s in enumerate(samples):
         if len(s) < 2:
             continue
-        v = np.nan_to_num(_ratio(P[:, s] * f[s][None, :], Q[:, s]))
+        v = np.nan_to_num(ratio_estimate(P[:, s] * f[s][None, :], Q[:, s]))
         out += w[:, j] ** 2 * v.var(axis=1, ddof=1) / len(s)
     return out
 
@@ -151,7 +151,7 @@ def conservative_variance(new: int, dists: Sequence[np.ndarray], sizes: Sequence
     for j, s in enumerate(samples):
         if j == new or len(s) < 2:
             continue
-        v = np.nan_to_num(_ratio(pm[s] * f[s], qm[s]))
+        v = np.nan_to_num(ratio_estimate(pm[s] * f[s], qm[s]))
         total += w[new, j] ** 2 * float(v.var(ddof=1)) / len(s)
     n_new = sizes[new]
     if n_new > 0:

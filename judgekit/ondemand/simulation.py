@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.ondemand.estimators import (
-    _ratio,
+    ratio_estimate,
     adaptive_sample_size,
     joint_precision,
     percentile,
@@ -89,7 +89,7 @@ def one_repeat(pop: Population, rng: np.random.Generator, n: int, n0: int, resam
     jp_boot = np.zeros((m, resamples))
     for j, s in enumerate(samples):
         # A system disjoint from sample j has p_i = q_i = 0 there: its term is 0, not 0/0.
-        ratio = np.nan_to_num(_ratio(P[:, s] * f[s][None, :], Q[:, s]))
+        ratio = np.nan_to_num(ratio_estimate(P[:, s] * f[s][None, :], Q[:, s]))
         jp_boot += w[:, [j]] * stratified_boot_means(ratio, resamples, rng)
     # joint recall = theta * nu
     pool = pop.members.any(axis=0).astype(float)

@@ -7,7 +7,7 @@ from typing import Any
 
 from judgekit.errors import MissingDependencyError, ProviderError
 from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, register, run_wide
-from judgekit.llm.providers.openai import _mean_entropy_bits
+from judgekit.llm.providers.openai import mean_entropy_bits
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, ProviderRequest, Usage
 
@@ -61,7 +61,7 @@ class LiteLLMProvider(Provider):
             model=getattr(resp, "model", self.model) or self.model,
             usage=Usage(getattr(usage, "prompt_tokens", 0) or 0,
                         getattr(usage, "completion_tokens", 0) or 0),
-            mean_token_entropy=_mean_entropy_bits(
+            mean_token_entropy=mean_entropy_bits(
                 lp.model_dump() if lp is not None and hasattr(lp, "model_dump") else lp),
             finish_reason=getattr(choice, "finish_reason", None),
             refusal=getattr(choice.message, "refusal", None) or None,

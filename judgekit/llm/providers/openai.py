@@ -60,14 +60,14 @@ def parse_chat_response(data: dict[str, Any], provider: str) -> Completion:
                     int(usage.get("completion_tokens", 0) or 0),
                     cache_read_tokens=int((usage.get("prompt_tokens_details") or {})
                                           .get("cached_tokens", 0) or 0)),
-        mean_token_entropy=_mean_entropy_bits(choice.get("logprobs")),
+        mean_token_entropy=mean_entropy_bits(choice.get("logprobs")),
         finish_reason="refusal" if refusal or finish == "content_filter" else finish,
         refusal=refusal or ("the provider's content filter stopped the answer"
                             if finish == "content_filter" else None),
     )
 
 
-def _mean_entropy_bits(logprobs: Any) -> float | None:
+def mean_entropy_bits(logprobs: Any) -> float | None:
     """Mean per-token entropy in bits over the returned top-k alternatives."""
     if not logprobs or not logprobs.get("content"):
         return None

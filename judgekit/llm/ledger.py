@@ -1,0 +1,175 @@
+"""What a client's calls cost and how they ended: per-stage statistics, the failure
+log, the failure budget, cost (batch calls at the batch price) and the batch counters.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from judgekit.errors import ConfigError, RunAborted
+from judgekit.llm.pricing import cost_usd
+from judgekit.llm.secrets import clip
+from judgekit.llm.types import StageResult
+
+BATCH_PRICE = 0.5  # the providers' batch services bill half the online price
+
+__all__ = ["BATCH_PRICE", "Ledger", "Progress", "StageStats", "normalise_budget"]
+
+
+@dataclass
+class StageStats:
+    calls: int = 0
+    provider_calls: int = 0
+    cached: int = 0
+    failed: int = 0
+    done: int = 0  # calls that have a result (calls counts those started)
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    failed_by_kind: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+class Ledger:
+    """Statistics of every stage a client ran, and its failure log."""
+
+    def __init__(self, max_failures: int | float | None = 0.25, min_calls: int = 50,
+                 execution: str = "online") -> None:
+        self.max_failures = normalise_budget(max_failures)
+        self.min_calls = min_calls
+        self.execution = execution
+        self.stats: dict[str, StageStats] = {}
+        self.failure_log: list[dict[str, Any]] = []
+        self.batches_submitted = 0
+        self.batch_requests_submitted = 0
+        self.batch_fallbacks = 0
+        self.batch_notices: set[str] = set()  # models told once that they run online
+        self.aborted: BaseException | None = None  # a run-wide error: no new calls start
+
+    def stage(self, name: str) -> StageStats:
+        st = self.stats.get(name)
+        if st is None:
+            st = self.stats[name] = StageStats()
+        return st
+
+    def log_failure(self, entry: dict[str, Any]) -> None:
+        self.failure_log.append(entry)
+
+    def account(self, st: StageStats, model: str, res: StageResult[Any],
+                rec: dict[str, Any]) -> None:
+        """Count one finished call: source, tokens, cost, failure."""
+        if res.source in ("provider", "batch"):
+            st.provider_calls += 1
+            st.attempts += int(rec.get("attempts", 0))
+        else:
+            st.cached += 1
+        st.done += 1
+        if not res.ok:
+            kind = res.kind or "parse"
+            st.failed += 1
+            st.failed_by_kind[kind] = st.failed_by_kind.get(kind, 0) + 1
+            st.failures.append({"key": res.key[:12], "kind": kind, "attempts": res.attempts,
+                                "error": res.error, "raw": clip(res.raw, 300)})
+            self.failure_log.append({"stage": res.stage, "key": res.key, "kind": kind,
+                                     "model": model, "attempts": res.attempts,
+                                     "error": res.error, "source": res.source,
+                                     "transcript": rec.get("transcript")})
+        # Tokens count every result (a replay reports what the recorded calls used);
+        # cost counts only what this run paid a provider for.
+        u = res.usage
+        st.prompt_tokens += u.prompt_tokens
+        st.completion_tokens += u.completion_tokens
+        if res.source not in ("provider", "batch"):
+            return
+        c = cost_usd(model, u.prompt_tokens, u.completion_tokens, u.cache_write_tokens,
+                     u.cache_read_tokens)
+        if c is not None and res.source == "batch":
+            c *= BATCH_PRICE
+        st.cost_usd = None if c is None or st.cost_usd is None else st.cost_usd + c
+
+    def check_budget(self, stage: str, st: StageStats) -> None:
+        """Raise :class:`RunAborted` once a stage's failures exceed the budget."""
+        budget = self.max_failures
+        if budget is None or st.failed == 0:
+            return
+        if isinstance(budget, int):
+            over = st.failed > budget
+            what = f"{st.failed} failed calls (budget {budget})"
+        else:
+            over = st.done >= self.min_calls and st.failed > budget * st.done
+            what = (f"{st.failed} of {st.done} calls failed ({st.failed / st.done:.0%}, "
+                    f"budget {budget:.0%})")
+        if over:
+            self.aborted = RunAborted(f"stage {stage} spent its failure budget")
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(st.failed_by_kind.items()))
+            last = st.failures[-1]["error"] if st.failures else ""
+            raise RunAborted(
+                f"stage {stage}: {what}: {kinds}; stopping so a broken prompt or endpoint "
+                f"does not pay for every item (last error: {clip(str(last), 200)}); "
+                "fix it and rerun (answers so far are kept), or raise max_failures")
+
+    def summary(self) -> dict[str, Any]:
+        stats = self.stats.values()
+        costs = [s.cost_usd for s in stats]
+        by_kind: dict[str, int] = {}
+        for s in stats:
+            for k, n in s.failed_by_kind.items():
+                by_kind[k] = by_kind.get(k, 0) + n
+        return {
+            "total": sum(s.calls for s in stats),
+            "provider_calls": sum(s.provider_calls for s in stats),
+            "cached": sum(s.cached for s in stats),
+            "failed": sum(s.failed for s in stats),
+            "failed_by_kind": dict(sorted(by_kind.items())),
+            "prompt_tokens": sum(s.prompt_tokens for s in stats),
+            "completion_tokens": sum(s.completion_tokens for s in stats),
+            "cost_usd": None if any(c is None for c in costs) else sum(c or 0 for c in costs),
+            "execution": self.execution,
+            "batches_submitted": self.batches_submitted,
+            "batch_fallbacks": self.batch_fallbacks,
+            "stages": {name: s.as_dict() for name, s in self.stats.items()},
+        }
+
+
+def normalise_budget(budget: Any) -> int | float | None:
+    """A failure budget as a count (int >= 0), a fraction in (0, 1), or None."""
+    if budget is None:
+        return None
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool) \
+            and math.isfinite(budget) and budget >= 0:
+        if 0 < budget < 1:
+            return float(budget)
+        if budget == int(budget):
+            return int(budget)
+    raise ConfigError(f"max_failures {budget!r} must be a whole number of calls, a fraction "
+                      "between 0 and 1 (e.g. 0.25), or null for no budget")
+
+
+class Progress:
+    """A rich progress bar on a terminal; a no-op elsewhere (CI, pipes, benchmarks)."""
+
+    def __init__(self, enabled: bool, description: str, total: int) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.description, self.total = description, total
+
+    def __enter__(self) -> Callable[[], None]:
+        if not self.enabled:
+            return lambda: None
+        from rich.progress import Progress as Bar
+
+        self.bar = Bar(transient=True)
+        self.bar.start()
+        task = self.bar.add_task(self.description, total=self.total)
+        return lambda: self.bar.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self.bar.stop()

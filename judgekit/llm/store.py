@@ -1,0 +1,135 @@
+"""Where answers are kept: the cassette (replayable records), the response cache, and
+the cross-process claims that keep two runs from paying for one request.
+
+``lookup`` serves a recorded answer that still fits the stage's output model;
+``save`` keeps a fresh one (answers in the cache; the model's own failures only in
+the cassette, so a replay reproduces them; transport failures nowhere).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from judgekit.errors import CassetteMissError, RunAborted
+from judgekit.llm.cache import ResponseCache
+from judgekit.llm.calls import check_record
+from judgekit.llm.cassette import Cassette
+from judgekit.llm.claims import Claims
+from judgekit.llm.stage import Stage
+from judgekit.llm.types import ANSWER_FAILURES
+
+log = logging.getLogger("judgekit.llm")
+
+__all__ = ["Store", "persisted_calls"]
+
+# Calls whose answers this process has stored (cache or cassette journal); the CLI
+# reports it when a run is interrupted.
+PERSISTED = [0]
+
+
+def persisted_calls() -> int:
+    return PERSISTED[0]
+
+
+class Store:
+    """The cassette, cache and claims of one client."""
+
+    def __init__(self, *, cache_dir: Any = None, use_cache: bool = True,
+                 cassette: Any = None, cassette_mode: str = "new") -> None:
+        self.mode = cassette_mode
+        self.cache = ResponseCache(cache_dir) if use_cache else None
+        self.cassette = Cassette(cassette, cassette_mode) if cassette else None
+        if cassette_mode == "none" and self.cassette is None:
+            raise CassetteMissError("cassette mode none needs a cassette path")
+        self.claims = _claims_for(self.cache, self.cassette)
+
+    def lookup(self, key: str, identity: dict[str, Any], stage: Stage
+               ) -> tuple[dict[str, Any] | None, Any, str]:
+        """(record, value, source) of a recorded answer that still fits, or a miss
+        (None, None, "provider"). In mode none a miss raises, naming what differs."""
+        cas, mode = self.cassette, self.mode
+        if cas is not None and mode != "all":
+            rec = cas.get(key)
+            if rec is not None:
+                why, value = check_record(rec, stage)
+                if why is None and (rec["ok"] or mode == "none"):
+                    return rec, value, "cassette"
+                if mode == "none":
+                    raise cas.miss_error(key, identity, why=why)
+                if why:
+                    log.warning("judgekit: cassette entry %s is re-recorded: %s", key[:12], why)
+                cas.forget(key)
+            elif mode == "none":
+                raise cas.miss_error(key, identity)
+        if self.cache is not None and mode != "all":
+            rec = self.cache.get(key)
+            if rec is not None:
+                why, value = check_record(rec, stage)
+                why = why or (None if rec.get("ok") else "a failed call")
+                if why is None:
+                    if cas is not None:
+                        cas.put(key, identity, rec)
+                    return rec, value, "cache"
+                log.warning("judgekit: cached answer %s is not used (%s); calling the "
+                            "provider again", key[:12], why)
+        return None, None, "provider"
+
+    def claim(self, key: str) -> Any:
+        """An async context holding ``key`` against other processes; it yields whether
+        it had to wait for one."""
+        if self.claims is None:
+            return contextlib.nullcontext(False)
+        return self.claims.hold(key)
+
+    def recheck(self, key: str, identity: dict[str, Any], stage: Stage, waited: bool
+                ) -> dict[str, Any] | None:
+        """Another process's stored answer, if it fits: the cache is checked always (one
+        read), the cassette journal only after waiting on that process's claim."""
+        if self.claims is None:
+            return None
+        rec = self.cache.peek(key) if self.cache is not None else None
+        if rec is None and waited and self.cassette is not None:
+            rec = self.cassette.refresh(key)
+        if rec is None or check_record(rec, stage)[0] is not None or not rec.get("ok"):
+            return None
+        if self.cassette is not None and key not in self.cassette.entries:
+            self.cassette.put(key, identity, rec)
+        return rec
+
+    def save(self, key: str, identity: dict[str, Any], record: dict[str, Any]) -> None:
+        """Keep a fresh record; stop the run if the only storage can no longer be written."""
+        stored = False
+        if record["ok"] and self.cache is not None:
+            was = self.cache.available
+            self.cache.set(key, record)
+            stored = self.cache.available
+            if was and not stored and self.cassette is None:
+                raise RunAborted(
+                    f"the response cache at {self.cache.directory} can no longer be written "
+                    "(see the warning above); stopping so no more calls are paid for without "
+                    "being kept. Answers stored before are kept; fix the disk and rerun.")
+        if self.cassette is not None and (record["ok"] or record.get("kind") in ANSWER_FAILURES):
+            self.cassette.put(key, identity, record)
+            stored = True
+        PERSISTED[0] += stored
+
+    def close(self) -> None:
+        """Compact the cassette and close the cache. Safe to call twice."""
+        if self.cassette is not None:
+            self.cassette.save()
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+        if self.claims is not None:
+            self.claims.close()
+
+
+def _claims_for(cache: ResponseCache | None, cassette: Cassette | None) -> Claims | None:
+    """Claims live beside the storage runs share: the cache, else the cassette."""
+    if cache is not None and cache.available:
+        return Claims(cache.directory / "inflight")
+    if cassette is not None and cassette.mode != "none":
+        return Claims(cassette.path.with_name(f".{cassette.path.name}.inflight"))
+    return None
