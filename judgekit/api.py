@@ -14,43 +14,74 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import ConfigError, DataError, RunAborted, StatsError
-from judgekit.results import RunResult, load_results
+from judgekit.results import RunResult
 from judgekit.runguard import FolderBusy, claim_folder, failed_run
 
 
-def run(config: str | Path | dict[str, Any], *, out: str | Path | None = None,
-        overwrite: bool = False, sets: list[str] | None = None,
-        models: dict[str, str] | None = None, **overrides: Any) -> RunResult:
-    """Run an experiment and return its typed results (also written to ``out``).
+def run(config: str | Path | dict[str, Any], *, client: Any = None,
+        out: str | Path | None = None, overwrite: bool = False,
+        sets: list[str] | None = None, models: dict[str, str] | None = None,
+        save: bool | None = None, **overrides: Any) -> RunResult:
+    """Run an experiment in memory and return its typed result.
 
     Args:
         config: a YAML path, a packaged experiment name (``"demo"``), or a dict with
             the same keys (relative paths in a dict resolve against the working folder).
-        out: the output folder (default: the config's ``out``); it must be new or empty
-            unless ``overwrite``.
+        client: the :class:`judgekit.Client` to use (its providers, cache and cassette),
+            e.g. ``Client(providers={"mock/judge": FunctionProvider(fn)})``; left open.
+            Default: one built from the config's settings, closed at the end.
+        out: also write the run's folder there (results.json, JSONL, report.md/html);
+            it must be new or empty unless ``overwrite``. ``result.save(folder)`` does
+            the same later.
+        save: write the folder even without ``out`` (to the config's ``out``, a fresh
+            ``runs/<name>[-N]``). Default: only when ``out`` is given, except that a
+            config named by path or name with no ``client`` still writes its folder as
+            judgekit 0.1 did (deprecated: pass ``out=`` or ``save=True``).
         sets: dotted ``KEY=VALUE`` overrides, as ``--set`` on the command line.
         models: ``{role: "provider/model"}`` overrides.
         overrides: top-level config fields, e.g. ``cassette_mode="none"``, ``seed=1``.
     """
+    if save is None:
+        save = out is not None or (not isinstance(config, dict) and client is None)
+        if save and out is None:
+            import warnings
+
+            warnings.warn("judgekit.run(path) writing the config's output folder without "
+                          "out= is deprecated: pass out=FOLDER or save=True (or save=False "
+                          "to compute in memory only)", FutureWarning, stacklevel=2)
+    if not save:
+        from judgekit.pipeline import compute
+
+        cfg = resolve_config(config, sets=sets, models=models, **overrides)
+        return compute(cfg, client)
     outcome = run_config(config, out=out, overwrite=overwrite, sets=sets, models=models,
-                         **overrides)
+                         client=client, **overrides)
     return outcome[0]
+
+
+def resolve_config(config: str | Path | dict[str, Any], *, sets: list[str] | None = None,
+                   models: dict[str, str] | None = None, **overrides: Any) -> Any:
+    """Load, override and validate a config (a path, a packaged name or a dict)."""
+    from judgekit.config import resolve, resolve_dict
+
+    model_args = [f"{k}={v}" for k, v in (models or {}).items()]
+    if isinstance(config, dict):
+        return resolve_dict(config, sets or [], model_args, overrides)[0]
+    return resolve(config, sets or [], model_args, overrides)[0]
 
 
 def run_config(config: str | Path | dict[str, Any], *, out: str | Path | None = None,
                overwrite: bool = False, sets: list[str] | None = None,
-               models: dict[str, str] | None = None, **overrides: Any
+               models: dict[str, str] | None = None, client: Any = None, **overrides: Any
                ) -> tuple[RunResult, dict[str, Any], Path]:
-    """``run`` plus the runner's summary (headline, failed calls) and the folder."""
-    from judgekit.config import out_dir, resolve, resolve_dict
+    """Run and write the folder (what ``judgekit run`` does): the result, what the
+    console shows (headline, failed calls by kind) and the folder written."""
+    from judgekit.config import out_dir
+    from judgekit.pipeline import compute, headline, save
     from judgekit.runio import prepare_out
 
-    ov = {**overrides, "out": str(out) if out is not None else None}
-    model_args = [f"{k}={v}" for k, v in (models or {}).items()]
-    if isinstance(config, dict):
-        cfg, runner = resolve_dict(config, sets or [], model_args, ov)
-    else:
-        cfg, runner = resolve(config, sets or [], model_args, ov)
+    cfg = resolve_config(config, sets=sets, models=models,
+                         **{**overrides, "out": str(out) if out is not None else None})
     directory = out_dir(cfg)
     # No folder was asked for: the config's default gets a fresh one each run (runs/demo,
     # runs/demo-2, ...), as evaluation logs do, also when another run holds the first;
@@ -68,13 +99,19 @@ def run_config(config: str | Path | dict[str, Any], *, out: str | Path | None = 
                     raise
         prepare_out(directory, overwrite=overwrite, inputs=_inputs(cfg))
         try:
-            summary = runner(cfg, directory)
+            result = compute(cfg, client)
         except (RunAborted, StatsError, DataError) as exc:
             failed = failed_run(directory, str(getattr(cfg, "method", "")), exc)
             if failed is None:
                 raise
             raise failed from None
-    return load_results(directory / "results.json"), summary, directory
+        save(result, directory, overwrite=True)
+    kinds: dict[str, int] = {}
+    for f in result.failures:
+        kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+    result._path = directory / "results.json"
+    return result, {"headline": headline(result), "failed_calls": kinds,
+                    "unused_cassette_entries": result.unused_cassette_entries}, directory
 
 
 def next_free(directory: Path) -> Path:

@@ -165,57 +165,44 @@ def cassette_verify(paths: list[Path]) -> None:
 @cassette_app.command("unused")
 def cassette_unused(config: str, set_: list[str] = typer.Option([], "--set")) -> None:
     """Replay CONFIG in mode none and list cassette entries it did not use."""
-    import tempfile
-
-    from judgekit.config import resolve
+    from judgekit.api import resolve_config
     from judgekit.errors import ConfigError
+    from judgekit.pipeline import compute
 
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg, runner = resolve(config, set_, [], {"cassette_mode": "none", "out": tmp})
-        if not getattr(cfg, "cassette", None):
-            raise ConfigError(f"config {config} has no cassette; nothing to compare with")
-        summary = runner(cfg, Path(tmp))
-    unused = summary.get("unused_cassette_entries", [])
+    cfg = resolve_config(config, sets=set_, cassette_mode="none")
+    if not getattr(cfg, "cassette", None):
+        raise ConfigError(f"config {config} has no cassette; nothing to compare with")
+    unused = compute(cfg).unused_cassette_entries
     for key in unused:
         console.print(key)
     console.print(f"{len(unused)} unused entries")
 
 
 @app.command()
-def schema(method: str = typer.Argument(..., help="vbscore | nodata | ondemand")) -> None:
+def schema(method: str = typer.Argument(..., help="a method (vbscore, nodata, probe, ondemand), "
+                                                  "or METHOD/EXPERIMENT (nodata/synthetic)")
+           ) -> None:
     """Print the JSON Schema of a method's results.json."""
     from judgekit.results import json_schema
 
-    print(json.dumps(json_schema(method), indent=2, sort_keys=True))
+    name, _, experiment = method.partition("/")
+    print(json.dumps(json_schema(name, experiment or None), indent=2, sort_keys=True))
 
 
 prompts_app = typer.Typer(no_args_is_help=True, help="Inspect or copy the prompt templates.")
 app.add_typer(prompts_app, name="prompts")
-
-# Which stage renders each packaged template.
-STAGES = {
-    "interpretations.j2": "vbscore: interpretation generator",
-    "system.j2": "vbscore: system under test",
-    "tagger.j2": "vbscore: open-world entity tagger",
-    "correctness.j2": "vbscore: correctness judge",
-    "nodata_evaluator.j2": "nodata: evaluator (all criteria)",
-    "nodata_evaluator_one.j2": "nodata: evaluator (one criterion)",
-    "nodata_generator.j2": "nodata: generator (paraphraser)",
-    "nodata_verifier.j2": "nodata: verifier (all criteria)",
-    "nodata_verifier_one.j2": "nodata: verifier (one criterion)",
-    "ondemand_judge.j2": "ondemand: labelling judge",
-}
-
 
 @prompts_app.command("list")
 def prompts_list(prompts: Path | None = typer.Option(None, "--prompts",
                                                       help="your templates folder")) -> None:
     """Which file each stage's template resolves to, and its content hash."""
     from judgekit.llm.templates import TemplateLibrary
+    from judgekit.methods import stages
 
     lib = TemplateLibrary(user=prompts)
+    known = stages()
     for name in lib.names():
-        print(f"{name:<26} {STAGES.get(name, '(your template)'):<36} "
+        print(f"{name:<26} {known.get(name, '(your template)'):<36} "
               f"{lib.content_hash(name)}  {lib.resolve(name)}")
 
 
@@ -327,7 +314,7 @@ def _err(message: str) -> None:
 
 
 def _interrupted() -> int:
-    from judgekit.llm.client import persisted_calls
+    from judgekit.llm.store import persisted_calls
 
     n = persisted_calls()
     _err(f"interrupted: {n} answered call(s) from this run are kept in the cache/cassette; "

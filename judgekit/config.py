@@ -42,7 +42,7 @@ class RunSettings(BaseModel):
     @field_validator("max_failures")
     @classmethod
     def _check_budget(cls, v: Any) -> Any:
-        from judgekit.llm.client import normalise_budget
+        from judgekit.llm.ledger import normalise_budget
 
         try:
             return normalise_budget(v)
@@ -161,13 +161,6 @@ def validate(model: type[BaseModel], doc: dict[str, Any], source: str) -> Any:
 
 
 Runner = Callable[[Any, Path], dict[str, Any]]
-_METHODS: dict[str, tuple[Callable[[], type[BaseModel]], Callable[[], Runner]]] = {}
-
-
-def register_method(name: str, config_model: Callable[[], type[BaseModel]],
-                    runner: Callable[[], Runner]) -> None:
-    """Register a method's config model and runner (both imported lazily)."""
-    _METHODS[name] = (config_model, runner)
 
 
 def resolve(path: str | Path, sets: list[str], models: list[str], overrides: dict[str, Any]
@@ -203,62 +196,33 @@ def _finish(doc: dict[str, Any], path: str, sets: list[str], models: list[str],
             raise ConfigError(f"--model {role}=...: unknown role {role!r} (roles: {known})")
         doc["models"][role] = str(model)
     doc.update({k: v for k, v in overrides.items() if v is not None})
+    from judgekit import methods
+
     method = doc.get("method")
-    if method not in _METHODS:
+    if method not in methods.names():
         raise ConfigError(f"config {path}: field method: {method!r} is not one of "
-                          f"{', '.join(sorted(_METHODS))}")
-    cfg_model, runner = _METHODS[method]
-    return validate(cfg_model(), doc, str(path)), runner()
+                          f"{', '.join(methods.names())}")
+    cfg = validate(methods.find(str(method)).config(), doc, str(path))
+    methods.find(cfg.method, getattr(cfg, "experiment", None))  # the variant exists
+    check_models(cfg.models, str(path), getattr(cfg, "base_urls", None))
+    from judgekit.pipeline import run_and_save
+
+    return cfg, run_and_save
+
+
+def check_models(models: dict[str, str], source: str, base_urls: dict[str, str] | None = None
+                 ) -> None:
+    """Every model's provider prerequisites (optional package and version), before any
+    call: a missing extra is a usage error naming what to install."""
+    from judgekit.errors import MissingDependencyError
+    from judgekit.llm.providers import check_requirements, parse_model_string
+
+    for role, model in models.items():
+        try:
+            check_requirements(model, (base_urls or {}).get(parse_model_string(model)[0]))
+        except MissingDependencyError as exc:
+            raise MissingDependencyError(f"config {source}: models.{role}: {exc}") from None
 
 
 def out_dir(cfg: RunSettings) -> Path:
     return Path(cfg.out.format(name=cfg.name))
-
-
-def _lazy(module: str, attr: str) -> Callable[[], Any]:
-    def get() -> Any:
-        import importlib
-
-        return getattr(importlib.import_module(module), attr)
-    return get
-
-
-register_method("vbscore", _lazy("judgekit.vbscore.config", "VBScoreConfig"),
-                _lazy("judgekit.vbscore.runner", "run"))
-register_method("nodata", _lazy("judgekit.nodata.config", "NoDataConfig"),
-                _lazy("judgekit.nodata.runner", "run"))
-register_method("probe", _lazy("judgekit.probe.config", "ProbeConfig"),
-                _lazy("judgekit.probe.runner", "run"))
-register_method("ondemand", _lazy("judgekit.ondemand.config", "OnDemandConfig"),
-                _lazy("judgekit.ondemand.runner", "run"))
-
-
-def client_for(cfg: RunSettings, *, progress: bool = True) -> Any:
-    """The LLM client a run uses, from the config's operational fields."""
-    from judgekit.llm import Client, ClientSettings
-    from judgekit.llm.templates import TemplateLibrary
-
-    return Client(templates=TemplateLibrary(user=cfg.prompts), settings=ClientSettings(
-        cache_dir=cfg.cache_dir, use_cache=cfg.use_cache, cassette=cfg.cassette,
-        cassette_mode=cfg.cassette_mode, concurrency=cfg.concurrency, timeout=cfg.timeout,
-        call_deadline=cfg.call_deadline, max_failures=cfg.max_failures,
-        base_urls=cfg.base_urls, progress=progress, execution=cfg.execution,
-        batch_fallback=cfg.batch_fallback, batch_poll_interval=cfg.batch_poll_interval,
-        dry_run=cfg.dry_run,
-    ))
-
-
-def run_with_client(cfg: RunSettings, work: Callable[[Any], Any]) -> tuple[Any, Any]:
-    """Build the run's client, run the coroutine ``work(client)`` to completion (its HTTP
-    sessions closed however it ends), compact the cassette and close the cache; return
-    (client, result). The client keeps its statistics for the report."""
-    from judgekit.runguard import check_stages, track
-
-    client = client_for(cfg)
-    track(client)
-    try:
-        result = client.run_until_complete(work(client))
-        check_stages(client)
-        return client, result
-    finally:
-        client.close()

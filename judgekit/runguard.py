@@ -115,7 +115,7 @@ def failed_run(directory: Path, method: str, exc: BaseException) -> RunAborted |
     if not any(getattr(c, "stats", None) for c in clients):
         return None
     merged = _MergedLog(clients)
-    counts = write_failures(directory, merged)
+    counts = write_failures(directory, merged.failure_log)
     n = sum(counts.values())
     kinds = ", ".join(f"{k} {c}" for k, c in sorted(counts.items())) or "none"
     calls = merged.summary()

@@ -1,4 +1,5 @@
-"""Writing run outputs: results.json (deterministic) and report.md, secrets scrubbed."""
+"""Writing run outputs: deterministic JSON, JSONL and text, secrets scrubbed, each file
+replaced atomically."""
 
 from __future__ import annotations
 
@@ -14,15 +15,15 @@ from judgekit.errors import ConfigError
 from judgekit.llm.secrets import scrub
 
 
-def _clean(obj: Any) -> Any:
+def clean(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
+        return [clean(v) for v in obj]
     if isinstance(obj, np.generic):
         obj = obj.item()
     if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
+        return clean(obj.tolist())
     if isinstance(obj, float):
         return None if math.isnan(obj) or math.isinf(obj) else obj
     return obj
@@ -31,7 +32,7 @@ def _clean(obj: Any) -> Any:
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(scrub(_clean(data)), indent=2, sort_keys=True,
+    tmp.write_text(json.dumps(scrub(clean(data)), indent=2, sort_keys=True,
                               ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
@@ -43,26 +44,12 @@ def write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def md_table(header: list[str], rows: list[list[Any]]) -> str:
-    def fmt(v: Any) -> str:
-        if v is None:
-            return "n/a"
-        if isinstance(v, float):
-            return f"{v:.3f}"
-        return str(v)
-
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def write_failures(out: Path, client: Any) -> dict[str, int]:
+def write_failures(out: Path, log: list[dict[str, Any]]) -> dict[str, int]:
     """Write the run's failure log (one JSON line per failed call, with its transcript)
     as failures.jsonl, and return the failed-call counts by kind."""
-    log = getattr(client, "failure_log", [])
     path = out / "failures.jsonl"
     if log:
-        write_text(path, "".join(json.dumps(scrub(_clean(r)), sort_keys=True,
+        write_text(path, "".join(json.dumps(scrub(clean(r)), sort_keys=True,
                                             ensure_ascii=False) + "\n" for r in log))
     elif path.exists():
         path.unlink()
@@ -100,24 +87,6 @@ def prepare_out(out: Path, *, overwrite: bool, inputs: tuple[Path, ...] = ()) ->
     out.mkdir(parents=True, exist_ok=True)
 
 
-def publish(out: Path, results: dict[str, Any], markdown: str, *, title: str,
-            detail_keys: tuple[str, ...] = (), views: dict[str, str] | None = None
-            ) -> dict[str, Any]:
-    """Write a run's outputs: results.json (typed, small), a JSONL per detail list,
-    report.md and the self-contained report.html (figures must be written first)."""
-    from judgekit.report.html import write_report_html
-    from judgekit.results import model_for, split_detail
-
-    small, details = split_detail(results, detail_keys)
-    model_for(small["method"]).model_validate(_clean(small))  # the schema holds
-    for name, rows in details.items():
-        write_text(out / f"{name}.jsonl", "".join(jsonl_line(r) for r in rows))
-    write_json(out / "results.json", small)
-    write_text(out / "report.md", markdown)
-    write_report_html(out, title, markdown, details, views)
-    return small
-
-
 def _np_default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
@@ -133,4 +102,4 @@ def jsonl_line(row: dict[str, Any]) -> str:
         return json.dumps(row, sort_keys=True, ensure_ascii=False, allow_nan=False,
                           default=_np_default) + "\n"
     except ValueError:
-        return json.dumps(_clean(row), sort_keys=True, ensure_ascii=False) + "\n"
+        return json.dumps(clean(row), sort_keys=True, ensure_ascii=False) + "\n"

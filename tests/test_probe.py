@@ -166,17 +166,25 @@ def _pairs(tmp_path, n=40):
     return p
 
 
-def _run(tmp_path, name, fn, **extra):
-    from judgekit.llm.providers.mock import register_script
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.runner import run
+def _in_memory(config, name, fn, out=None):
+    """One call of the run pipeline with the judge passed in as a provider object;
+    nothing is written unless ``out``. Returns the result as results.json holds it."""
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+    from judgekit.llm.providers.mock import FunctionProvider
 
-    register_script(name, fn)
-    cfg = ProbeConfig.model_validate({"method": "probe", "data_path": str(_pairs(tmp_path)),
-                                      "use_cache": False, "models": {"judge": f"mock/{name}"},
-                                      "resamples": 300, **extra})
-    run(cfg, tmp_path / name)
-    return json.loads((tmp_path / name / "results.json").read_text())
+    with Client(ClientSettings(use_cache=False, progress=False),
+                providers={f"mock/{name}": FunctionProvider(fn)}) as client:
+        result = judgekit.run(config, client=client)
+    if out is not None:
+        result.save(out)
+    return result.model_dump(mode="json")
+
+
+def _run(tmp_path, name, fn, **extra):
+    return _in_memory({"method": "probe", "data_path": str(_pairs(tmp_path)),
+                       "use_cache": False, "models": {"judge": f"mock/{name}"},
+                       "resamples": 300, **extra}, name, fn, out=tmp_path / name)
 
 
 def _first_label(req):
@@ -241,22 +249,17 @@ def test_ppi_shares_for_k_ary_labels_sum_to_one():
 
 
 def _pointwise(tmp_path, name, fn, **extra):
-    from judgekit.llm.providers.mock import register_script
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.runner import run
     from judgekit.testing import judges
 
     (tmp_path / "items.json").write_text(json.dumps(judges.make_items(40, seed=5)))
     (tmp_path / "rubric.yaml").write_text(judges.rubric_yaml())
     para = judges.rubric_yaml().replace("holds.", "is present in the response.")
     (tmp_path / "para.yaml").write_text(para)
-    register_script(name, fn)
-    cfg = ProbeConfig.model_validate({
+    return _in_memory({
         "method": "probe", "judge_mode": "pointwise", "data_path": str(tmp_path / "items.json"),
         "rubric": str(tmp_path / "rubric.yaml"), "rubric_paraphrase": str(tmp_path / "para.yaml"),
-        "use_cache": False, "resamples": 300, "models": {"judge": f"mock/{name}"}, **extra})
-    run(cfg, tmp_path / name)
-    return json.loads((tmp_path / name / "results.json").read_text())
+        "use_cache": False, "resamples": 300, "models": {"judge": f"mock/{name}"}, **extra},
+        name, fn)
 
 
 def test_pointwise_oracle_is_stable_under_every_transform(tmp_path):
@@ -335,10 +338,6 @@ def test_human_ceiling_pinned():
 def test_probe_reports_the_human_ceiling_and_importance_sampled_rate(tmp_path):
     import re
 
-    from judgekit.llm.providers.mock import register_script
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.runner import run
-
     rows = []
     for i in range(60):
         good_first = i % 2 == 0
@@ -357,13 +356,10 @@ def test_probe_reports_the_human_ceiling_and_importance_sampled_rate(tmp_path):
         return {"winner": labels[0] if user.index("[good]") < user.index("[bad]")
                 else labels[1]}
 
-    register_script("hum", oracle)
-    cfg = ProbeConfig.model_validate({
+    r = _in_memory({
         "method": "probe", "data_path": str(tmp_path / "pairs.jsonl"), "use_cache": False,
         "resamples": 300, "models": {"judge": "mock/hum"}, "human_sample": 20,
-        "human_sampling": "importance"})
-    run(cfg, tmp_path / "o")
-    r = json.loads((tmp_path / "o" / "results.json").read_text())
+        "human_sampling": "importance"}, "hum", oracle)
     # annotators 1 and 2 always agree; annotator 3 disagrees on 12 of 60 items
     assert r["human"]["human_ceiling"]["percent"] == pytest.approx((1 + 0.8 + 0.8) / 3)
     assert r["human"]["agreement"]["percent"] == 1.0

@@ -74,12 +74,16 @@ def test_audit_through_the_runner_on_skewed_data(tmp_path):
     from judgekit.testing import judges
 
     judges.write_audit_data(tmp_path, 60, seed=1, pass_rate=0.88)
-    res = judges.scripted_audit(tmp_path, "constant", "faithful", n=60)
+    result = judges.scripted_audit(tmp_path, "constant", "faithful", n=60, as_result=True)
+    res = result.model_dump(mode="json")
     v = res["verdict"]
     assert v["decision"] == "do not trust" and v["rule"] == "constant_judge"
     assert "whole claimed breakdown" in v["measures"]
     assert v["verifier"]["rereads"] == 60 and v["verifier"]["disagreement"] == 0.0
-    report = (tmp_path / "constant_faithful_both_0.0" / "report.md").read_text()
+    from judgekit.report.document import to_markdown
+    from judgekit.results import report_doc
+
+    report = to_markdown(report_doc(result))
     assert "Which criterion the judge gets wrong" in report and "constant_judge" in report
 
 

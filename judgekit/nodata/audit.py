@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from judgekit.config import run_with_client
 from judgekit.data.judged import JudgedItem, check_judged, load_judged
 from judgekit.llm import Call, Client
 from judgekit.nodata import llm_stages as st
@@ -26,8 +24,6 @@ from judgekit.nodata.config import NoDataConfig
 from judgekit.nodata.decision import DecisionSettings, ItemEvidence, decide
 from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
 from judgekit.nodata.rubric import Rubric, load_rubric
-from judgekit.report.figures import lines
-from judgekit.runio import md_table, publish, write_failures
 from judgekit.stats.proportions import rate_with_interval
 
 REFUSAL = re.compile(r"\b(I can(?:no|')t|I'm sorry|I am sorry|as an AI|I am unable|"
@@ -44,7 +40,7 @@ def _vars(item: JudgedItem, rubric: Rubric) -> dict[str, Any]:
             "criteria": rubric.criteria, "aggregator_text": _aggregator_text(rubric)}
 
 
-class Counter:
+class ProblemCounts:
     def __init__(self) -> None:
         self.counts: dict[str, dict[str, int]] = {}
 
@@ -54,7 +50,7 @@ class Counter:
 
 
 async def _evaluate(cfg: NoDataConfig, client: Client, items: list[JudgedItem], rubric: Rubric,
-                    model: str, problems: Counter, stage_name: str = "evaluator"
+                    model: str, problems: ProblemCounts, stage_name: str = "evaluator"
                     ) -> list[dict[str, Any] | None]:
     ids = rubric.ids()
     if cfg.criterion_mode == "per_criterion":
@@ -100,7 +96,7 @@ def _items_of(rubric: Rubric) -> list[dict[str, str]]:
 
 
 async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]],
-                  rubric: Rubric, model: str, problems: Counter, draw: int = 0,
+                  rubric: Rubric, model: str, problems: ProblemCounts, draw: int = 0,
                   stage_name: str = "verifier"
                   ) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
     total_ids, top_ids = rubric.total_ids(), rubric.ids()
@@ -126,7 +122,7 @@ async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]
 
 
 async def _verify_each(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]],
-                       rubric: Rubric, model: str, problems: Counter, draw: int = 0,
+                       rubric: Rubric, model: str, problems: ProblemCounts, draw: int = 0,
                        stage_name: str = "verifier"
                        ) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
     """One verifier call per item of the total rubric (easier for small models)."""
@@ -182,7 +178,7 @@ def _round_passes(cfg: NoDataConfig, ch: int, vx: tuple[tuple[int, ...], tuple[i
 
 async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
                  ev_rubric: Rubric, ver_rubric: Rubric) -> dict[str, Any]:
-    problems = Counter()
+    problems = ProblemCounts()
     evaluator = cfg.models["evaluator"]
     gen_model = cfg.models.get("generator", evaluator)
     verifier = cfg.models["verifier"]
@@ -267,14 +263,14 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
             "problems": problems.counts, "ensemble": ens}
 
 
-def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
+def execute(cfg: NoDataConfig, client: Client) -> dict[str, Any]:
+    """Audit the evaluator on the judged items; the payload of NoDataResults."""
     items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size, cfg.indices)
     ev_rubric, ver_rubric = load_rubric(cfg.rubric), load_rubric(cfg.verifier_rubric)
     positions = list(cfg.indices or range(cfg.start, cfg.start + len(items)))
     data_checks = check_judged(items, ver_rubric.ids(), ver_rubric.aggregate, positions,
                                str(cfg.data_path), strict=cfg.strict)
-    client, raw = run_with_client(cfg, lambda c: _audit(cfg, c, items, ev_rubric, ver_rubric))
-    calls = client.summary()
+    raw = client.run_until_complete(_audit(cfg, client, items, ev_rubric, ver_rubric))
     recs = raw["records"]
     kept = sorted(recs)
     truth = [items[i].Label for i in kept]
@@ -301,7 +297,7 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                      "claim_agreement": agree, "claim_agreement_ci": agree_ci,
                      "bound": s.bound, "n_items": s.n, "parse_failures": n_fail})
     results = {
-        "method": "nodata", "experiment": "llm", "seed": cfg.seed, "data": cfg.data_path,
+        "data": cfg.data_path,
         "start": cfg.start, "sample_size": len(items), "indices": cfg.indices,
         "rubric": ev_rubric.name,
         "verifier_rubric": ver_rubric.name, "models": cfg.models, "runs": runs,
@@ -312,15 +308,6 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                          "scores every criterion 0 lets any paraphrase pass",
         "items": [_item_record(i, pos, items[i], raw) for i, pos in enumerate(
             cfg.indices or range(cfg.start, cfg.start + len(items)))],
-        "calls": {"total": calls["total"], "cached": calls["cached"], "failed": calls["failed"],
-                  "provider_calls": calls["provider_calls"],
-                  "per_item": calls["total"] / max(1, len(items)),
-                  "tokens_per_item": (calls["prompt_tokens"] + calls["completion_tokens"])
-                  / max(1, len(items)),
-                  "failed_by_kind": calls["failed_by_kind"],
-                  "per_stage": {k: {kk: v[kk] for kk in ("calls", "cached", "failed",
-                                                         "failed_by_kind")}
-                                for k, v in calls["stages"].items()}},
         "baseline": _baseline(items, raw["ensemble"]),
         "data_checks": data_checks,
         "claim_agreement": {"rate": agree, "ci": agree_ci, "n": n_claims,
@@ -328,18 +315,13 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                                              for c, (r, ci, n) in by_crit.items()}},
     }
     results["verdict"] = verdict(cfg, runs[0], raw, items, ev_rubric, ver_rubric)
-    out.mkdir(parents=True, exist_ok=True)
-    lines(out / "success_vs_phi.png",
-          {cfg.rubric_label: ([r["phi"] for r in runs], [r["success_rate"] for r in runs])},
-          xlabel="phi", ylabel="success rate", ylim=(-0.02, 1.02),
-          title=f"No-Data audit of {cfg.models['evaluator']}")
-    publish(out, results, _report(cfg, results), title=f"No-Data audit of "
-            f"{cfg.models['evaluator']}", detail_keys=("items",), views={"items": "audit"})
-    r0 = runs[0]
-    unused = client.cassette.unused() if client.cassette is not None else []
-    return {"failed_calls": write_failures(out, client),
-            "headline": f"{cfg.rubric_label}: success {r0['success_rate']:.1%} over "
-                        f"{r0['n_items']} items", "unused_cassette_entries": unused}
+    return results
+
+
+def headline(res: dict[str, Any]) -> str:
+    r0 = res["runs"][0]
+    return (f"{r0['rubric']}: success {r0['success_rate']:.1%} over {r0['n_items']} items; "
+            f"verdict: {res['verdict']['decision']}")
 
 
 def evidence(raw: dict[str, Any], items: list[JudgedItem], ev_rubric: Rubric,
@@ -439,127 +421,3 @@ def _baseline(items: list[JudgedItem], ens: dict[str, list[Any]]) -> dict[str, A
     truth = [items[i].Label for i in ok]
     known = [int(t) for t in truth if t is not None]
     return {"n_items": len(ok), **ensemble(labels, known if len(known) == len(ok) else None)}
-
-
-def _agreement_line(k: dict[str, Any]) -> str:
-    ag = k.get("agreement")
-    if not ag:
-        return "No human labels: agreement not computed."
-
-    def one(name: str, key: str) -> str:
-        ci = ag["cis"][key]
-        if ag[key] is None:
-            return f"{name} undefined ({(ag.get('undefined') or {}).get(key, '')})"
-        return f"{name} {ag[key]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
-
-    return ("Agreement of the evaluator's labels with the human labels "
-            f"(n = {ag['n']}): " + "; ".join([one("percent", "percent"), one("Cohen's kappa",
-                                                                           "kappa"),
-                                               one("Krippendorff's alpha", "alpha"),
-                                               one("Gwet's AC1", "ac")])
-            + f"; prevalence of the commonest human label {ag['prevalence']:.3f} "
-            f"(always saying it agrees {ag['majority_baseline']:.3f}).")
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.1f}"
-
-
-def _pci(v: float | None, ci: list[float] | None) -> str:
-    """A percentage with its 95% interval."""
-    if v is None:
-        return "n/a"
-    return _pct(v) if ci is None else f"{_pct(v)} [{_pct(ci[0])}, {_pct(ci[1])}]"
-
-
-def _verdict_table(v: dict[str, Any]) -> str:
-    """The evidence behind the decision, one row a reference."""
-    if v.get("reference") is None:
-        return ""
-
-    def ci(x: list[float] | None, f: str = "{:.3f}") -> str:
-        return "" if not x else "[" + ", ".join(f.format(t) for t in x) + "]"
-
-    ver, un, lab = v["verifier"], v["uninformed"], v["label_agreement"]
-    rows = [["success rate", f"{v['success_rate']:.3f} {ci(v['success_ci'])}", v["n_items"]],
-            ["perfect judge under this verifier (reference)", f"{v['reference']:.3f}",
-             ver.get("rereads", 0)],
-            ["success / reference", f"{v['relative_success']:.2f} "
-             f"{ci(v['relative_success_ci'], '{:.2f}')}", v["n_items"]],
-            ["claims agree (challenge 0)", f"{v['claim_agreement']:.3f}", v["n_items"]],
-            ["uninformed judge: best constant / random at the judge's rates",
-             f"{un['constant_claims']:.3f} / {un['random_claims']:.3f}", v["n_items"]],
-            ["claims over the better uninformed judge",
-             f"{v['skill']:+.3f} {ci(v['skill_ci'], '{:+.3f}')}", v["n_items"]],
-            ["labels vs the verifier's: Cohen's kappa",
-             "undefined" if lab["kappa"] is None else
-             f"{lab['kappa']:.3f} {ci(lab['kappa_ci'])}", v["n_items"]]]
-    if ver.get("disagreement") is not None:
-        rows.append(["verifier disagrees with its own re-reading",
-                     f"{ver['disagreement']:.3f} {ci(ver['disagreement_ci'])}",
-                     ver["readings"]])
-    la = v.get("label_accuracy")
-    if la:
-        rows.append(["label accuracy (human labels) / majority label / random",
-                     f"{la['accuracy']:.3f} / {la['majority_label']:.3f} / "
-                     f"{la['random_at_judge_rate']:.3f}", la["n"]])
-    return md_table(["evidence", "value", "n"], rows)
-
-
-def _report(cfg: NoDataConfig, r: dict[str, Any]) -> str:
-    k = r["known"]
-    span = r["indices"] or f"from {r['start']}"
-    rows = [[x["rubric"], x["phi"], _pct(k.get("accuracy")), _pct(k.get("f1")),
-             _pci(x["accuracy"], x["accuracy_ci"]), _pci(x["f1"], x["f1_ci"]),
-             _pci(x["success_rate"], x["success_ci"]), _pci(x["flip_rate"], x["flip_ci"]),
-             _pci(x["claim_agreement"], x["claim_agreement_ci"]),
-             _pct(x["bound"]), x["n_items"]] for x in r["runs"]]
-    v = r["verdict"]
-    per = [[c, _pct(v)] for c, v in k.get("per_criterion_accuracy", {}).items()]
-    probs = [[s, ", ".join(f"{kk}: {vv}" for kk, vv in d.items())]
-             for s, d in r["problems_by_stage"].items()] or [["all", "none"]]
-    parts = [
-        f"# No-Data audit of `{cfg.models['evaluator']}`",
-        f"## Verdict: {v['decision']}",
-        f"{v['reason'][0].upper()}{v['reason'][1:]} (rule `{v['rule']}`; n = {v['n_items']} "
-        f"items, {v['items_excluded']} excluded; r = {cfg.rounds} rounds, check "
-        f"`{cfg.check}`; intervals at {cfg.level:.0%}).",
-        f"What this measures: {v['measures']}. It rests on the verifier "
-        f"`{cfg.models['verifier']}` and its rubric {r['verifier_rubric']}: the audit is only "
-        "as strong as the verifier.",
-        _verdict_table(v),
-        "### Which criterion the judge gets wrong",
-        md_table(["criterion", "claims confirmed by the verifier", "n"],
-                 [[c, _pci(x["rate"], x["ci"]), x["n"]]
-                  for c, x in r["claim_agreement"]["by_criterion"].items()]),
-        f"Data: {r['data']} items {span} ({r['sample_size']} items); evaluator "
-        f"rubric {r['rubric']} ({cfg.rubric_label}), verifier `{cfg.models['verifier']}` with "
-        f"rubric {r['verifier_rubric']}; r = {cfg.rounds}, seed = {cfg.seed}. phi: flip on "
-        "failure with probability phi (the paper's meaning).",
-        "## Table 3 layout (percent)",
-        md_table(["rubric", "phi", "known acc", "known F1", "No-Data acc", "No-Data F1",
-                  "successes", "flips", "claims agree", "Thm 5.2 bound", "items"], rows),
-        f"Brackets: {cfg.level:.0%} intervals (Wilson for rates, item bootstrap for accuracy "
-        "and F1). "
-        "Claims agree: the share of items where the verifier's reading of x matches the "
-        "judge's claimed criteria and label.",
-        "Paper (GPT-4.1 on 515 items): IP successes 86-88%, OOP about 1%.",
-        _agreement_line(k),
-        "## Per-criterion accuracy of the evaluator against human labels",
-        md_table(["criterion", "accuracy"], per) if per else "No human criterion labels.",
-        "## Failures by stage (excluded, never scored as a default)",
-        md_table(["stage", "counts"], probs),
-        f"Excluded items: {len(r['excluded_items'])}. Calls: {r['calls']['total']} "
-        f"({r['calls']['per_item']:.1f} per item, {r['calls']['tokens_per_item']:.0f} tokens "
-        f"per item; cached {r['calls']['cached']}).",
-    ]
-    b = r.get("baseline")
-    if b:
-        parts += ["## Ensemble baseline (Table 9 layout)",
-                  md_table(["judges", "mean kappa", "percent agreement", "average acc",
-                            "majority acc"],
-                           [[", ".join(b["judges"]), b["mean_kappa"],
-                             _pct(b["mean_percent_agreement"]),
-                             _pct(b.get("average", {}).get("accuracy")),
-                             _pct(b.get("majority", {}).get("accuracy"))]])]
-    return "\n\n".join(parts) + "\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,7 @@ from judgekit.nodata.bitstrings import (
 )
 from judgekit.nodata.config import NoDataConfig
 from judgekit.nodata.protocol import apply_flips, run_protocol, summarise
-from judgekit.report.figures import lines
-from judgekit.runio import md_table, publish
+from judgekit.stats.bootstrap import derive_seed
 
 # Table 2 (DT) was produced at phi = 0.5 (the authors' notebook), where their
 # keep-probability and the paper's flip-probability coincide; Table 6 (liars, IP
@@ -40,8 +38,6 @@ PAPER = {
 }
 
 
-def _seed(base: int, *parts: int) -> int:
-    return int(np.random.SeedSequence([base, *parts]).generate_state(1)[0])
 
 
 def build_evaluators(cfg: NoDataConfig, train: list[tuple[str, int]]) -> dict[str, Any]:
@@ -53,8 +49,8 @@ def build_evaluators(cfg: NoDataConfig, train: list[tuple[str, int]]) -> dict[st
                                                                      cfg.generator_lie_p)}
 
 
-def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
-    t0 = time.perf_counter()
+def execute(cfg: NoDataConfig, client: Any = None) -> dict[str, Any]:
+    """The synthetic study (no LLM call: ``client`` is unused)."""
     data_dir = Path(cfg.data_dir) if cfg.data_dir else None
     train, train_src = load_split(data_dir, "IP", "train", cfg.seed)
     evaluators = build_evaluators(cfg, train)
@@ -65,7 +61,7 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
         verifier = ip_rubric() if phen == "IP" else oop_rubric()
         xs, ys = [s for s, _ in test], [y for _, y in test]
         for ei, name in enumerate(cfg.evaluators):
-            seed = _seed(cfg.seed, pi, ei)
+            seed = derive_seed(cfg.seed, pi, ei)
             recs = run_protocol(xs, evaluators[name], verifier, rounds=cfg.rounds, seed=seed,
                                 eps=cfg.eps)
             sweep = _sweep(cfg, xs, evaluators[name], verifier, pi, ei)
@@ -91,22 +87,15 @@ def run(cfg: NoDataConfig, out: Path) -> dict[str, Any]:
                           for x, y, r in zip(xs, ys, final)]
         baselines[phen] = _ensemble(train, xs, ys)
     escape = escape_rates(cfg, evaluators, data_dir)
-    elapsed = time.perf_counter() - t0
-    results = {"method": "nodata", "experiment": "synthetic", "seed": cfg.seed,
-               "data": sources, "phi_meaning": "flip with probability phi on failure (paper); "
-               "the authors' code keeps the label with probability phi",
-               "runs": runs, "escape": escape, "baselines": baselines,
-               "elapsed_s": round(elapsed, 1)}
-    out.mkdir(parents=True, exist_ok=True)
-    _figure(out / "success_vs_phi.png", runs)
-    publish(out, {**{k: v for k, v in results.items() if k != "elapsed_s"}, "items": items},
-            report(results, cfg), title="No-Data Algorithm: synthetic bitstrings",
-            detail_keys=("items",))
-    ip = next((r for r in runs if r["phenomenon"] == "IP" and r["evaluator"] == "dt_decimal"),
-              None)
-    head = (f"IP dt_decimal success {ip['success_rate']:.1%}" if ip else "") + \
-        f" ({elapsed:.1f}s)"
-    return {"headline": head}
+    return {"data": sources, "phi_meaning": "flip with probability phi on failure (paper); "
+            "the authors' code keeps the label with probability phi",
+            "runs": runs, "escape": escape, "baselines": baselines, "items": items}
+
+
+def headline(res: dict[str, Any]) -> str:
+    ip = next((r for r in res["runs"] if r["phenomenon"] == "IP"
+               and r["evaluator"] == "dt_decimal"), None)
+    return f"IP dt_decimal success {ip['success_rate']:.1%}" if ip else ""
 
 
 def _sweep(cfg: NoDataConfig, xs: list[str], evaluator: Any, verifier: Any, pi: int,
@@ -116,7 +105,7 @@ def _sweep(cfg: NoDataConfig, xs: list[str], evaluator: Any, verifier: Any, pi: 
     if cfg.seeds <= 1:
         return None
     rates = [float(np.mean([r.success for r in run_protocol(
-        xs, evaluator, verifier, rounds=cfg.rounds, seed=_seed(cfg.seed + k, pi, ei),
+        xs, evaluator, verifier, rounds=cfg.rounds, seed=derive_seed(cfg.seed + k, pi, ei),
         eps=cfg.eps)])) for k in range(cfg.seeds)]
     return {"seeds": cfg.seeds, "mean": float(np.mean(rates)), "min": min(rates),
             "max": max(rates)}
@@ -142,73 +131,8 @@ def escape_rates(cfg: NoDataConfig, evaluators: dict[str, Any], data_dir: Path |
     for ei, name in enumerate(cfg.evaluators):
         for r in cfg.escape_rounds:
             recs = run_protocol(xs, evaluators[name], ip_rubric(), rounds=r,
-                                seed=_seed(cfg.seed, 99, ei))
+                                seed=derive_seed(cfg.seed, 99, ei))
             out.append({"evaluator": name, "rounds": r,
                         "pass_rate": float(np.mean([x.success for x in recs])),
                         "lemma_5_1": 0.25**r})
     return out
-
-
-def report(res: dict[str, Any], cfg: NoDataConfig) -> str:
-    rows = []
-    for r in res["runs"]:
-        paper = PAPER.get((r["phenomenon"], r["evaluator"]), {})
-        sw = r.get("seed_sweep")
-        rows.append([r["phenomenon"], r["evaluator"], r["phi"], _pct(r["known_accuracy"]),
-                     _pct(r["known_f1"]), _pci(r["accuracy"], r["accuracy_ci"]),
-                     _pct(r["f1"]),
-                     _pci(r["success_rate"], r["success_ci"]),
-                     _pci(r["flip_rate"], r["flip_ci"]), _pct(r["bound"]),
-                     f"{_pct(sw['mean'])} ({_pct(sw['min'])}-{_pct(sw['max'])})" if sw else "",
-                     _pct(paper.get("success_rate")) if abs(r["phi"] - PAPER_PHI) < 1e-9
-                     else "", r["n_items"]])
-    esc = [[e["evaluator"], e["rounds"], _pct(e["pass_rate"]), _pct(e["lemma_5_1"])]
-           for e in res["escape"]]
-    base = []
-    for phen, b in res["baselines"].items():
-        base.append([phen, ", ".join(b["judges"]), f"{b['mean_kappa']:.2f}",
-                     _pct(b["mean_percent_agreement"]), _pct(b["average"]["accuracy"]),
-                     _pct(b["majority"]["accuracy"])])
-    return "\n\n".join([
-        "# No-Data Algorithm: synthetic bitstrings",
-        f"Data: {res['data']}. r = {cfg.rounds}, seed = {cfg.seed}. phi is the paper's "
-        "(flip on failure with probability phi); the authors' code used 1 - phi.",
-        "## Tables 2 and 6: known vs No-Data (percent)",
-        md_table(["set", "evaluator", "phi", "known acc", "known F1", "No-Data acc",
-                  "No-Data F1", "successes", "flips", "Thm 5.2 bound",
-                  f"successes over {cfg.seeds} seeds: mean (range)", "paper successes",
-                  "n"], rows),
-        "Brackets: 95% intervals (Wilson for rates, item bootstrap for accuracy). "
-        "Paper (DT, Table 2 at phi = 0.5): IP known 62.2 / No-Data 62.2, successes 100.0, "
-        "flips 0.0; OOP known 54.2 / No-Data 52.8, successes 4.8, flips 46.4. Liars (IP "
-        "successes, Table 6): Lie 1 17.0, Lie 2 0.6, Lie 3 43.6 (authors' code over seeds "
-        f"43.6-51.0, at p = 0.25; this run p = {cfg.generator_lie_p}). A single seed's "
-        "success rate differs from the paper's by seed luck: use `seeds: 20` to compare.",
-        "## Escape rates against Lemma 5.1 (IP data)",
-        md_table(["evaluator", "rounds r", "passed", "(1/4)^r"], esc),
-        "## Ensemble baselines (Table 9 layout)",
-        md_table(["set", "judges", "mean kappa", "percent agreement", "average acc",
-                  "majority acc"], base),
-        f"Runtime: {res['elapsed_s']} s.",
-    ]) + "\n"
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None or v == "" else f"{100 * v:.1f}"
-
-
-def _pci(v: float | None, ci: list[float] | None) -> str:
-    if v is None:
-        return "n/a"
-    return _pct(v) if ci is None else f"{_pct(v)} [{_pct(ci[0])}, {_pct(ci[1])}]"
-
-
-def _figure(path: Path, runs: list[dict[str, Any]]) -> None:
-    series: dict[str, tuple[list[float], list[float]]] = {}
-    for r in runs:
-        key = f"{r['phenomenon']} {r['evaluator']}"
-        xs, ys = series.setdefault(key, ([], []))
-        xs.append(r["phi"])
-        ys.append(r["success_rate"])
-    lines(path, series, xlabel="phi", ylabel="success rate", ylim=(-0.02, 1.02),
-          title="No-Data success rate against phi")

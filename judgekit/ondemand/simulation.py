@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from judgekit.ondemand.estimators import (
-    ratio_estimate,
     adaptive_sample_size,
     joint_precision,
     percentile,
     pool_relative_recall,
+    ratio_estimate,
     stratified_boot_means,
     weights_for,
 )

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from judgekit.data.judged import JudgedItem
 from judgekit.llm import Call, Client
 from judgekit.nodata import llm_stages as st
 from judgekit.nodata.rubric import Rubric, load_rubric
 from judgekit.probe.config import ProbeConfig
 from judgekit.probe.pairs import PLACEBO, placebo_tag
+from judgekit.stats.bootstrap import derive_seed
 
 
 def _rubric_vars(item: JudgedItem, output: str, rubric: Rubric) -> dict[str, Any]:
@@ -70,8 +69,7 @@ async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem]
                         sampling={"temperature": cfg.temperature, "max_tokens": cfg.max_tokens},
                         variables=stage.variables)
     res = await client.map(stage, [Call(v, cfg.models["judge"], draw=d,
-                                        sampling={"seed": int(np.random.SeedSequence(
-                                            [cfg.seed, d]).generate_state(1)[0] % 2**31)})
+                                        sampling={"seed": derive_seed(cfg.seed, d)})
                                    for _, _, d, v in flat], description="probe judge")
     out: list[dict[str, int | None]] = [{} for _ in items]
     for (i, name, _, _), r in zip(flat, res):

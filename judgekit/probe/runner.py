@@ -13,13 +13,11 @@ padded answer's win rate.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
 
-from judgekit.config import run_with_client
 from judgekit.llm import Call, Client, Stage
 from judgekit.probe.config import ProbeConfig
 from judgekit.probe.pairs import (
@@ -30,7 +28,6 @@ from judgekit.probe.pairs import (
     pairs_from_datasets,
     placebo_tag,
 )
-from judgekit.runio import md_table, publish, write_failures
 from judgekit.stats.agreement import (
     agreement,
     benjamini_hochberg,
@@ -39,6 +36,7 @@ from judgekit.stats.agreement import (
     ppi_mean,
     repeat_reliability,
 )
+from judgekit.stats.bootstrap import derive_seed
 from judgekit.stats.proportions import newcombe_paired, rate_with_interval
 
 
@@ -53,8 +51,6 @@ def stage(cfg: ProbeConfig) -> Stage:
                  variables=("question", "first", "second", "label_a", "label_b"))
 
 
-def _seed(*parts: int) -> int:
-    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0] % (2**31))
 
 
 class Variant(BaseModel):
@@ -99,7 +95,7 @@ def _call(cfg: ProbeConfig, pair: Pair, v: Variant) -> Call:
                  "second": second,
                  "label_a": v.labels[0], "label_b": v.labels[1]},
                 cfg.models["judge"], draw=v.draw,
-                sampling={"seed": _seed(cfg.seed, v.draw)})
+                sampling={"seed": derive_seed(cfg.seed, v.draw)})
 
 
 def chosen(v: Variant, winner: str) -> str | None:
@@ -131,32 +127,34 @@ async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair]
     return out
 
 
-def run(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
+def execute(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
+    """The probe's payload (ProbeResults), pairwise or pointwise."""
     if cfg.judge_mode == "pointwise":
-        return _run_pointwise(cfg, out)
+        return _pointwise(cfg, client)
     pairs = (load_pairs(cfg.data_path) if cfg.data_path else
              pairs_from_datasets(list(cfg.pairs_from), cfg.dataset_paths, cfg.n_pairs, cfg.seed))
     if cfg.human_labels:
         attach_human_labels(pairs, cfg.human_labels)
-    client, verdicts = run_with_client(cfg, lambda c: _collect(cfg, c, pairs))
-    results = analyse(cfg, pairs, verdicts)
-    results["calls"] = {k: client.summary()[k] for k in
-                        ("total", "cached", "failed", "provider_calls", "failed_by_kind")}
-    out.mkdir(parents=True, exist_ok=True)
-    publish(out, results, report(cfg, results), title=f"Probe of {cfg.models['judge']}",
-            detail_keys=("items",))
-    pos = results["position_bias"] or {"bias": 0.0, "ci": None, "n": 0, "verdict": "n/a"}
-    head = (f"position bias {pos['bias']:+.3f} {_ci(pos['ci'])} over {pos['n']} pairs "
-            f"({pos['verdict']}); placebo flip rate {results['noise_floor']['rate']:.3f}")
-    return {"headline": head, "failed_calls": write_failures(out, client)}
+    verdicts = client.run_until_complete(_collect(cfg, client, pairs))
+    return analyse(cfg, pairs, verdicts)
 
 
-def _run_pointwise(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
+def headline(res: dict[str, Any]) -> str:
+    if res.get("mode") == "pointwise":
+        return (f"placebo flip rate {res['noise_floor']['rate']:.3f}; "
+                + "; ".join(f"{t['name']} excess {t['excess']:+.3f}"
+                            for t in res["transforms"]))
+    pos = res["position_bias"] or {"bias": 0.0, "ci": None, "n": 0, "verdict": "n/a"}
+    return (f"position bias {pos['bias']:+.3f} {_ci(pos['ci'])} over {pos['n']} pairs "
+            f"({pos['verdict']}); placebo flip rate {res['noise_floor']['rate']:.3f}")
+
+
+def _pointwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
     from judgekit.data.judged import load_judged
     from judgekit.probe.pointwise import collect
 
     items = load_judged(str(cfg.data_path))
-    client, labels = run_with_client(cfg, lambda c: collect(cfg, c, items))
+    labels = client.run_until_complete(collect(cfg, client, items))
     # a pointwise verdict is a label: reuse the pairwise bookkeeping with "1"/"0" choices
     pairs = [Pair(f"item{i}", it.Prompt, it.Output, "", None,
                   None if it.Label is None else ("a" if it.Label == 1 else "b"))
@@ -168,15 +166,7 @@ def _run_pointwise(cfg: ProbeConfig, out: Path) -> dict[str, Any]:
     results["order_consistency"] = None
     results["pass_rate"] = dict(zip(("rate", "ci", "n"), rate_with_interval(
         [v["run0"] == "a" for v in verdicts if v.get("run0")], cfg.level)))
-    results["calls"] = {k: client.summary()[k] for k in
-                        ("total", "cached", "failed", "provider_calls", "failed_by_kind")}
-    out.mkdir(parents=True, exist_ok=True)
-    publish(out, results, report(cfg, results), title=f"Probe of {cfg.models['judge']}",
-            detail_keys=("items",))
-    return {"headline": f"placebo flip rate {results['noise_floor']['rate']:.3f}; "
-                        + "; ".join(f"{t['name']} excess {t['excess']:+.3f}"
-                                    for t in results["transforms"]),
-            "failed_calls": write_failures(out, client)}
+    return results
 
 
 def _paired(cfg: ProbeConfig, x: list[float], y: list[float]) -> tuple[float, list[float],
@@ -288,7 +278,7 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
         if len(reps) >= 2 else None
     order = rate_with_interval(consistent, cfg.level)
     return {
-        "method": "probe", "seed": cfg.seed, "judge": cfg.models["judge"], "n_pairs": n,
+        "judge": cfg.models["judge"], "n_pairs": n,
         "repeats": cfg.repeats, "level": cfg.level,
         "noise_floor": {"rate": floor_rate, "ci": floor_ci, "n": floor_n,
                         "source": "placebo" if cfg.placebo else "identical re-runs"},
@@ -341,16 +331,16 @@ def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None],
         return None
     judge = [int(base[i] == "a") for i in idx]
     human = [int(pairs[i].human == "a") for i in idx]
-    ag = agreement(judge, human, seed=_seed(cfg.seed, 9), resamples=cfg.resamples,
+    ag = agreement(judge, human, seed=derive_seed(cfg.seed, 9), resamples=cfg.resamples,
                    level=cfg.level)
     out: dict[str, Any] = {"agreement": ag._asdict()}
     multi = [[int(h == "a") for h in p.humans] for p in pairs if p.humans and len(p.humans) > 1]
     if len(multi) >= 2:
-        out["human_ceiling"] = ceiling(multi, seed=_seed(cfg.seed, 11),
+        out["human_ceiling"] = ceiling(multi, seed=derive_seed(cfg.seed, 11),
                                        resamples=min(cfg.resamples, 1000))
     f_all = np.array([int(base[i] == "a") for i in judged], float)
     pos = {i: k for k, i in enumerate(judged)}
-    rng = np.random.default_rng(_seed(cfg.seed, 10))
+    rng = np.random.default_rng(derive_seed(cfg.seed, 10))
     c = None
     if cfg.human_sample and cfg.human_sampling == "importance" and unstable is not None:
         # Poisson sampling favouring items the judge is unsure of, among the labelled
@@ -378,66 +368,3 @@ def _pct(v: Any) -> str:
 
 def _ci(ci: Any) -> str:
     return "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
-def report(cfg: ProbeConfig, r: dict[str, Any]) -> str:
-    lv = f"{cfg.level:.0%}"
-    nf, rr = r["noise_floor"], r["rerun_flips"]
-    cons = [[t["name"], _pct(t["flip_rate"]), _pct(t["noise_floor"]),
-             f"{t['excess']:+.3f} {_ci(t['excess_ci'])}", f"{t['p_value']:.3g}",
-             f"{t['p_adjusted']:.3g}", t["verdict"], t["n"]] for t in r["transforms"]]
-    bias = [[b["name"], b["what"], f"{b['bias']:+.3f} {_ci(b['ci'])}", f"{b['p_value']:.3g}",
-             f"{b['p_adjusted']:.3g}", b["verdict"], b["n"]] for b in r["biases"]]
-    parts = [
-        f"# Probe of `{r['judge']}`",
-        f"{r['n_pairs']} items, {r['repeats']} identical runs each, then one verdict per "
-        f"transform and one under the placebo; seed {r['seed']}. Intervals: {lv} (Newcombe's "
-        "paired score interval for differences, Wilson for rates). Decisions: "
-        f"Benjamini-Hochberg over every test below at {1 - cfg.level:.2g}.",
-        "Two questions, two tests. **Direction** (bias): does a transform move verdicts one "
-        "way? **Consistency**: does it flip verdicts more often than the placebo, an "
-        "irrelevant reference id added to the question? A judge can be inconsistent without "
-        "being biased.",
-        "## Direction: biases",
-        md_table(["transform", "effect", f"estimate ({lv} CI)", "p (exact)", "p (BH)",
-                  "verdict", "n"], bias) if bias else "No transform with a direction.",
-        "## Consistency against the placebo",
-        f"Noise floor ({nf['source']}): flip rate {_pct(nf['rate'])} {_ci(nf['ci'])}, "
-        f"n = {nf['n']}. Identical re-runs flip {_pct(rr['rate'])} {_ci(rr['ci'])}, "
-        f"n = {rr['n']}.",
-        md_table(["transform", "flip rate", "placebo flips", f"excess ({lv} CI)",
-                  "p (exact)", "p (BH)", "verdict", "n"], cons),
-    ]
-    if r.get("pass_rate"):
-        pr = r["pass_rate"]
-        parts.append(f"Pass rate (as given): {_pct(pr['rate'])} {_ci(pr['ci'])}, "
-                     f"n = {pr['n']}.")
-    oc = r["order_consistency"]
-    if oc:
-        parts.append(f"Same winner in both orders: {_pct(oc['rate'])} {_ci(oc['ci'])}, "
-                     f"n = {oc['n']}.")
-    if r["accuracy"]:
-        a1, a2 = r["accuracy"]["single_order"], r["accuracy"]["both_orders"]
-        parts.append(f"Accuracy against the known correct answer: one order "
-                     f"{_pct(a1['rate'])} {_ci(a1['ci'])} (n = {a1['n']}); a win counted only "
-                     f"when both orders agree {_pct(a2['rate'])} {_ci(a2['ci'])} "
-                     f"(n = {a2['n']}).")
-    rel = r["reliability"]
-    if rel:
-        parts.append(f"Repeat reliability: {rel['unstable_share']:.1%} of items change "
-                     f"verdict across {r['repeats']} runs; single-run reliability "
-                     f"{rel['single_run_reliability']:.3f}; runs needed for "
-                     f"{rel['target']}: {rel['k_for_target']} (Spearman-Brown), "
-                     f"n = {rel['n']}.")
-    h = r.get("human")
-    if h and h.get("a_win_rate"):
-        c = h["a_win_rate"]
-        what = "pass rate" if r.get("mode") == "pointwise" else "rate at which answer A wins"
-        need = c.get("labels_for_target")
-        parts.append(f"Prediction-powered {what}: {_pct(c['estimate'])} {_ci(c['ci'])} from "
-                     f"{c['n_labelled']} human labels and {c['n_items']} judge verdicts "
-                     f"({c['sampling']} sampling, lambda {c['lam']:.2f}); human labels alone "
-                     f"{_pct(c['human_only'])} {_ci(c['human_only_ci'])}. "
-                     + (f"About {need} labels would give +-{c['target_halfwidth']}."
-                        if need else f"Already within +-{c['target_halfwidth']}."))
-    return "\n\n".join(parts) + "\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -19,12 +19,12 @@ def _plt() -> Any:
 def save(fig: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
-    _plt().close(fig)
+    pyplot().close(fig)
 
 
 def lines(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,
           xlabel: str, ylabel: str, title: str, ylim: tuple[float, float] | None = None) -> None:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, (xs, ys) in series.items():
         ax.plot(xs, ys, marker="o", label=name)

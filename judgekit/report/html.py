@@ -1,6 +1,6 @@
 """A self-contained report.html per run: no network, no CDN, figures embedded.
 
-It shows the run's Markdown report (headline tables with intervals) rendered to
+It shows the run's report document (headline tables with intervals) rendered to
 HTML, the figures as inline PNGs, and a searchable, filterable per-item view built
 from the run's detail records (audited items, VB queries). Everything is escaped;
 the only script is the small filter below, inlined.
@@ -11,10 +11,11 @@ from __future__ import annotations
 import base64
 import html
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from judgekit.report.document import Doc, to_html
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;
@@ -38,41 +39,6 @@ function jkFilter(){
     el.style.display=ok?'':'none'; if(ok){n++;}});
   document.getElementById('jk-n').textContent=n;}
 """
-
-
-def md_to_html(md: str) -> str:
-    """The Markdown judgekit writes (headings, paragraphs, pipe tables, code) as HTML."""
-    out, table = [], []  # type: ignore[var-annotated]
-
-    def flush() -> None:
-        if table:
-            rows = [r for r in table if not re.fullmatch(r"\|(\s*-+\s*\|)+", r.strip())]
-            cells = [[c.strip() for c in r.strip().strip("|").split("|")] for r in rows]
-            head = "".join(f"<th>{_inline(c)}</th>" for c in cells[0])
-            body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>"
-                           for r in cells[1:])
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-            table.clear()
-
-    for block in md.split("\n\n"):
-        for line in block.splitlines():
-            if line.startswith("|"):
-                table.append(line)
-                continue
-            flush()
-            m = re.match(r"(#{1,4}) (.*)", line)
-            if m:
-                n = len(m.group(1))
-                out.append(f"<h{n}>{_inline(m.group(2))}</h{n}>")
-            elif line.strip():
-                out.append(f"<p>{_inline(line)}</p>")
-        flush()
-    return "\n".join(out)
-
-
-def _inline(text: str) -> str:
-    t = html.escape(text)
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", t)
 
 
 def _figures(folder: Path) -> str:
@@ -178,10 +144,9 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], Item]] = {
     "audit": audit_item, "vb": vb_query, "generic": generic_item}
 
 
-def write_report_html(out: Path, title: str, markdown: str,
-                      details: dict[str, list[dict[str, Any]]],
+def write_report_html(out: Path, doc: Doc, details: dict[str, list[dict[str, Any]]],
                       views: dict[str, str] | None = None) -> Path:
-    """Write ``out/report.html`` from the Markdown report, the figures in ``out`` and the
+    """Write ``out/report.html`` from the report document, the figures in ``out`` and the
     per-item records."""
     sections = []
     for name, rows in details.items():
@@ -202,15 +167,15 @@ def write_report_html(out: Path, title: str, markdown: str,
             f"<option value=''>all</option>{options}</select> "
             f"showing <span id='jk-n'>{len(items)}</span></div>{more}{cards}")
         break  # one filterable list per page keeps the controls unambiguous
-    doc = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-           f"<title>{html.escape(title)}</title><style>{_CSS}</style>"
+    page = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+           f"<title>{html.escape(doc.title)}</title><style>{_CSS}</style>"
            f"<script>{_JS}</script></head><body>"
-           f"{md_to_html(markdown)}<h2>Figures</h2>{_figures(out) or '<p>none</p>'}"
+           f"{to_html(doc)}<h2>Figures</h2>{_figures(out) or '<p>none</p>'}"
            f"{''.join(sections)}</body></html>\n")
     from judgekit.llm.secrets import scrub_text
 
     path = out / "report.html"
     tmp = out / ".report.html.tmp"
-    tmp.write_text(scrub_text(doc), encoding="utf-8")
+    tmp.write_text(scrub_text(page), encoding="utf-8")
     tmp.replace(path)
     return path

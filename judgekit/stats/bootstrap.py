@@ -24,6 +24,12 @@ class Interval(NamedTuple):
         return [self.lo, self.hi]
 
 
+def derive_seed(*parts: int) -> int:
+    """A seed in [0, 2**31) derived from integer parts (a run's seed, an item, a draw...):
+    distinct parts give independent streams, and it fits every provider's ``seed``."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] % (2**31))
+
+
 def rng_of(seed: Seed) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 

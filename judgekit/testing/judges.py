@@ -157,22 +157,26 @@ def write_audit_data(work: Any, n: int, seed: int = 0, pass_rate: float | None =
 
 
 def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
-                   check: str = "both", verifier_noise: float = 0.0, **extra: Any
-                   ) -> dict[str, Any]:
-    """Run the real No-Data audit runner on ``work``'s items with a scripted judge and
-    paraphraser and the oracle verifier (mock provider); return its results.json."""
+                   check: str = "both", verifier_noise: float = 0.0,
+                   as_result: bool = False, **extra: Any) -> Any:
+    """Run the real No-Data audit (the run pipeline, in memory) on ``work``'s items with a
+    scripted judge and paraphraser and the oracle verifier, passed to the client as
+    provider objects; return the results as results.json would hold them (the typed
+    RunResult with ``as_result``)."""
     from pathlib import Path
 
-    from judgekit.llm.providers.mock import register_script
-    from judgekit.nodata.audit import run
+    from judgekit.llm import Client, ClientSettings
+    from judgekit.llm.providers.mock import FunctionProvider
     from judgekit.nodata.config import NoDataConfig
+    from judgekit.pipeline import compute
 
     folder = Path(work)
-    register_script(f"judge_{judge_kind}", judge(judge_kind))
-    register_script(f"para_{para_kind}", paraphraser(para_kind))
     verifier = "oracle_verifier" if not verifier_noise else f"noisy_verifier_{verifier_noise}"
-    register_script(verifier, oracle_verifier if not verifier_noise
-                    else noisy_verifier(verifier_noise))
+    client = Client(ClientSettings(use_cache=False, progress=False), providers={
+        f"mock/judge_{judge_kind}": FunctionProvider(judge(judge_kind)),
+        f"mock/para_{para_kind}": FunctionProvider(paraphraser(para_kind)),
+        f"mock/{verifier}": FunctionProvider(oracle_verifier if not verifier_noise
+                                             else noisy_verifier(verifier_noise))})
     cfg = NoDataConfig.model_validate({
         "method": "nodata", "experiment": "llm", "seed": 0, "rounds": 3, "phi": [0.5],
         "data_path": str(folder / "items.json"), "sample_size": n,
@@ -180,6 +184,8 @@ def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
         "check": check, "use_cache": False, **extra,
         "models": {"evaluator": f"mock/judge_{judge_kind}", "generator": f"mock/para_{para_kind}",
                    "verifier": f"mock/{verifier}"}})
-    out = folder / f"{judge_kind}_{para_kind}_{check}_{verifier_noise}"
-    run(cfg, out)
-    return dict(json.loads((out / "results.json").read_text()))
+    try:
+        result = compute(cfg, client)
+        return result if as_result else result.model_dump(mode="json")
+    finally:
+        client.close()

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from judgekit.config import run_with_client
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
 from judgekit.llm.secrets import clip
-from judgekit.runio import publish, write_failures
+from judgekit.stats.bootstrap import derive_seed
 from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
 from judgekit.vbscore.distribution import Candidate, build
@@ -28,38 +26,22 @@ from judgekit.vbscore.replicas import (
 _TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
 
 
-def _seed(*parts: int) -> int:
-    return int(np.random.SeedSequence(list(parts)).generate_state(1)[0] % (2**31))
 
 
-def run(cfg: VBScoreConfig, out: Path) -> dict[str, Any]:
+def execute(cfg: VBScoreConfig, client: Client) -> dict[str, Any]:
+    """The case study's payload (VBScoreResults): every dataset sampled first (bad data
+    fails before any call), then the calls, then the scores."""
     data: dict[str, list[Query]] = {}
-    for spec in cfg.datasets:  # load and sample everything first: bad data fails before any call
+    for spec in cfg.datasets:
         qs = load_dataset_queries(spec.name, spec.path, spec.hf)
         data[spec.name] = sample_queries(qs, spec.n, cfg.seed, spec.name)
-    client, raw = run_with_client(cfg, lambda c: _collect_all(cfg, c, data))
-    results = score_all(cfg, data, raw)
-    summary = client.summary()
-    results["calls"] = {**{k: summary[k] for k in ("total", "cached", "failed", "provider_calls",
-                                                   "prompt_tokens", "completion_tokens",
-                                                   "cost_usd", "failed_by_kind")},
-                        "per_stage": {k: {kk: v[kk] for kk in ("calls", "cached", "failed",
-                                                               "attempts", "failed_by_kind")}
-                                      for k, v in summary["stages"].items()}}
-    if client.cassette is not None:
-        results["unused_cassette_entries"] = client.cassette.unused()
-    out.mkdir(parents=True, exist_ok=True)
-    from judgekit.vbscore.report import figures, markdown
+    raw = client.run_until_complete(_collect_all(cfg, client, data))
+    return score_all(cfg, data, raw)
 
-    figures(cfg, results, out)
-    publish(out, {k: v for k, v in results.items() if k != "unused_cassette_entries"},
-            markdown(cfg, results, summary), title="VB-Score case study",
-            detail_keys=("queries", "replica_failures"),
-            views={"queries": "vb"})
-    head = "; ".join(f"{d['name']}: VB {d['vb']:.3f} ES {d['es']:.3f}"
-                     for d in results["datasets"] if d["vb"] is not None)
-    return {"headline": head, "failed_calls": write_failures(out, client),
-            "unused_cassette_entries": results.get("unused_cassette_entries", [])}
+
+def headline(res: dict[str, Any]) -> str:
+    return "; ".join(f"{d['name']}: VB {d['vb']:.3f} ES {d['es']:.3f}"
+                     for d in res["datasets"] if d["vb"] is not None)
 
 
 async def _collect_all(cfg: VBScoreConfig, client: Client, data: dict[str, list[Query]]
@@ -80,10 +62,12 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
     sstage = stages.system_stage(cfg.system_temperature, cfg.max_tokens)
     pairs = [(qi, q, b) for qi, q in enumerate(queries) for b in range(cfg.replicas)]
     icalls = [Call({"query": q.text, "context": q.context, "n": cfg.interpretations}, judge,
-                   draw=b, sampling={"seed": _seed(cfg.seed, qi, b, 1)}) for qi, q, b in pairs]
+                   draw=b, sampling={"seed": derive_seed(cfg.seed, qi, b, 1)})
+              for qi, q, b in pairs]
     samp = {"logprobs": True} if cfg.logprobs else {}
     scalls = [Call({"query": q.text, "context": q.context, "k": cfg.k}, system, draw=b,
-                   sampling={"seed": _seed(cfg.seed, qi, b, 2), **samp}) for qi, q, b in pairs]
+                   sampling={"seed": derive_seed(cfg.seed, qi, b, 2), **samp})
+              for qi, q, b in pairs]
     ires, sres = await asyncio.gather(client.map(istage, icalls, description=f"{name} interp"),
                                       client.map(sstage, scalls, description=f"{name} system"))
     tag_idx, tcalls = [], []
@@ -168,8 +152,8 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                 continue
             rec = score_replica(cfg, r["interp"][i].value, answers, tres.value.tags)
             top = normalise_answer(answers[0]) if answers else ""
-            rec.update(replica=b, draw=b, seeds={"interpretations": _seed(cfg.seed, qi, b, 1),
-                                                 "system": _seed(cfg.seed, qi, b, 2)},
+            rec.update(replica=b, draw=b, seeds={"interpretations": derive_seed(cfg.seed, qi, b, 1),
+                                                 "system": derive_seed(cfg.seed, qi, b, 2)},
                        correct=r["correct"].get((qi, top)),
                        token_entropy=sres.mean_token_entropy)
             reps[qi].append(rec)
@@ -179,7 +163,7 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
         cis = dict(zip(scored, batch_query_intervals(
             [np.array([[x["es"] for x in reps[qi]],
                        *[[x["vb"][repr(a)] for x in reps[qi]] for a in cfg.alphas]], float)
-             for qi in scored], cfg.level, cfg.resamples, _seed(cfg.seed, di, 31))))
+             for qi in scored], cfg.level, cfg.resamples, derive_seed(cfg.seed, di, 31))))
         for qi in scored:
             q, rs = queries[qi], reps[qi]
             corr = [x["correct"] for x in rs if x["correct"] is not None]
@@ -204,7 +188,7 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                           "replica_records": rs})
         per_query += qrows
         datasets.append(_dataset_row(cfg, name, aggs, qrows, len(queries)))
-    return {"method": "vbscore", "seed": cfg.seed, "alpha": cfg.alpha, "alphas": cfg.alphas,
+    return {"alpha": cfg.alpha, "alphas": cfg.alphas,
             "replicas": cfg.replicas, "k": cfg.k, "datasets": datasets, "queries": per_query,
             "replica_failures": failures,
             "failures_by_stage": _count(failures)}
@@ -228,7 +212,7 @@ def _accuracy_ci(aggs: list[Any], cfg: VBScoreConfig) -> list[float | None]:
     acc = np.array([q.accuracy for q in aggs if q.accuracy is not None], float)
     if acc.size == 0:
         return [None, None]
-    ci = cluster_bootstrap_interval(acc, cfg.level, cfg.resamples, _seed(cfg.seed, 77))
+    ci = cluster_bootstrap_interval(acc, cfg.level, cfg.resamples, derive_seed(cfg.seed, 77))
     return [ci.lo, ci.hi]
 
 

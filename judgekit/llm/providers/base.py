@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import importlib.util
 import json
 import math
 import os
 import re
+from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 import aiohttp
 
-from judgekit.errors import ConfigError, MissingKeyError, ProviderError
+from judgekit.errors import ConfigError, MissingDependencyError, MissingKeyError, ProviderError
 from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.types import Completion, ProviderRequest
 
@@ -66,6 +69,17 @@ def check_base_url(url: str, provider: str) -> str:
     return str(url)
 
 
+@dataclass(frozen=True)
+class Requirement:
+    """An optional package a provider needs: its import name, distribution, lowest
+    version and the judgekit extra that installs it."""
+
+    module: str
+    distribution: str
+    min_version: str | None
+    extra: str
+
+
 class Provider:
     """One LLM backend. Subclasses implement :meth:`generate`.
 
@@ -75,6 +89,13 @@ class Provider:
 
     name: ClassVar[str] = ""
     key_env: ClassVar[str | None] = None
+    requires: ClassVar[tuple[Requirement, ...]] = ()
+
+    @classmethod
+    def requirements(cls, model: str, base_url: str | None = None) -> tuple[Requirement, ...]:
+        """The optional packages this model needs (checked when a model string is
+        resolved, before any call)."""
+        return cls.requires
 
     def __init__(self, model: str, base_url: str | None = None) -> None:
         self.model = model
@@ -305,6 +326,38 @@ def parse_model_string(model: str) -> tuple[str, str]:
 
 def providers() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def check_requirements(model: str, base_url: str | None = None) -> None:
+    """Raise :class:`MissingDependencyError` (a usage error) naming the extra to install
+    when ``model``'s provider needs an optional package that is absent or too old."""
+    provider, name = parse_model_string(model)
+    for req in _REGISTRY[provider].requirements(name, base_url):
+        try:
+            found = importlib.util.find_spec(req.module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MissingDependencyError(
+                f"model {model} needs the optional package {req.distribution}, which is not "
+                f"installed: pip install 'judgekit[{req.extra}]'")
+        if req.min_version:
+            try:
+                have = importlib.metadata.version(req.distribution)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            if _version(have) < _version(req.min_version):
+                raise MissingDependencyError(
+                    f"model {model} needs {req.distribution} >= {req.min_version} (installed: "
+                    f"{have}): pip install -U 'judgekit[{req.extra}]'")
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit()) or "0"
+        parts.append(int(digits))
+    return tuple(parts)
 
 
 def make_provider(model: str, base_url: str | None = None) -> Provider:

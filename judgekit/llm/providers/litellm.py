@@ -6,7 +6,13 @@ import os
 from typing import Any
 
 from judgekit.errors import MissingDependencyError, ProviderError
-from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, register, run_wide
+from judgekit.llm.providers.base import (
+    RETRYABLE_STATUS,
+    Provider,
+    Requirement,
+    register,
+    run_wide,
+)
 from judgekit.llm.providers.openai import mean_entropy_bits
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, ProviderRequest, Usage
@@ -26,6 +32,7 @@ def import_litellm() -> Any:
 @register
 class LiteLLMProvider(Provider):
     name = "litellm"
+    requires = (Requirement("litellm", "litellm", "1.40", "litellm"),)
 
     async def generate(self, request: ProviderRequest) -> Completion:
         litellm = import_litellm()

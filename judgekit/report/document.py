@@ -1,0 +1,113 @@
+"""A report as data: headings, paragraphs and tables, rendered to Markdown, HTML or CSV.
+
+Methods describe their report with these blocks (judgekit/report/<method>.py builds
+them from a :class:`~judgekit.results.RunResult`); the renderers here are the only
+place Markdown or HTML text is made, so the HTML never re-parses Markdown.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+__all__ = ["Doc", "Heading", "Para", "Table", "cell", "to_csv", "to_html", "to_markdown"]
+
+
+@dataclass
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass
+class Para:
+    text: str
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[Any]]
+    name: str = ""  # the CSV file name stem (tables with a name are exported)
+
+
+Block = Union[Heading, Para, Table]
+
+
+@dataclass
+class Doc:
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+
+    def h(self, level: int, text: str) -> Doc:
+        self.blocks.append(Heading(level, text))
+        return self
+
+    def p(self, text: str) -> Doc:
+        if text:
+            self.blocks.append(Para(text))
+        return self
+
+    def table(self, header: list[str], rows: list[list[Any]], name: str = "") -> Doc:
+        self.blocks.append(Table(header, rows, name))
+        return self
+
+    def tables(self) -> list[Table]:
+        return [b for b in self.blocks if isinstance(b, Table)]
+
+
+def cell(v: Any) -> str:
+    """How a table cell prints: n/a for missing, three decimals for floats."""
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def to_markdown(doc: Doc) -> str:
+    parts = []
+    for b in doc.blocks:
+        if isinstance(b, Heading):
+            parts.append("#" * b.level + " " + b.text)
+        elif isinstance(b, Para):
+            parts.append(b.text)
+        else:
+            lines = ["| " + " | ".join(b.header) + " |", "|" + "---|" * len(b.header)]
+            lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in b.rows]
+            parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def _inline(text: str) -> str:
+    """Escaped text with `code` spans."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def to_html(doc: Doc) -> str:
+    out = []
+    for b in doc.blocks:
+        if isinstance(b, Heading):
+            n = min(max(b.level, 1), 6)
+            out.append(f"<h{n}>{_inline(b.text)}</h{n}>")
+        elif isinstance(b, Para):
+            out.append(f"<p>{_inline(b.text)}</p>")
+        else:
+            head = "".join(f"<th>{_inline(c)}</th>" for c in b.header)
+            body = "".join("<tr>" + "".join(f"<td>{_inline(cell(v))}</td>" for v in r)
+                           + "</tr>" for r in b.rows)
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    return "\n".join(out)
+
+
+def to_csv(table: Table) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(table.header)
+    for r in table.rows:
+        w.writerow(["" if v is None else v for v in r])
+    return buf.getvalue()

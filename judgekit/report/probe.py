@@ -1,0 +1,80 @@
+"""The probe's report, as a :class:`Doc`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgekit.probe.config import ProbeConfig
+from judgekit.report.document import Doc, Heading, Para, Table
+
+
+def build(cfg: ProbeConfig, r: dict[str, Any]) -> Doc:
+    lv = f"{cfg.level:.0%}"
+    nf, rr = r["noise_floor"], r["rerun_flips"]
+    cons = [[t["name"], _pct(t["flip_rate"]), _pct(t["noise_floor"]),
+             f"{t['excess']:+.3f} {_ci(t['excess_ci'])}", f"{t['p_value']:.3g}",
+             f"{t['p_adjusted']:.3g}", t["verdict"], t["n"]] for t in r["transforms"]]
+    bias = [[b["name"], b["what"], f"{b['bias']:+.3f} {_ci(b['ci'])}", f"{b['p_value']:.3g}",
+             f"{b['p_adjusted']:.3g}", b["verdict"], b["n"]] for b in r["biases"]]
+    parts: list[Any] = [
+        Heading(1, f"Probe of `{r['judge']}`"),
+        Para(f"{r['n_pairs']} items, {r['repeats']} identical runs each, then one verdict per "
+        f"transform and one under the placebo; seed {r['seed']}. Intervals: {lv} (Newcombe's "
+        "paired score interval for differences, Wilson for rates). Decisions: "
+        f"Benjamini-Hochberg over every test below at {1 - cfg.level:.2g}."),
+        Para("Two questions, two tests. **Direction** (bias): does a transform move verdicts one "
+        "way? **Consistency**: does it flip verdicts more often than the placebo, an "
+        "irrelevant reference id added to the question? A judge can be inconsistent without "
+        "being biased."),
+        Heading(2, "Direction: biases"),
+        Table(["transform", "effect", f"estimate ({lv} CI)", "p (exact)", "p (BH)",
+               "verdict", "n"], bias, "biases") if bias
+        else Para("No transform with a direction."),
+        Heading(2, "Consistency against the placebo"),
+        Para(f"Noise floor ({nf['source']}): flip rate {_pct(nf['rate'])} {_ci(nf['ci'])}, "
+        f"n = {nf['n']}. Identical re-runs flip {_pct(rr['rate'])} {_ci(rr['ci'])}, "
+        f"n = {rr['n']}."),
+        Table(["transform", "flip rate", "placebo flips", f"excess ({lv} CI)",
+               "p (exact)", "p (BH)", "verdict", "n"], cons, "transforms"),
+    ]
+    if r.get("pass_rate"):
+        pr = r["pass_rate"]
+        parts.append(Para(f"Pass rate (as given): {_pct(pr['rate'])} {_ci(pr['ci'])}, "
+                     f"n = {pr['n']}."))
+    oc = r["order_consistency"]
+    if oc:
+        parts.append(Para(f"Same winner in both orders: {_pct(oc['rate'])} {_ci(oc['ci'])}, "
+                     f"n = {oc['n']}."))
+    if r["accuracy"]:
+        a1, a2 = r["accuracy"]["single_order"], r["accuracy"]["both_orders"]
+        parts.append(Para(f"Accuracy against the known correct answer: one order "
+                     f"{_pct(a1['rate'])} {_ci(a1['ci'])} (n = {a1['n']}); a win counted only "
+                     f"when both orders agree {_pct(a2['rate'])} {_ci(a2['ci'])} "
+                     f"(n = {a2['n']})."))
+    rel = r["reliability"]
+    if rel:
+        parts.append(Para(f"Repeat reliability: {rel['unstable_share']:.1%} of items change "
+                     f"verdict across {r['repeats']} runs; single-run reliability "
+                     f"{rel['single_run_reliability']:.3f}; runs needed for "
+                     f"{rel['target']}: {rel['k_for_target']} (Spearman-Brown), "
+                     f"n = {rel['n']}."))
+    h = r.get("human")
+    if h and h.get("a_win_rate"):
+        c = h["a_win_rate"]
+        what = "pass rate" if r.get("mode") == "pointwise" else "rate at which answer A wins"
+        need = c.get("labels_for_target")
+        parts.append(Para(f"Prediction-powered {what}: {_pct(c['estimate'])} {_ci(c['ci'])} from "
+                     f"{c['n_labelled']} human labels and {c['n_items']} judge verdicts "
+                     f"({c['sampling']} sampling, lambda {c['lam']:.2f}); human labels alone "
+                     f"{_pct(c['human_only'])} {_ci(c['human_only_ci'])}. "
+                     + (f"About {need} labels would give +-{c['target_halfwidth']}."
+                        if need else f"Already within +-{c['target_halfwidth']}.")))
+    return Doc(f"Probe of {r['judge']}", parts)
+
+
+def _pct(v: Any) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _ci(ci: Any) -> str:
+    return "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
