@@ -31,13 +31,20 @@ OPERATIONAL = frozenset({
     "max_failures", "base_urls", "cassette", "prompts"})
 
 
+FREE_MODELS = frozenset({"mock/auto", "mock/echo"})
+
+
 def client_for(cfg: Any, *, progress: bool = True) -> Any:
     """The LLM client a run uses, from the config's operational fields."""
     from judgekit.llm import Client, ClientSettings
     from judgekit.llm.templates import TemplateLibrary
 
+    # Built-in mock models answer locally, deterministically and for free: a run that
+    # uses only them keeps no cache (and so writes no file unless asked to save).
+    local_only = bool(cfg.models) and all(m.split(":")[0] in FREE_MODELS
+                                          for m in cfg.models.values())
     return Client(templates=TemplateLibrary(user=cfg.prompts), settings=ClientSettings(
-        cache_dir=cfg.cache_dir, use_cache=cfg.use_cache, cassette=cfg.cassette,
+        cache_dir=cfg.cache_dir, use_cache=cfg.use_cache and not local_only, cassette=cfg.cassette,
         cassette_mode=cfg.cassette_mode, concurrency=cfg.concurrency, timeout=cfg.timeout,
         call_deadline=cfg.call_deadline, max_failures=cfg.max_failures,
         base_urls=cfg.base_urls, progress=progress, execution=cfg.execution,

@@ -1,0 +1,152 @@
+"""The run pipeline: in-memory runs with provider objects, one call-summary shape, typed
+payloads that forbid unknown fields, saving as a separate step, prerequisites checked
+before any call, and the schema-filling mock."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+import judgekit
+from judgekit.llm import Client, ClientSettings
+from judgekit.llm.providers.mock import FunctionProvider, ScriptProvider, fill_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pairs(folder: Path, n: int = 10) -> Path:
+    p = folder / "pairs.jsonl"
+    p.write_text("".join(json.dumps({"id": f"p{i}", "question": f"Q{i}?", "a": f"good {i}",
+                                     "b": f"bad {i}"}) + "\n" for i in range(n)))
+    return p
+
+
+def test_probe_with_mock_auto_is_typed_and_writes_no_file(tmp_path, monkeypatch):
+    data = _pairs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    cache = Path(os.environ["JUDGEKIT_CACHE_DIR"])
+    res = judgekit.run({"method": "probe", "data_path": str(data),
+                        "models": {"judge": "mock/auto"}})
+    assert type(res).__name__ == "ProbeResults" and res.n_pairs == 10
+    assert res.calls.total == 10 * 6 and res.calls.failed + res.calls.cached >= 0
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert not cache.exists()
+    again = judgekit.run({"method": "probe", "data_path": str(data),
+                          "models": {"judge": "mock/auto"}})
+    assert again.model_dump() == res.model_dump()  # same seed, same numbers
+
+
+def test_every_method_reports_calls_in_one_shape():
+    demo = judgekit.run("demo", cassette_mode="none", save=False)
+    audit = judgekit.run("nodata_west_frisian", cassette_mode="none", save=False)
+    synthetic = judgekit.run("nodata_synthetic", save=False, evaluators=["dt_decimal"],
+                             phi=[0.5], escape_rounds=[1])
+    shapes = {frozenset(r.calls.model_dump()) for r in (demo, audit, synthetic)}
+    assert len(shapes) == 1
+    assert demo.calls.total == 36 and demo.calls.cached == 36 and demo.calls.provider_calls == 0
+    assert set(demo.calls.per_stage) == {"interpretations", "system", "tagger"}
+    assert synthetic.calls.total == 0
+
+
+def test_a_function_provider_drives_a_method_in_memory(tmp_path):
+    seen = []
+
+    def judge(req):
+        seen.append(req)
+        return {"winner": "A", "reason": "first"}
+
+    with Client(ClientSettings(use_cache=False, progress=False),
+                providers={"mock/first": FunctionProvider(judge)}) as client:
+        res = judgekit.run({"method": "probe", "data_path": str(_pairs(tmp_path)),
+                            "models": {"judge": "mock/first"}}, client=client)
+    assert len(seen) == res.calls.total == res.calls.provider_calls == 60
+    assert res.position_bias["verdict"] == "biased" and res.position_bias["bias"] == 0.5
+    assert not (tmp_path / "runs").exists()
+    out = res.save(tmp_path / "saved")
+    saved = judgekit.load_results(out)
+    assert saved.model_dump() == res.model_dump()
+    assert len(list(saved.detail("items"))) == 10 == len(list(res.detail("items")))
+    assert "| transform |" in (out / "report.md").read_text()
+    assert "<table>" in (out / "report.html").read_text()
+    with pytest.raises(judgekit.ConfigError, match="not empty"):
+        res.save(out)
+
+
+def test_providers_hold_their_own_scripts():
+    a, b = ScriptProvider(["x", "y"]), ScriptProvider(["z"])
+    assert a.script == ["x", "y"] and b.script == ["z"] and a.calls == b.calls == 0
+
+
+def test_payload_models_forbid_unknown_fields():
+    from judgekit.results import ProbeResults
+
+    with pytest.raises(ValidationError, match="typo_field"):
+        ProbeResults.model_validate({"method": "probe", "judge": "m", "n_pairs": 0,
+                                     "transforms": [], "position_bias": None,
+                                     "items": {"file": "items.jsonl", "count": 0},
+                                     "level": 0.95, "repeats": 2,
+                                     "noise_floor": {}, "typo_field": 1})
+
+
+@pytest.mark.parametrize("schema,check", [
+    ({"type": "object", "properties": {"n": {"type": "integer", "minimum": 2, "maximum": 4}},
+      "required": ["n"]}, lambda v: 2 <= v["n"] <= 4),
+    ({"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 2}, lambda v: len(v) >= 2
+     and set(v) <= {"a", "b"}),
+    ({"anyOf": [{"type": "null"}, {"type": "boolean"}]}, lambda v: isinstance(v, bool)),
+    ({"$defs": {"X": {"type": "object", "properties": {"s": {"type": "string",
+                                                            "minLength": 5}}}},
+      "$ref": "#/$defs/X"}, lambda v: len(v["s"]) >= 5),
+])
+def test_fill_schema_gives_valid_values(schema, check):
+    import random
+
+    for seed in range(20):
+        assert check(fill_schema(schema, random.Random(seed)))
+
+
+def _judgekit(*args: str, env: dict[str, str] | None = None, code: str | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, **(env or {})}
+    if code is None:
+        exe = Path(sys.executable).with_name("judgekit")
+        return subprocess.run([str(exe), *args], capture_output=True, text=True, env=full,
+                              timeout=120)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=full, timeout=120)
+
+
+def test_a_missing_extra_exits_2_before_any_call(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"method: probe\ndata_path: {_pairs(tmp_path)}\n"
+                   "models: {judge: litellm/gpt-4o-mini}\n")
+    # litellm made unimportable in the child process, as in an environment without it
+    code = ("import sys; sys.modules['litellm'] = None\n"
+            "from judgekit.cli import main; main(sys.argv[1:])")
+    p = _judgekit("run", str(cfg), "--out", str(tmp_path / "out"), code=code)
+    assert p.returncode == 2, p.stderr
+    assert "judgekit[litellm]" in p.stderr and "models.judge" in p.stderr
+    assert "Traceback" not in p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_managed_local_model_needs_the_local_extra(monkeypatch):
+    import importlib.util
+
+    from judgekit.errors import MissingDependencyError
+    from judgekit.llm.providers import check_requirements
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    with pytest.raises(MissingDependencyError, match=r"judgekit\[local\]"):
+        check_requirements("local/gemma-3-270m")
+    check_requirements("local/gemma-3-270m", "http://127.0.0.1:8080/v1")  # a server you run
+    check_requirements("mock/auto")
