@@ -67,6 +67,7 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self.refused = 0
+        self._prefetched: dict[str, str] = {}
         self._cache: diskcache.Cache | None = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -92,12 +93,39 @@ class ResponseCache:
             except _CACHE_ERRORS:
                 pass
 
+    def prefetch(self, keys: list[str]) -> None:
+        """Read many entries in one query (a replay's lookups then cost no query each).
+        Only plain inline text rows are read this way; anything else is left to ``get``.
+        Best effort: any problem leaves the entries to be read one by one."""
+        if self._cache is None or not keys:
+            return
+        import time
+
+        found: dict[str, str] = {}
+        try:
+            con = sqlite3.connect(f"file:{self.directory / 'cache.db'}?mode=ro", uri=True)
+            try:
+                for i in range(0, len(keys), 900):  # under SQLite's variable limit
+                    chunk = keys[i:i + 900]
+                    rows = con.execute(
+                        "SELECT key, value FROM Cache WHERE raw = 1 AND filename IS NULL "
+                        "AND (expire_time IS NULL OR expire_time > ?) AND key IN "
+                        f"({','.join('?' * len(chunk))})", [time.time(), *chunk])
+                    found.update((k, v) for k, v in rows if isinstance(v, str))
+            finally:
+                con.close()
+        except (sqlite3.Error, OSError):
+            return
+        self._prefetched = found
+
     def get(self, key: str) -> dict[str, Any] | None:
         if self._cache is None:
             self.misses += 1
             return None
         try:
-            text = self._cache.get(key)
+            text = self._prefetched.pop(key, None) if self._prefetched else None
+            if text is None:
+                text = self._cache.get(key)
             value = json.loads(text) if isinstance(text, str) else None
         except UnsafeEntry:
             self.refused += 1

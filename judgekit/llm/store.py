@@ -76,6 +76,11 @@ class Store:
                             "provider again", key[:12], why)
         return None, None, "provider"
 
+    def prefetch(self, keys: list[str]) -> None:
+        """Read the cache entries of many keys at once (a replay's fast path)."""
+        if self.cache is not None and self.mode != "all":
+            self.cache.prefetch(keys)
+
     def claim(self, key: str) -> Any:
         """An async context holding ``key`` against other processes; it yields whether
         it had to wait for one."""

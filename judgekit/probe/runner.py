@@ -241,7 +241,7 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
     n = len(pairs)
     base = [v.get("run0") for v in verdicts]
     keep = [i for i in range(n) if base[i] is not None and verdicts[i].get("run1") is not None]
-    rerun = flips([str(base[i]) for i in keep], [str(verdicts[i]["run1"]) for i in keep]) \
+    rerun: Any = flips([str(base[i]) for i in keep], [str(verdicts[i]["run1"]) for i in keep]) \
         if keep else []
     rerun_rate, rerun_ci, rerun_n = rate_with_interval([bool(x) for x in rerun], cfg.level)
     floor_name = PLACEBO if cfg.placebo else "run1"
