@@ -110,12 +110,13 @@ def test_ensemble_kappa_and_agreement():
     assert out["majority"]["accuracy"] == 1.0
 
 
-def test_authors_files_reproduce_table_2(tmp_path):
-    data = ROOT / "tests" / "data" / "no_data_algorithm"
+def test_regenerated_sets_reproduce_table_2(tmp_path):
+    # The sets regenerated from the rubrics (seeded; the authors' files are read only
+    # when a user points data_dir at them) reproduce the published pattern.
     from judgekit.config import resolve
 
-    cfg, runner = resolve(ROOT / "experiments" / "nodata_synthetic.yaml",
-                          [f"data_dir={data}"], [], {"out": str(tmp_path)})
+    cfg, runner = resolve(ROOT / "experiments" / "nodata_synthetic.yaml", [], [],
+                          {"out": str(tmp_path)})
     runner(cfg, tmp_path)
     res = json.loads((tmp_path / "results.json").read_text())
     runs = {(r["phenomenon"], r["evaluator"], r["phi"]): r for r in res["runs"]}
