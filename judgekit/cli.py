@@ -244,12 +244,23 @@ def data_fetch(name: str = typer.Argument(..., help="dataset name (judgekit data
 
 @data_app.command("list")
 def data_list() -> None:
-    """The datasets `data fetch` knows, their sources and whether they are cached."""
-    from judgekit.data.fetch import SOURCES, cached_path
+    """Every registered dataset: the methods that read it, its formats, licence, whether
+    `data fetch` has cached it, and its source (a group name fetches all its members)."""
+    from judgekit.data.fetch import cached_path
+    from judgekit.data.registry import all_datasets, groups
 
-    for name, src in SOURCES.items():
-        p = cached_path(name)
-        print(f"{name:<20} {'cached' if p.exists() else '-':<7} {src.url}")
+    rows = [("dataset", "used by", "format", "licence", "cached", "source")]
+    for d in all_datasets():
+        cached = ("yes" if cached_path(d.name).exists() else "no") if d.fetchable else "-"
+        source = d.url or "shipped / your own file"
+        if d.hf:
+            source += f"  (hf: {d.hf[0]})"
+        rows.append((d.name, ",".join(d.uses), "/".join(d.formats), d.licence, cached, source))
+    for g, members in groups().items():
+        rows.append((g, "group", "", "", "", "fetches " + ", ".join(members)))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[5])
 
 
 batches_app = typer.Typer(no_args_is_help=True, help="Provider batches this cache submitted.")

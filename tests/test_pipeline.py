@@ -150,3 +150,48 @@ def test_the_managed_local_model_needs_the_local_extra(monkeypatch):
         check_requirements("local/gemma-3-270m")
     check_requirements("local/gemma-3-270m", "http://127.0.0.1:8080/v1")  # a server you run
     check_requirements("mock/auto")
+
+
+def test_a_dataset_is_one_decorated_loader(tmp_path, monkeypatch):
+    """Registering a loader makes the dataset known to config validation, the query
+    loader and `judgekit data list`, with no other edit."""
+    from judgekit.data import registry
+    from judgekit.data.qa import Query, load_dataset_queries
+    from judgekit.vbscore.config import DatasetSpec
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._loaded()))
+
+    @registry.dataset("tiny_tsv", formats=("tsv",), uses=("vbscore", "probe"),
+                      licence="CC0-1.0")
+    def load_tiny(path):
+        """Tab-separated question and answer."""
+        rows = [ln.split("\t") for ln in path.read_text().splitlines() if ln]
+        return [Query(f"t{i}", q, gold=a, accepted=[a], rejected=["no"])
+                for i, (q, a) in enumerate(rows)]
+
+    f = tmp_path / "tiny.tsv"
+    f.write_text("Capital of France?\tParis\nTwo plus two?\tfour\n")
+    assert DatasetSpec(name="tiny_tsv", path=str(f)).name == "tiny_tsv"
+    qs = load_dataset_queries("tiny_tsv", f)
+    assert [q.gold for q in qs] == ["Paris", "four"]
+    assert registry.get("tiny_tsv").description == "Tab-separated question and answer."
+    assert "tiny_tsv" in registry.names("probe")
+    with pytest.raises(ValueError, match="unknown dataset 'nope'"):
+        DatasetSpec(name="nope")
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.dataset("tiny_tsv", formats=("csv",), uses=(), licence="x")(load_tiny)
+
+
+def test_data_list_reads_the_registry():
+    from judgekit.data.registry import all_datasets, groups
+
+    proc = _judgekit("data", "list")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["dataset", "used", "by", "format"]
+    names = [ln.split()[0] for ln in lines[1:]]
+    assert names == [d.name for d in all_datasets()] + list(groups())
+    assert "nodata_bitstrings" in names and "west_frisian" in names
+    arc = next(ln for ln in lines if ln.startswith("arc "))
+    assert "CC BY-SA 4.0" in arc and "allenai/ai2_arc" in arc

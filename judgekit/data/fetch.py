@@ -16,42 +16,13 @@ import os
 import urllib.error
 import urllib.request
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from platformdirs import user_cache_dir
 
+from judgekit.data.registry import Dataset, all_datasets, get, groups, names
 from judgekit.errors import DataError
 from judgekit.textio import read_text
-
-
-@dataclass(frozen=True)
-class Source:
-    url: str
-    filename: str
-    member: str | None = None  # a file inside a zip archive
-    sha256: str | None = None  # pinned checksum of the downloaded file, when known
-    licence: str = ""
-
-
-_ND = "https://raw.githubusercontent.com/adewynter/no_data_algorithm/main/"
-SOURCES: dict[str, Source] = {
-    "truthfulqa": Source("https://raw.githubusercontent.com/sylinrl/TruthfulQA/main/"
-                         "TruthfulQA.csv", "TruthfulQA.csv", licence="Apache-2.0"),
-    "winograd": Source("https://cs.nyu.edu/~davise/papers/WinogradSchemas/WSCollection.xml",
-                       "WSCollection.xml", licence="CC BY 4.0"),
-    "arc": Source("https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
-                  "ARC-Challenge-Test.jsonl",
-                  member="ARC-V1-Feb2018-2/ARC-Challenge/ARC-Challenge-Test.jsonl",
-                  licence="CC BY-SA 4.0"),
-    "west_frisian": Source(_ND + "west_frisian_dataset_with_rubric_shuffled.json",
-                           "west_frisian_dataset_with_rubric_shuffled.json", licence="MIT"),
-    **{f"nodata_{p}_{s}": Source(_ND + f"{p}_data_{s}_with_xor.json",
-                                 f"{p}_data_{s}_with_xor.json", licence="MIT")
-       for p in ("good", "other") for s in ("train", "test")},
-}
-GROUPS = {"nodata_bitstrings": [f"nodata_{p}_{s}" for p in ("good", "other")
-                                for s in ("train", "test")]}
 
 
 def data_dir() -> Path:
@@ -60,42 +31,46 @@ def data_dir() -> Path:
 
 
 def cached_path(name: str) -> Path:
-    return data_dir() / _source(name).filename
+    return data_dir() / str(_source(name).filename)
 
 
-def _source(name: str) -> Source:
-    if name not in SOURCES:
+def _source(name: str) -> Dataset:
+    ds = get(name) if name in names() else None
+    if ds is None or not ds.fetchable:
+        known = [d.name for d in all_datasets() if d.fetchable] + list(groups())
         raise DataError(f"unknown dataset {name!r}; `judgekit data fetch` knows "
-                        f"{', '.join([*SOURCES, *GROUPS])}")
-    return SOURCES[name]
+                        f"{', '.join(known)}")
+    return ds
 
 
 def fetch(name: str, *, url: str | None = None, sha256: str | None = None,
           timeout: float = 60.0) -> Path:
     """Download ``name`` (or every file of a group) into the data cache; return its path
     (for a group, the folder)."""
-    if name in GROUPS:
+    members = groups().get(name)
+    if members:
         if url is not None:
             raise DataError(f"--url names one file; {name} is a group of "
-                            f"{len(GROUPS[name])} files")
-        for member in GROUPS[name]:
+                            f"{len(members)} files")
+        for member in members:
             fetch(member, timeout=timeout)
         return data_dir()
     src = _source(name)
-    target = data_dir() / src.filename
+    target = data_dir() / str(src.filename)
     target.parent.mkdir(parents=True, exist_ok=True)
-    body = _download(url or src.url, timeout)
+    where = url or str(src.url)
+    body = _download(where, timeout)
     if src.member is not None:
-        body = _unzip(body, src.member, url or src.url)
+        body = _unzip(body, src.member, where)
     digest = hashlib.sha256(body).hexdigest()
-    expected = sha256 or src.sha256 or _recorded().get(src.filename)
+    expected = sha256 or src.sha256 or _recorded().get(str(src.filename))
     if expected is not None and digest != expected.lower():
         raise DataError(f"{name}: the download's sha256 is {digest}, expected {expected}; "
                         "the file changed at its source or in transit (not saved)")
     tmp = target.with_name(f".{target.name}.part")
     tmp.write_bytes(body)
     os.replace(tmp, target)
-    _record(src.filename, digest)
+    _record(str(src.filename), digest)
     return target
 
 

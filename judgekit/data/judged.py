@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from judgekit.data.registry import dataset
 from judgekit.errors import DataError, describe_validation
 from judgekit.textio import read_text
 
@@ -34,6 +35,12 @@ class JudgedItem(BaseModel):
                 if not k.endswith("_reason") and isinstance(v, int)}
 
 
+@dataset("west_frisian", formats=("json",), uses=("nodata",), licence="MIT",
+         url="https://raw.githubusercontent.com/adewynter/no_data_algorithm/main/"
+             "west_frisian_dataset_with_rubric_shuffled.json",
+         filename="west_frisian_dataset_with_rubric_shuffled.json",
+         description="West Frisian judged items with per-criterion rubric values (the "
+                     "No-Data paper's LLM experiment)")
 def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
                 indices: list[int] | None = None) -> list[JudgedItem]:
     p = Path(path)

@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 import yaml
 
+from judgekit.data.registry import dataset, get, names
 from judgekit.errors import DataError
 from judgekit.textio import read_text
-
-DATASETS = ("truthfulqa", "winograd", "arc", "demo")
 
 
 @dataclass
@@ -41,6 +40,31 @@ def _require(path: Path) -> Path:
     return path
 
 
+def _truthfulqa_row(r: dict[str, Any], i: int) -> Query:
+    return Query(f"truthfulqa-{i}", r["question"], gold=r["best_answer"],
+                 accepted=list(r["correct_answers"]), rejected=list(r["incorrect_answers"]))
+
+
+def _winograd_row(r: dict[str, Any], i: int) -> Query:
+    opts = list(r["options"])
+    gold = opts[int(r["label"])]
+    text = f'In "{r["text"]}", who or what does "{r["pronoun"]}" refer to?'
+    return Query(f"wsc-{i}", text, context="Candidates: " + "; ".join(opts), gold=gold,
+                 accepted=[gold], rejected=[o for o in opts if o != gold])
+
+
+def _arc_row(r: dict[str, Any], i: int) -> Query:
+    ch = dict(zip(r["choices"]["label"], r["choices"]["text"]))
+    gold = ch[r["answerKey"]]
+    return Query(r["id"], r["question"], context="Options: " + "; ".join(
+        f"{k}) {v}" for k, v in ch.items()), gold=gold,
+        accepted=arc_accepted(ch, r["answerKey"]), rejected=[v for v in ch.values() if v != gold])
+
+
+@dataset("truthfulqa", formats=("csv",), uses=("vbscore", "probe"), licence="Apache-2.0",
+         url="https://raw.githubusercontent.com/sylinrl/TruthfulQA/main/TruthfulQA.csv",
+         filename="TruthfulQA.csv", hf=("truthful_qa", "generation", "validation"),
+         hf_row=_truthfulqa_row)
 def load_truthfulqa(path: Path) -> list[Query]:
     """TruthfulQA CSV: Question, Best Answer, Correct/Incorrect Answers ("; "-separated)."""
     out = []
@@ -74,6 +98,10 @@ def winograd_letter(raw: str) -> int:
     return 0 if letter == "A" else 1
 
 
+@dataset("winograd", formats=("xml",), uses=("vbscore",), licence="CC BY 4.0",
+         url="https://cs.nyu.edu/~davise/papers/WinogradSchemas/WSCollection.xml",
+         filename="WSCollection.xml", hf=("winograd_wsc", "wsc273", "test"),
+         hf_row=_winograd_row)
 def load_winograd(path: Path) -> list[Query]:
     """The original Winograd Schema Collection XML (ISO-8859-1)."""
     try:
@@ -112,6 +140,11 @@ def wsc_question(sentence: str, pron: str, quote: ET.Element | None) -> str:
     return base + "?"
 
 
+@dataset("arc", formats=("jsonl",), uses=("vbscore", "probe"), licence="CC BY-SA 4.0",
+         url="https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
+         filename="ARC-Challenge-Test.jsonl",
+         member="ARC-V1-Feb2018-2/ARC-Challenge/ARC-Challenge-Test.jsonl",
+         hf=("allenai/ai2_arc", "ARC-Challenge", "test"), hf_row=_arc_row)
 def load_arc(path: Path) -> list[Query]:
     """AI2 ARC JSONL: {"id", "question": {"stem", "choices": [{"text", "label"}]}, "answerKey"}."""
     out = []
@@ -140,6 +173,7 @@ def arc_accepted(choices: dict[str, str], key: str) -> list[str]:
     return [gold] if normalise_answer(key) in texts else [gold, key]
 
 
+@dataset("demo", formats=("yaml",), uses=("vbscore",), licence="MIT (judgekit)")
 def load_demo(path: Path) -> list[Query]:
     """Our own ambiguous entity queries (YAML list of {id, query, note})."""
     doc = yaml.safe_load(read_text(_require(path)))
@@ -152,59 +186,38 @@ def load_demo(path: Path) -> list[Query]:
         raise DataError(f"{path}: every demo query needs {exc}") from exc
 
 
-_HF = {"truthfulqa": ("truthful_qa", "generation", "validation"),
-       "winograd": ("winograd_wsc", "wsc273", "test"),
-       "arc": ("allenai/ai2_arc", "ARC-Challenge", "test")}
-
-
 def load_hf(name: str) -> list[Query]:
     """Load from the Hugging Face hub with `datasets` (optional extra `hf`)."""
+    ds = get(name)
+    if ds.hf is None or ds.hf_row is None:
+        raise DataError(f"dataset {name} has no Hugging Face source; give its path")
     try:
         import datasets
     except ImportError as exc:
         raise DataError("hf: true needs the datasets package: pip install 'judgekit[hf]'") \
             from exc
-    repo, config, split = _HF[name]
+    repo, config, split = ds.hf
     rows: Any = datasets.load_dataset(repo, config, split=split)
-    out = []
-    for i, r in enumerate(rows):
-        if name == "truthfulqa":
-            out.append(Query(f"truthfulqa-{i}", r["question"], gold=r["best_answer"],
-                             accepted=list(r["correct_answers"]),
-                             rejected=list(r["incorrect_answers"])))
-        elif name == "winograd":
-            opts = list(r["options"])
-            gold = opts[int(r["label"])]
-            text = f'In "{r["text"]}", who or what does "{r["pronoun"]}" refer to?'
-            out.append(Query(f"wsc-{i}", text, context="Candidates: " + "; ".join(opts),
-                             gold=gold, accepted=[gold]))
-        else:
-            ch = dict(zip(r["choices"]["label"], r["choices"]["text"]))
-            out.append(Query(r["id"], r["question"], context="Options: " + "; ".join(
-                f"{k}) {v}" for k, v in ch.items()), gold=ch[r["answerKey"]],
-                accepted=arc_accepted(ch, r["answerKey"])))
-    return out
-
-
-_LOADERS = {"truthfulqa": load_truthfulqa, "winograd": load_winograd, "arc": load_arc,
-            "demo": load_demo}
+    return [ds.hf_row(r, i) for i, r in enumerate(rows)]
 
 
 def load_dataset_queries(name: str, path: str | Path | None, hf: bool = False) -> list[Query]:
     """A dataset's queries from ``path``, the Hugging Face hub (``hf``), or, with neither,
     the file `judgekit data fetch NAME` put in the data cache."""
-    if name not in _LOADERS:
-        raise DataError(f"unknown dataset {name!r}; use one of {', '.join(DATASETS)}")
-    if hf and name != "demo":
+    ds = get(name)
+    if "vbscore" not in ds.uses and "probe" not in ds.uses:
+        raise DataError(f"dataset {name} holds no queries; use one of "
+                        f"{', '.join(names('vbscore'))}")
+    if hf and ds.hf is not None:
         return load_hf(name)
     if path is None:
-        from judgekit.data.fetch import SOURCES, cached_path
+        from judgekit.data.fetch import cached_path
 
-        if name in SOURCES and cached_path(name).exists():
-            return _LOADERS[name](cached_path(name))
+        if ds.fetchable and cached_path(name).exists():
+            return list(ds.load(cached_path(name)))
         raise DataError(f"dataset {name}: give a path, set hf: true, or run "
                         f"`judgekit data fetch {name}` first")
-    return _LOADERS[name](Path(path))
+    return list(ds.load(Path(path)))
 
 
 def sample_queries(queries: list[Query], n: int, seed: int, name: str) -> list[Query]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.data.registry import dataset, get
 from judgekit.errors import DataError
 from judgekit.nodata.rubric import RuleRubric
 from judgekit.textio import read_text
@@ -71,12 +72,22 @@ def load_authors_file(path: Path) -> list[tuple[str, int]]:
         raise DataError(f"{path}: expected [[bits, label], ...]: {exc}") from exc
 
 
+_ND = "https://raw.githubusercontent.com/adewynter/no_data_algorithm/main/"
+for _p, _ph in (("good", "IP"), ("other", "OOP")):
+    for _s in ("train", "test"):
+        dataset(f"nodata_{_p}_{_s}", formats=("json",), uses=("nodata/synthetic",),
+                licence="MIT", url=f"{_ND}{_p}_data_{_s}_with_xor.json",
+                filename=f"{_p}_data_{_s}_with_xor.json", group="nodata_bitstrings",
+                description=f"the authors' {_ph} bit strings, {_s} split "
+                            "(No-Data Table 2)")(load_authors_file)
+
+
 def load_split(data_dir: Path | None, phenomenon: str, split: str, seed: int
                ) -> tuple[list[tuple[str, int]], str]:
     """Authors' files when data_dir is given, else regenerated balanced data."""
     prefix = "good" if phenomenon == "IP" else "other"
     if data_dir is not None:
-        p = Path(data_dir) / f"{prefix}_data_{split}_with_xor.json"
+        p = Path(data_dir) / str(get(f"nodata_{prefix}_{split}").filename)
         return load_authors_file(p), str(p)
     rubric = ip_rubric() if phenomenon == "IP" else oop_rubric()
     n = 2000 if split == "train" else 498

@@ -30,7 +30,7 @@ class ProbeConfig(RunSettings):
     # pairs: a JSONL of {"id", "question", "a", "b", "correct"?: "a"|"b", "human"?: "a"|"b"}
     data_path: str | None = None
     # or pairs built from datasets with objective answers (correct vs an incorrect one)
-    pairs_from: list[Literal["truthfulqa", "arc"]] = Field(default_factory=list)
+    pairs_from: list[str] = Field(default_factory=list)  # datasets registered for "probe"
     dataset_paths: dict[str, str] = Field(default_factory=dict)
     n_pairs: int = Field(20, ge=2)
     transforms: list[str] | None = None  # default: every built-in of the mode
@@ -68,6 +68,13 @@ class ProbeConfig(RunSettings):
         if "paraphrase" in self.transforms and not self.rubric_paraphrase:
             raise ValueError("the paraphrase transform needs rubric_paraphrase (the same "
                              "criteria ids, reworded)")
+        from judgekit.data.registry import names
+
+        usable = names("probe")
+        bad = [d for d in self.pairs_from if d not in usable]
+        if bad:
+            raise ValueError(f"pairs_from: dataset {bad[0]!r} has no incorrect answers to pair "
+                             f"with its gold one; use {', '.join(usable)}")
         if self.judge_mode == "pairwise" and not self.data_path and not self.pairs_from:
             raise ValueError("give data_path (a pairs JSONL) or pairs_from")
         if self.judge_mode == "pointwise" and not self.data_path:

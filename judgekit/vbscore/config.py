@@ -19,11 +19,12 @@ class DatasetSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _known(cls, v: str) -> str:
-        from judgekit.data.qa import DATASETS
+        from judgekit.data.registry import names
 
-        if v not in DATASETS:
-            raise ValueError(f"unknown dataset {v!r}: judgekit loads {', '.join(DATASETS)} "
-                             "(name says which format the file is in)")
+        known = names("vbscore")
+        if v not in known:
+            raise ValueError(f"unknown dataset {v!r}: judgekit loads {', '.join(known)} "
+                             "(name says which format the file is in; `judgekit data list`)")
         return v
 
 

@@ -1,0 +1,103 @@
+"""One registration per dataset: a decorated loader names the dataset, the formats it
+reads, its Hugging Face id, its canonical URL and its licence.
+
+    @dataset("arc", formats=("jsonl",), uses=("vbscore", "probe"), licence="CC BY-SA 4.0",
+             url="https://.../ARC-V1-Feb2018.zip", filename="ARC-Challenge-Test.jsonl",
+             member="ARC-V1-Feb2018-2/ARC-Challenge/ARC-Challenge-Test.jsonl",
+             hf=("allenai/ai2_arc", "ARC-Challenge", "test"), hf_row=_arc_row)
+    def load_arc(path: Path) -> list[Query]: ...
+
+Everything that names datasets (config validation, `judgekit data list|fetch`, the
+probe's ``pairs_from``, the Hugging Face loader) reads this registry, so adding a dataset
+is one decorated function in a module listed in ``MODULES``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from judgekit.errors import DataError
+
+# modules whose decorated loaders register datasets; imported on first lookup
+MODULES = ("judgekit.data.qa", "judgekit.data.judged", "judgekit.nodata.bitstrings")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    load: Callable[..., Any]  # path -> records (queries, judged items, labelled strings)
+    formats: tuple[str, ...]  # file formats the loader reads
+    uses: tuple[str, ...]  # methods that read it: vbscore, probe, nodata, nodata/synthetic
+    licence: str
+    description: str = ""
+    url: str | None = None  # canonical location `judgekit data fetch` downloads
+    filename: str | None = None  # name in the data cache
+    member: str | None = None  # a file inside a zip archive at ``url``
+    sha256: str | None = None  # pinned checksum of the downloaded file, when known
+    hf: tuple[str, str, str] | None = None  # (repo, config, split) on the Hugging Face hub
+    hf_row: Callable[[dict[str, Any], int], Any] | None = None  # one hub row -> one record
+    group: str | None = None  # `data fetch GROUP` fetches every member
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fetchable(self) -> bool:
+        return self.url is not None and self.filename is not None
+
+
+_REGISTRY: dict[str, Dataset] = {}
+
+
+def dataset(name: str, **fields: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated loader as dataset ``name`` (fields of :class:`Dataset`)."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        doc = (fn.__doc__ or "").strip().split("\n")[0]
+        add(Dataset(name=name, load=fn, description=fields.pop("description", "") or doc,
+                    **fields))
+        return fn
+
+    return deco
+
+
+def add(ds: Dataset) -> Dataset:
+    """Register ``ds`` (a second registration of one name is an error unless identical)."""
+    old = _REGISTRY.get(ds.name)
+    if old is not None and old != ds:
+        raise ValueError(f"dataset {ds.name!r} is registered twice")
+    _REGISTRY[ds.name] = ds
+    return ds
+
+
+def _loaded() -> dict[str, Dataset]:
+    for module in MODULES:
+        importlib.import_module(module)
+    return _REGISTRY
+
+
+def get(name: str) -> Dataset:
+    reg = _loaded()
+    if name not in reg:
+        raise DataError(f"unknown dataset {name!r}; judgekit knows {', '.join(reg)} "
+                        "(`judgekit data list`)")
+    return reg[name]
+
+
+def all_datasets(use: str | None = None) -> list[Dataset]:
+    """Every registered dataset, or those a method (``use``) reads, in registration order."""
+    return [d for d in _loaded().values() if use is None or use in d.uses]
+
+
+def names(use: str | None = None) -> list[str]:
+    return [d.name for d in all_datasets(use)]
+
+
+def groups() -> dict[str, list[str]]:
+    """Groups `data fetch` fetches at once: group name -> member datasets."""
+    out: dict[str, list[str]] = {}
+    for d in all_datasets():
+        if d.group:
+            out.setdefault(d.group, []).append(d.name)
+    return out
