@@ -137,7 +137,7 @@ def _inputs(cfg: Any) -> tuple[Path, ...]:
 def audit(items: list[dict[str, Any]] | str | Path, rubric: str | Path | dict[str, Any], *,
           evaluator: str, verifier: str, generator: str | None = None,
           verifier_rubric: str | Path | dict[str, Any] | None = None,
-          out: str | Path | None = None, overwrite: bool = False,
+          out: str | Path | None = None, overwrite: bool = False, client: Any = None,
           **settings: Any) -> RunResult:
     """Audit a judge with the No-Data Algorithm (check ``both`` by default).
 
@@ -149,6 +149,8 @@ def audit(items: list[dict[str, Any]] | str | Path, rubric: str | Path | dict[st
         evaluator: the judge under audit (``provider/model``); ``verifier``: the model you
             trust; ``generator``: the paraphraser (default: the evaluator).
         verifier_rubric: the rubric the verifier scores with (default: ``rubric``).
+        client: a :class:`judgekit.llm.Client` to run with (for example one holding
+            provider objects); it is used and left open.
         settings: any other audit config field (``rounds``, ``phi``, ``seed``,
             ``cassette``, ``check``, ``trust_threshold``...).
     """
@@ -165,7 +167,7 @@ def audit(items: list[dict[str, Any]] | str | Path, rubric: str | Path | dict[st
            "rubric": _rubric_path(rubric, tmp / "rubric.yaml"),
            "verifier_rubric": _rubric_path(verifier_rubric or rubric, tmp / "vrubric.yaml"),
            "models": models, **settings}
-    return run(doc, out=out or tmp / "run", overwrite=overwrite)
+    return run(doc, out=out or tmp / "run", overwrite=overwrite, client=client)
 
 
 def _dump(path: Path, items: list[dict[str, Any]]) -> Path:
@@ -186,7 +188,7 @@ def _rubric_path(rubric: str | Path | dict[str, Any], target: Path) -> str:
 
 def probe_judge(data: list[dict[str, Any]] | str | Path, *, judge: str,
                 mode: str = "pairwise", out: str | Path | None = None,
-                overwrite: bool = False, **settings: Any) -> RunResult:
+                overwrite: bool = False, client: Any = None, **settings: Any) -> RunResult:
     """Probe a judge's reliability (``method: probe``) without writing YAML.
 
     Args:
@@ -195,6 +197,8 @@ def probe_judge(data: list[dict[str, Any]] | str | Path, *, judge: str,
             JSON path.
         judge: the judge under test (``provider/model``).
         mode: ``pairwise`` or ``pointwise`` (then pass ``rubric=``).
+        client: a :class:`judgekit.llm.Client` to run with (for example one holding
+            provider objects); it is used and left open.
         settings: any other probe config field (``transforms``, ``repeats``,
             ``template_transforms``, ``human_sample``, ``cassette``...).
     """
@@ -211,4 +215,4 @@ def probe_judge(data: list[dict[str, Any]] | str | Path, *, judge: str,
         settings["rubric"] = _rubric_path(settings["rubric"], tmp / "rubric.yaml")
     doc = {"method": "probe", "name": "probe", "judge_mode": mode, "data_path": str(path),
            "models": {"judge": judge}, **settings}
-    return run(doc, out=out or tmp / "run", overwrite=overwrite)
+    return run(doc, out=out or tmp / "run", overwrite=overwrite, client=client)

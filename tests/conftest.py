@@ -140,10 +140,11 @@ def make_client(tmp_path, sleeps):
     async def fake_sleep(seconds: float) -> None:
         sleeps.append(seconds)
 
-    def build(**kw: Any) -> Client:
+    def build(providers: dict[str, Any] | None = None, **kw: Any) -> Client:
         kw.setdefault("cache_dir", tmp_path / "cache")
         kw.setdefault("progress", False)
-        c = Client(ClientSettings(**kw), templates=TemplateLibrary(TEST_PROMPTS), sleep=fake_sleep)
+        c = Client(ClientSettings(**kw), templates=TemplateLibrary(TEST_PROMPTS), sleep=fake_sleep,
+                   providers=providers)
         made.append(c)
         return c
 

@@ -46,7 +46,7 @@ def server():
         s.stop()
 
 
-def client(tmp_path, srv, *, pause: float = 0.0, **kw):
+def client(tmp_path, srv, *, pause: float = 0.0, providers=None, **kw):
     import asyncio
 
     async def no_sleep(_s: float) -> None:
@@ -55,7 +55,8 @@ def client(tmp_path, srv, *, pause: float = 0.0, **kw):
     settings = ClientSettings(cache_dir=tmp_path / "cache", execution="batch", progress=False,
                               base_urls={"openai": srv.url + "/v1", "anthropic": srv.url},
                               backoff_base=0.0, **kw)
-    return Client(settings, templates=TemplateLibrary(TEST_PROMPTS), sleep=no_sleep)
+    return Client(settings, templates=TemplateLibrary(TEST_PROMPTS), sleep=no_sleep,
+                  providers=providers)
 
 
 def calls(provider, n):
@@ -158,11 +159,11 @@ async def test_interrupted_run_resumes_polling_without_resubmitting(tmp_path, se
 
 
 async def test_local_and_mock_models_run_online_in_batch_mode(tmp_path, server, caplog):
-    from judgekit.llm.providers.mock import register_script
+    from judgekit.llm.providers.mock import FunctionProvider
 
-    register_script("b", lambda req: {"answer": "x", "confidence": 1.0})
     srv = server()
-    c = client(tmp_path, srv)
+    c = client(tmp_path, srv, providers={
+        "mock/b": FunctionProvider(lambda req: {"answer": "x", "confidence": 1.0})})
     res = await go(c, [Call({"question": "q"}, "mock/b")])
     assert res[0].ok and res[0].source == "provider"
     assert any("no batch service" in r.message for r in caplog.records)

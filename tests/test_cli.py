@@ -16,10 +16,10 @@ from .test_client import GOOD, Answer
 
 
 def _record(tmp_path):
-    mock.register_script("cli", lambda req: GOOD)
     cas = tmp_path / "c.json"
     client = Client(ClientSettings(cache_dir=tmp_path / "cache", cassette=cas, progress=False),
-                    templates=TemplateLibrary(TEST_PROMPTS))
+                    templates=TemplateLibrary(TEST_PROMPTS),
+                    providers={"mock/cli": mock.FunctionProvider(lambda req: GOOD)})
     client.run_sync(Stage("answer", "answer.j2", Answer), {"question": "q"}, model="mock/cli")
     client.run_sync(Stage("answer", "answer.j2", Answer), {"question": "q"}, model="mock/cli")
     client.close()

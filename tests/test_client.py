@@ -271,11 +271,19 @@ def test_judged_text_cannot_close_its_delimiter():
 
 
 def test_mock_provider_scripts(make_client):
-    from judgekit.llm.providers.mock import register_script
+    from judgekit.llm.providers.mock import ScriptProvider, register_script, unregister_script
 
-    register_script("seq", ["oops", GOOD])
-    res = make_client(use_cache=False).run_sync(STAGE, {"question": "q"}, model="mock/seq")
-    assert res.ok and res.attempts == 2 and res.value.answer == "Paris"
+    client = make_client(use_cache=False, providers={"mock/seq": ScriptProvider(["oops", GOOD])})
+    res = client.run_sync(STAGE, {"question": "q"}, model="mock/seq")
+    assert res.ok and res.attempts == 2 and res.output.answer == "Paris"
+    # the deprecated global table still works for code written against it
+    register_script("legacy_seq", ["oops", GOOD])
+    try:
+        res = make_client(use_cache=False).run_sync(STAGE, {"question": "q"},
+                                                    model="mock/legacy_seq")
+    finally:
+        unregister_script("legacy_seq")
+    assert res.ok and res.attempts == 2
 
 
 def test_litellm_provider_over_http(fake_api, make_client):

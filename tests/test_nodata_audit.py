@@ -63,21 +63,24 @@ def make_items(tmp_path, n=30):
     return p
 
 
-def run_audit(tmp_path, lying: bool, **extra):
-    from judgekit.config import resolve
+def run_audit(tmp_path, lying: bool, scripts=None, **extra):
+    """One in-memory run through judgekit.run with the mock judges held by the client;
+    the folder is written by saving the result (the report is checked by some tests)."""
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
 
-    mock.register_script("ev", evaluator(lying))
-    mock.register_script("ver", verifier)
+    fns = {"mock/ev": evaluator(lying), "mock/ver": verifier, **(scripts or {})}
     cfg = {"method": "nodata", "experiment": "llm", "seed": 2, "rounds": 3,
            "phi": [0.1, 0.3, 0.7], "data_path": str(make_items(tmp_path)), "sample_size": 30,
            "models": {"evaluator": "mock/ev", "verifier": "mock/ver"},
            "cache_dir": str(tmp_path / f"cache{lying}"), "out": str(tmp_path / "out")}
     cfg.update(extra)
-    path = tmp_path / "cfg.yaml"
-    path.write_text(json.dumps(cfg))
-    c, runner = resolve(path, [], [], {})
-    runner(c, tmp_path / "out")
-    return json.loads((tmp_path / "out" / "results.json").read_text())
+    cfg.pop("out")
+    with Client(ClientSettings(cache_dir=cfg.pop("cache_dir"), progress=False),
+                providers={m: mock.FunctionProvider(f) for m, f in fns.items()}) as client:
+        res = judgekit.run(cfg, client=client)
+    res.save(tmp_path / "out")
+    return res.model_dump(mode="json")
 
 
 def test_truthful_evaluator_passes(tmp_path):
@@ -111,9 +114,8 @@ def test_generator_failures_are_counted(tmp_path):
             return {"Prompt": "p", "Output": "  "}
         return evaluator(False)(req)
 
-    mock.register_script("ev2", bad_gen)
-    res = run_audit(tmp_path, lying=False, models={"evaluator": "mock/ev2",
-                                                   "verifier": "mock/ver"})
+    res = run_audit(tmp_path, lying=False, scripts={"mock/ev2": bad_gen},
+                    models={"evaluator": "mock/ev2", "verifier": "mock/ver"})
     # an empty paraphrase is the audit's own failure: the item is excluded, never failed
     n = res["sample_size"]
     assert res["problems_by_stage"]["generator"]["empty"] == n
@@ -152,8 +154,8 @@ def per_criterion(req):
 
 
 def test_per_criterion_mode(tmp_path):
-    mock.register_script("one", per_criterion)
-    res = run_audit(tmp_path, lying=False, criterion_mode="per_criterion",
+    res = run_audit(tmp_path, lying=False, scripts={"mock/one": per_criterion},
+                    criterion_mode="per_criterion",
                     models={"evaluator": "mock/one", "verifier": "mock/one"})
     assert res["runs"][0]["success_rate"] == 1.0 and res["known"]["accuracy"] == 1.0
     assert res["calls"]["per_stage"]["evaluator"]["calls"] == 30 * 6
@@ -166,8 +168,8 @@ def test_ensemble_baseline(tmp_path):
             out["label"] = 1 - out["label"]
         return out
 
-    mock.register_script("ev3", contrarian)
-    res = run_audit(tmp_path, lying=False, ensemble=["mock/ev", "mock/ev3", "mock/ev"])
+    res = run_audit(tmp_path, lying=False, scripts={"mock/ev3": contrarian},
+                    ensemble=["mock/ev", "mock/ev3", "mock/ev"])
     b = res["baseline"]
     assert b["judges"] == ["mock/ev", "mock/ev3"]
     assert b["pairs"][0]["percent_agreement"] == 0.0

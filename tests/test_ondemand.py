@@ -95,11 +95,11 @@ def test_labelling_loop_with_mock_judge_labels_each_instance_once(tmp_path):
         seen.append(text)
         return {"reason": "checked", "correct": text.endswith("ok")}
 
-    mock.register_script("judge", judge)
     shared = [Instance(f"s{i}", f"shared {i} {'ok' if i % 2 else 'bad'}") for i in range(6)]
     systems = {"A": shared + [Instance("a1", "a1 ok")],
                "B": shared[:4] + [Instance("b1", "b1 bad")]}
-    client = Client(ClientSettings(cache_dir=tmp_path / "c", progress=False))
+    client = Client(ClientSettings(cache_dir=tmp_path / "c", progress=False),
+                    providers={"mock/judge": mock.FunctionProvider(judge)})
     loop = LabellingLoop(systems, llm_labeller(client, "mock/judge", "is it ok?"), seed=3)
     loop.sample("A", 20)
     loop.sample("B", 20)

@@ -195,3 +195,22 @@ def test_data_list_reads_the_registry():
     assert "nodata_bitstrings" in names and "west_frisian" in names
     arc = next(ln for ln in lines if ln.startswith("arc "))
     assert "CC BY-SA 4.0" in arc and "allenai/ai2_arc" in arc
+
+
+def test_two_function_providers_never_share_cached_answers(tmp_path):
+    """Provider objects take their model name from the client's key, so one cache holds
+    each judge's own answers."""
+    from judgekit.probe.config import ProbeConfig
+    from judgekit.probe.runner import stage as pairwise_stage
+
+    st = pairwise_stage(ProbeConfig(data_path=str(_pairs(tmp_path)),
+                                    models={"judge": "mock/a"}))
+    variables = {"question": "q", "first": "x", "second": "y", "label_a": "A",
+                 "label_b": "B"}
+    settings = ClientSettings(cache_dir=str(tmp_path / "cache"), progress=False)
+    with Client(settings, providers={
+            "mock/a": FunctionProvider(lambda r: {"winner": "A", "reason": "a"}),
+            "mock/b": FunctionProvider(lambda r: {"winner": "B", "reason": "b"})}) as client:
+        got = [client.run_sync(st, variables, model=m).output.winner for m in ("mock/a",
+                                                                              "mock/b")]
+    assert got == ["A", "B"]

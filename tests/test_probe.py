@@ -293,13 +293,16 @@ def test_pointwise_length_biased_judge_is_caught_by_padding(tmp_path):
 
 def test_probe_judge_python_api(tmp_path):
     import judgekit
-    from judgekit.llm.providers.mock import register_script
+    from judgekit.llm import Client, ClientSettings
+    from judgekit.llm.providers.mock import FunctionProvider
 
-    register_script("api_first", lambda req: {"winner": _first_label(req)})
     pairs = [{"id": f"p{i}", "question": f"Q{i}?", "a": f"a{i}", "b": f"b{i}"}
              for i in range(12)]
-    res = judgekit.probe_judge(pairs, judge="mock/api_first", use_cache=False,
-                               resamples=300, out=tmp_path / "o")
+    first = FunctionProvider(lambda req: {"winner": _first_label(req)})
+    with Client(ClientSettings(use_cache=False, progress=False),
+                providers={"mock/api_first": first}) as client:
+        res = judgekit.probe_judge(pairs, judge="mock/api_first", client=client,
+                                   resamples=300, out=tmp_path / "o")
     assert res.method == "probe" and res.position_bias["bias"] == 0.5
     assert [t.name for t in res.transforms] == ["swap", "rename", "pad"]
     assert len(list(res.detail("items"))) == 12

@@ -36,6 +36,18 @@ def script(req):
     raise AssertionError(name)
 
 
+def run_case(tmp_path, fn, out="out"):
+    """The case study in memory with ``fn`` as mock/cs, saved to tmp_path/out."""
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    with Client(ClientSettings(cache_dir=tmp_path / "cache", progress=False),
+                providers={"mock/cs": mock.FunctionProvider(fn)}) as client:
+        res = judgekit.run(write_config(tmp_path), client=client)
+    res.save(tmp_path / out)
+    return res.model_dump(mode="json")
+
+
 def write_config(tmp_path, **extra):
     data = tmp_path / "tqa.csv"
     data.write_text(CSV)
@@ -51,12 +63,7 @@ def write_config(tmp_path, **extra):
 
 
 def test_tiny_case_study_table_1_by_hand(tmp_path):
-    from judgekit.config import resolve
-
-    mock.register_script("cs", script)
-    cfg, runner = resolve(write_config(tmp_path), [], [], {})
-    runner(cfg, tmp_path / "out")
-    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    res = run_case(tmp_path, script)
     pa = math.e / (1 + math.e)
     pb = 1 - pa
 
@@ -85,26 +92,21 @@ def test_tiny_case_study_table_1_by_hand(tmp_path):
         assert (tmp_path / "out" / fig).stat().st_size > 1000
     # rerun: every call is served from the cache and the results are identical
     first = (tmp_path / "out" / "results.json").read_bytes()
-    cfg, runner = resolve(write_config(tmp_path), [], [], {})
-    runner(cfg, tmp_path / "out")
-    again = json.loads((tmp_path / "out" / "results.json").read_text())
+    run_case(tmp_path, script, out="again")
+    again = json.loads((tmp_path / "again" / "results.json").read_text())
     assert again["calls"]["provider_calls"] == 0 and again["calls"]["cached"] == 14
     assert {k: v for k, v in again.items() if k != "calls"} == \
         {k: v for k, v in json.loads(first).items() if k != "calls"}
 
 
 def test_parse_failures_are_listed_not_scored(tmp_path):
-    from judgekit.config import resolve
 
     def broken(req):
         if req.schema_name == "tagger" and "Q2" in req.messages[1]["content"]:
             return "not json"
         return script(req)
 
-    mock.register_script("cs", broken)
-    cfg, runner = resolve(write_config(tmp_path), [], [], {})
-    runner(cfg, tmp_path / "out")
-    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    res = run_case(tmp_path, broken)
     assert res["failures_by_stage"] == {"tagger": 2}
     assert res["datasets"][0]["n_queries"] == 1 and res["calls"]["failed"] == 2
     assert "tagger: 2" in (tmp_path / "out" / "report.md").read_text()

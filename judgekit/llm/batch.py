@@ -23,7 +23,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from judgekit.errors import ProviderError, RunAborted
 from judgekit.llm.batch_api import BatchAPI, BatchItem, BatchStatus, batch_api_for
@@ -46,6 +48,9 @@ from judgekit.llm.store import Store
 from judgekit.llm.types import FAILURE_KINDS, StageResult
 
 __all__ = ["BatchHost", "BatchJournal", "cancel", "run_batch"]
+
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class BatchHost(Protocol):
@@ -78,8 +83,8 @@ class Pending:
         return self.state.attempts
 
 
-async def run_batch(client: BatchHost, stage: Stage, calls: Sequence[Call]
-                    ) -> list[StageResult[Any]]:
+async def run_batch(client: BatchHost, stage: Stage[M], calls: Sequence[Call]
+                    ) -> list[StageResult[M]]:
     """``Client.map`` in batch mode; same results, in order, as online."""
     loop = asyncio.get_running_loop()
     t0 = loop.time()

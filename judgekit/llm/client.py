@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from tenacity import (
     AsyncRetrying,
     RetryError,
@@ -56,6 +57,7 @@ from judgekit.llm.templates import TemplateLibrary
 from judgekit.llm.types import Completion, ProviderRequest, StageResult, Usage
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)  # a stage's output model
 
 __all__ = ["BATCH_PRICE", "Client", "ClientSettings", "StageStats", "normalise_budget",
            "persisted_calls"]
@@ -115,6 +117,8 @@ class Client:
                            cassette_mode=s.cassette_mode)
         self.ledger = Ledger(s.max_failures, s.failure_budget_min_calls, s.execution)
         self.providers: dict[str, Provider] = dict(providers or {})
+        for key, prov in self.providers.items():
+            prov.bind(key)
         self._limits: dict[tuple[int, str], asyncio.Semaphore] = {}
         self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
 
@@ -151,8 +155,8 @@ class Client:
         return self.ledger.summary()
 
     # ---- public API -------------------------------------------------------------
-    async def run(self, stage: Stage, variables: dict[str, Any], *, model: str, draw: int = 0,
-                  sampling: dict[str, Any] | None = None) -> StageResult[Any]:
+    async def run(self, stage: Stage[M], variables: dict[str, Any], *, model: str, draw: int = 0,
+                  sampling: dict[str, Any] | None = None) -> StageResult[M]:
         """Run one structured call of ``stage`` and return its explicit result.
 
         Raises only for run-wide problems (:class:`RunAborted`, a missing key, a
@@ -210,11 +214,11 @@ class Client:
                       "already answered in the cache or cassette). Nothing was sent; later "
                       "stages depend on this one's answers and are not priced.")
 
-    def finish(self, stage: Stage, prep: Prepared, record: dict[str, Any], value: Any,
-               source: str, t0: float) -> StageResult[Any]:
+    def finish(self, stage: Stage[M], prep: Prepared, record: dict[str, Any], value: Any,
+               source: str, t0: float) -> StageResult[M]:
         """The call's result, counted in the ledger (and checked against the budget)."""
         ok = value is not None
-        result: StageResult[Any] = StageResult(
+        result: StageResult[M] = StageResult(
             stage=stage.name, key=prep.key, ok=ok, value=value, raw=record.get("text", ""),
             attempts=int(record.get("attempts", 0)), usage=Usage.from_dict(record.get("usage")),
             model=record.get("model", ""), error=None if ok else record.get("error"),
@@ -226,8 +230,8 @@ class Client:
         self.ledger.check_budget(stage.name, st)
         return result
 
-    async def map(self, stage: Stage, calls: Sequence[Call], *,
-                  description: str | None = None) -> list[StageResult[Any]]:
+    async def map(self, stage: Stage[M], calls: Sequence[Call], *,
+                  description: str | None = None) -> list[StageResult[M]]:
         """Run many calls of one stage concurrently, in order, with a progress bar.
 
         One call's failure is its result; a run-wide error cancels the rest and raises.
@@ -243,7 +247,7 @@ class Client:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         st = self.ledger.stage(stage.name)
-        results: list[StageResult[Any] | None] = [None] * len(calls)
+        results: list[StageResult[M] | None] = [None] * len(calls)
         with Progress(self.settings.progress, description or stage.name, len(calls)) as tick:
             # Answers already recorded are served here, in order, without a task each (a
             # cached replay is mostly this loop); only the misses are scheduled.
@@ -292,10 +296,11 @@ class Client:
                 await self.aclose_providers()
         return asyncio.run(go())
 
-    def run_sync(self, stage: Stage, variables: dict[str, Any], **kw: Any) -> StageResult[Any]:
+    def run_sync(self, stage: Stage[M], variables: dict[str, Any], **kw: Any) -> StageResult[M]:
         return self.run_until_complete(self.run(stage, variables, **kw))
 
-    def map_sync(self, stage: Stage, calls: Sequence[Call], **kw: Any) -> list[StageResult[Any]]:
+    def map_sync(self, stage: Stage[M], calls: Sequence[Call], **kw: Any
+                 ) -> list[StageResult[M]]:
         return self.run_until_complete(self.map(stage, calls, **kw))
 
     async def aclose_providers(self) -> None:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+OutT = TypeVar("OutT", bound=BaseModel)
+
 
 @dataclass(frozen=True)
-class Stage:
-    """One structured LLM step.
+class Stage(Generic[OutT]):
+    """One structured LLM step, generic in its output model: a ``Stage[Tags]`` call
+    returns a ``StageResult[Tags]`` whose ``value`` is a ``Tags`` (or None on failure).
 
     Args:
         name: stage name used in statistics and reports.
@@ -24,7 +27,7 @@ class Stage:
 
     name: str
     template: str
-    output: type[BaseModel]
+    output: type[OutT]
     sampling: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     variables: tuple[str, ...] = field(default=(), hash=False, compare=False)
 

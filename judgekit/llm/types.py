@@ -87,7 +87,7 @@ class StageResult(Generic[T]):
     stage: str
     key: str
     ok: bool
-    value: Any  # an instance of the output model, or None when ok is False
+    value: T | None  # an instance of the stage's output model, or None when ok is False
     raw: str
     attempts: int
     usage: Usage
@@ -98,6 +98,14 @@ class StageResult(Generic[T]):
     mean_token_entropy: float | None = None
     kind: str | None = None  # None when ok, else one of FAILURE_KINDS
     elapsed_s: float = 0.0  # wall time this call took in this run (0 for a replay)
+
+    @property
+    def output(self) -> T:
+        """The validated output (typed as the stage's model); only for a call that is ok."""
+        if not self.ok or self.value is None:
+            raise ValueError(f"stage {self.stage} call {self.key[:12]} failed ({self.kind}): "
+                             "it has no output; check .ok first")
+        return self.value
 
     @property
     def cached(self) -> bool:

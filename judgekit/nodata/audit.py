@@ -64,7 +64,7 @@ async def _evaluate(cfg: NoDataConfig, client: Client, items: list[JudgedItem], 
                 problems.add(stage_name, next(str(r.kind) for r in chunk if not r.ok))
                 out.append(None)
                 continue
-            crit = [{"id": c, "value": r.value.value, "reason": r.value.reason}
+            crit = [{"id": c, "value": r.output.value, "reason": r.output.reason}
                     for c, r in zip(ids, chunk)]
             out.append({"label": rubric.aggregate([c["value"] for c in crit]), "criteria": crit})
         return out
@@ -77,12 +77,12 @@ async def _evaluate(cfg: NoDataConfig, client: Client, items: list[JudgedItem], 
             problems.add(stage_name, str(r.kind))
             out.append(None)
             continue
-        got = {c.id: c for c in r.value.criteria}
+        got = {c.id: c for c in r.output.criteria}
         if set(got) != set(ids):
             problems.add(stage_name, "wrong_criteria")
             out.append(None)
             continue
-        out.append({"label": r.value.label, "criteria": [
+        out.append({"label": r.output.label, "criteria": [
             {"id": c, "value": got[c].value, "reason": got[c].reason} for c in ids]})
     return out
 
@@ -112,7 +112,7 @@ async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]
             problems.add(stage_name, str(r.kind))
             out.append(None)
             continue
-        got = {c.id: c.value for c in r.value.criteria}
+        got = {c.id: c.value for c in r.output.criteria}
         if not set(total_ids) <= set(got):
             problems.add(stage_name, "wrong_criteria")
             out.append(None)
@@ -138,7 +138,7 @@ async def _verify_each(cfg: NoDataConfig, client: Client, texts: list[tuple[str,
             problems.add(stage_name, next(str(r.kind) for r in chunk if not r.ok))
             out.append(None)
             continue
-        vals = {it["id"]: r.value.value for it, r in zip(items, chunk)}
+        vals = {it["id"]: r.output.value for it, r in zip(items, chunk)}
         out.append((tuple(vals[it["id"]] for it in items),
                     tuple(vals[c] for c in rubric.ids() if c in top)))
     return out
@@ -226,8 +226,8 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
             # A failed generator step (the call, an unreadable or cut-off answer, an
             # empty or refused paraphrase) is the audit's own failure, never the judge's:
             # the item is excluded and counted as excluded.
-            kind = (str(r.kind) if not r.ok else "empty" if not r.value.Output.strip()
-                    else "refusal" if REFUSAL.search(r.value.Output)
+            kind = (str(r.kind) if not r.ok else "empty" if not r.output.Output.strip()
+                    else "refusal" if REFUSAL.search(r.output.Output)
                     and not REFUSAL.search(items[i].Output) else None)
             if kind is not None:
                 problems.add("generator", kind)
@@ -235,8 +235,8 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
                 records.pop(i)
                 continue
             rec.challenges.append(challenges[i][rnd])
-            rec.x_primes.append({"Prompt": r.value.Prompt, "Output": r.value.Output})
-            to_verify.append((i, (r.value.Prompt, r.value.Output)))
+            rec.x_primes.append({"Prompt": r.output.Prompt, "Output": r.output.Output})
+            to_verify.append((i, (r.output.Prompt, r.output.Output)))
         vxp = await _verify(cfg, client, [t for _, t in to_verify], ver_rubric, verifier,
                             problems)
         for (i, _), v in zip(to_verify, vxp):

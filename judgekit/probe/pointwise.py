@@ -73,5 +73,5 @@ async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem]
                                    for _, _, d, v in flat], description="probe judge")
     out: list[dict[str, int | None]] = [{} for _ in items]
     for (i, name, _, _), r in zip(flat, res):
-        out[i][name] = int(r.value.label) if r.ok else None
+        out[i][name] = int(r.output.label) if r.ok else None
     return out

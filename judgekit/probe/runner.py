@@ -119,7 +119,7 @@ async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair]
                            description="probe judge")
     out: list[dict[str, str | None]] = [{} for _ in pairs]
     for (i, v), r in zip(flat, res):
-        out[i][v.name] = chosen(v, r.value.winner) if r.ok else None
+        out[i][v.name] = chosen(v, r.output.winner) if r.ok else None
         out[i][f"{v.name}:first"] = None if not r.ok else (
             "first" if (out[i][v.name] == "a") != v.swapped else "second")
         if v.padded:

@@ -76,8 +76,8 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
             tag_idx.append(i)
             tcalls.append(Call({"query": q.text,
                                 "interpretations": [it.label for it in
-                                                    ires[i].value.interpretations],
-                                "answers": sres[i].value.answers[: cfg.k]}, judge, draw=b))
+                                                    ires[i].output.interpretations],
+                                "answers": sres[i].output.answers[: cfg.k]}, judge, draw=b))
     tres = await client.map(stages.tagger_stage(cfg.max_tokens), tcalls,
                             description=f"{name} tagging")
     tags: dict[int, StageResult[Any]] = dict(zip(tag_idx, tres))
@@ -92,15 +92,15 @@ async def _check_answers(cfg: VBScoreConfig, client: Client, queries: list[Query
     """One correctness call per distinct (normalised) top answer of a query with gold."""
     wanted: dict[tuple[int, str], str] = {}
     for (qi, q, _), r in zip(pairs, sres):
-        if q.gold is not None and r.ok and r.value.answers:
-            top = r.value.answers[0]
+        if q.gold is not None and r.ok and r.output.answers:
+            top = r.output.answers[0]
             wanted.setdefault((qi, normalise_answer(top)), top)
     keys = sorted(wanted)
     calls = [Call({"query": queries[qi].text, "gold": queries[qi].gold,
                    "accepted": queries[qi].accepted, "rejected": queries[qi].rejected,
                    "answer": wanted[(qi, norm)]}, judge) for qi, norm in keys]
     res = await client.map(stages.correctness_stage(128), calls, description="correctness")
-    return {k: (r.value.correct if r.ok else None) for k, r in zip(keys, res)}
+    return {k: (r.output.correct if r.ok else None) for k, r in zip(keys, res)}
 
 
 def parse_tag(tag: str, n: int) -> int | None:

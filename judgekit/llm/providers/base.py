@@ -109,6 +109,9 @@ class Provider:
     def resolve_model(self) -> str:
         return self.model
 
+    def bind(self, model_string: str) -> None:
+        """Called with the model string a client holds this object under (no-op here)."""
+
     async def generate(self, request: ProviderRequest) -> Completion:
         raise NotImplementedError  # pragma: no cover - abstract
 

@@ -62,9 +62,18 @@ class MockProvider(Provider):
         self.calls = 0
         self._lock = threading.Lock()
 
+    named = True  # False: the model name comes from the key the client holds it under
+
     @property
     def identity_base_url(self) -> str | None:
         return None
+
+    def bind(self, model_string: str) -> None:
+        """Take the model name from the client's key (``mock/judge_a`` -> ``judge_a``), so
+        two provider objects under two keys never share cached answers."""
+        if not self.named:
+            self.model = model_string.partition("/")[2] or model_string
+            self.named = True
 
     def _next(self, request: ProviderRequest) -> Output:
         with self._lock:
@@ -97,17 +106,19 @@ class FunctionProvider(MockProvider):
     """A provider object built from a function (sync or async), for
     ``Client(providers={"mock/judge": FunctionProvider(fn)})``."""
 
-    def __init__(self, fn: Callable[[ProviderRequest], object], model: str = "function"
+    def __init__(self, fn: Callable[[ProviderRequest], object], model: str | None = None
                  ) -> None:
-        super().__init__(model, script=fn)  # type: ignore[arg-type]
+        super().__init__(model or "function", script=fn)  # type: ignore[arg-type]
         self.fn = fn
+        self.named = model is not None
 
 
 class ScriptProvider(MockProvider):
     """A provider object serving ``outputs`` in order (then an error)."""
 
-    def __init__(self, outputs: Sequence[Output], model: str = "script") -> None:
-        super().__init__(model, script=list(outputs))
+    def __init__(self, outputs: Sequence[Output], model: str | None = None) -> None:
+        super().__init__(model or "script", script=list(outputs))
+        self.named = model is not None
 
 
 def auto_output(model: str, request: ProviderRequest) -> dict[str, Any] | str:
