@@ -50,17 +50,17 @@ def judge(kind: str):  # noqa: ANN201
 
 
 def probe(work: Path, kind: str) -> dict:
-    from judgekit.llm.providers.mock import register_script
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.runner import run
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+    from judgekit.llm.providers.mock import FunctionProvider
 
-    register_script(f"probe_{kind}", judge(kind))
-    cfg = ProbeConfig.model_validate({
-        "method": "probe", "seed": 0, "data_path": str(work / "pairs.jsonl"), "repeats": 2,
-        "use_cache": False, "models": {"judge": f"mock/probe_{kind}"}, "concurrency": 32})
-    out = work / kind
-    run(cfg, out)
-    return json.loads((out / "results.json").read_text())
+    model = f"mock/probe_{kind}"
+    with Client(ClientSettings(use_cache=False, progress=False, concurrency=32),
+                providers={model: FunctionProvider(judge(kind))}) as client:
+        res = judgekit.run({"method": "probe", "seed": 0, "repeats": 2,
+                            "data_path": str(work / "pairs.jsonl"), "models": {"judge": model}},
+                           client=client)
+    return res.model_dump(mode="json")
 
 
 def ppi_simulation(draws: int = 200, n_items: int = 2000, n_labels: int = 150,

@@ -1,0 +1,217 @@
+"""The probe's numbers: from verdicts under transforms to consistency rows (flips
+against the placebo's noise floor), signed biases (paired Newcombe intervals and exact
+McNemar tests, one Benjamini-Hochberg family), accuracy on pairs with a known answer,
+repeat reliability, and agreement with human labels (with prediction-powered rates)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from judgekit.probe.config import ProbeConfig
+from judgekit.probe.pairs import PLACEBO, Pair
+from judgekit.stats.agreement import (
+    agreement,
+    benjamini_hochberg,
+    flip_excess,
+    flips,
+    ppi_mean,
+    repeat_reliability,
+)
+from judgekit.stats.bootstrap import derive_seed
+from judgekit.stats.proportions import newcombe_paired, rate_with_interval
+
+
+def _paired(cfg: ProbeConfig, x: list[float], y: list[float]) -> tuple[float, list[float],
+                                                                      float, int]:
+    d = newcombe_paired(x, y, cfg.level)
+    return d.diff, d.ci, d.p_value, d.n
+
+
+def _consistency_row(cfg: ProbeConfig, name: str, base: list[str | None],
+                     other: list[str | None], floor: list[str | None], pairs: list[Pair]
+                     ) -> dict[str, Any] | None:
+    """Flips under a transform against flips under the placebo on the same items."""
+    idx = [i for i in range(len(base)) if base[i] is not None and other[i] is not None
+           and floor[i] is not None]
+    if not idx:
+        return None
+    f = flips([str(base[i]) for i in idx], [str(other[i]) for i in idx])
+    g = flips([str(base[i]) for i in idx], [str(floor[i]) for i in idx])
+    e = flip_excess(f, g, level=cfg.level)
+    return {"name": name, "question": "consistency", "n": e.n, "flip_rate": e.flip_rate,
+            "noise_floor": e.noise_floor, "excess": e.excess, "excess_ci": e.excess_ci,
+            "p_value": e.p_value, "flipped": [pairs[i].id for i, x in zip(idx, f) if x]}
+
+
+def _bias_row(cfg: ProbeConfig, name: str, what: str, x: list[float], y: list[float],
+              scale: float = 1.0) -> dict[str, Any] | None:
+    """A signed effect: P(event under the transform) - P(event as given), paired."""
+    if not x:
+        return None
+    diff, ci, p, n = _paired(cfg, x, y)
+    return {"name": name, "question": "direction", "what": what, "bias": diff * scale,
+            "ci": [c * scale for c in ci], "p_value": p, "n": n}
+
+
+def _biases(cfg: ProbeConfig, verdicts: list[dict[str, str | None]], names: list[str],
+            pointwise: bool) -> list[dict[str, Any]]:
+    rows = []
+    for t in names:
+        have = [v for v in verdicts if v.get(t) and v.get("run0")]
+        if pointwise:
+            # the pass rate under the transform against as given
+            rows.append(_bias_row(cfg, t, "change in the pass rate",
+                                  [float(v[t] == "a") for v in have],
+                                  [float(v["run0"] == "a") for v in have]))
+        elif t == "swap":
+            have = [v for v in have if v.get("run0:first") and v.get("swap:first")]
+            # P(first slot) - 0.5 over both orders = (P(a | a first) - P(a | a second)) / 2
+            rows.append(_bias_row(cfg, t, "P(first slot chosen) - 0.5 (position)",
+                                  [float(v["run0"] == "a") for v in have],
+                                  [float(v["swap"] == "a") for v in have], 0.5))
+        elif t == "rename":
+            have = [v for v in have if v.get("run0:first") and v.get("rename:first")]
+            rows.append(_bias_row(cfg, t, "change in P(first slot chosen) with labels 1/2",
+                                  [float(v["rename:first"] == "first") for v in have],
+                                  [float(v["run0:first"] == "first") for v in have]))
+        else:  # pad and template transforms: the changed answer's win rate
+            have = [v for v in have if v.get(f"{t}:side")]
+            rows.append(_bias_row(cfg, t, "change in the changed answer's win rate",
+                                  [float(v[t] == v[f"{t}:side"]) for v in have],
+                                  [float(v["run0"] == v[f"{t}:side"]) for v in have]))
+    return [r for r in rows if r is not None]
+
+
+def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | None]],
+            pointwise: bool = False) -> dict[str, Any]:
+    """Two questions, two tests. Consistency: does a meaning-preserving transform flip
+    verdicts more often than the placebo (an irrelevant reference id, measured exactly
+    like the transforms; identical re-runs when the placebo is off)? Direction: does a
+    transform move verdicts one way (position, padding, label names)? Both use
+    Newcombe's paired interval at ``level`` and the exact McNemar test; the decisions
+    share one Benjamini-Hochberg family at 1 - level."""
+    n = len(pairs)
+    base = [v.get("run0") for v in verdicts]
+    keep = [i for i in range(n) if base[i] is not None and verdicts[i].get("run1") is not None]
+    rerun: Any = flips([str(base[i]) for i in keep], [str(verdicts[i]["run1"]) for i in keep]) \
+        if keep else []
+    rerun_rate, rerun_ci, rerun_n = rate_with_interval([bool(x) for x in rerun], cfg.level)
+    floor_name = PLACEBO if cfg.placebo else "run1"
+    floor = [v.get(floor_name) for v in verdicts]
+    f_idx = [i for i in range(n) if base[i] is not None and floor[i] is not None]
+    floor_rate, floor_ci, floor_n = rate_with_interval(
+        [base[i] != floor[i] for i in f_idx], cfg.level)
+    names = list(cfg.transforms or []) + [t.name for t in cfg.template_transforms]
+    rows = [r for r in (_consistency_row(cfg, t, base, [v.get(t) for v in verdicts], floor,
+                                         pairs) for t in names) if r is not None]
+    biases = _biases(cfg, verdicts, names, pointwise)
+    alpha = 1 - cfg.level
+    adj = benjamini_hochberg([r["p_value"] for r in rows + biases])
+    for r, p in zip(rows + biases, adj):
+        r["p_adjusted"] = p
+    for r in rows:
+        shown = r["p_adjusted"] < alpha and r["excess_ci"][0] > 0
+        r["verdict"] = ("inconsistent: flips more than the placebo" if shown else
+                        "consistent: not shown above the placebo")
+    for r in biases:
+        shown = r["p_adjusted"] < alpha and (r["ci"][0] > 0 or r["ci"][1] < 0)
+        r["verdict"] = "biased" if shown else "no bias shown"
+    by = {b["name"]: b for b in biases}
+    pos = None if pointwise or "swap" not in by else {
+        k: by["swap"][k] for k in ("bias", "ci", "n", "p_value", "p_adjusted", "verdict")}
+    pad = None if "pad" not in by else {
+        k: by["pad"][k] for k in ("bias", "ci", "n", "p_value", "p_adjusted", "verdict")}
+    both = [v for v in verdicts if v.get("run0") and v.get("swap")]
+    consistent = [v["run0"] == v["swap"] for v in both]
+    acc = _accuracy(cfg, pairs, verdicts)
+    reps = np.array([[float(verdicts[i][f"run{d}"] == "a") for d in range(cfg.repeats)]
+                     for i in range(n)
+                     if all(verdicts[i].get(f"run{d}") for d in range(cfg.repeats))])
+    rel = repeat_reliability(reps, cfg.target_reliability, cfg.level) \
+        if len(reps) >= 2 else None
+    order = rate_with_interval(consistent, cfg.level)
+    return {
+        "judge": cfg.models["judge"], "n_pairs": n,
+        "repeats": cfg.repeats, "level": cfg.level,
+        "noise_floor": {"rate": floor_rate, "ci": floor_ci, "n": floor_n,
+                        "source": "placebo" if cfg.placebo else "identical re-runs"},
+        "rerun_flips": {"rate": rerun_rate, "ci": rerun_ci, "n": rerun_n},
+        "transforms": rows, "biases": biases,
+        "position_bias": pos, "padding_bias": pad,
+        "order_consistency": dict(zip(("rate", "ci", "n"), order)),
+        "accuracy": acc,
+        "reliability": None if rel is None else {
+            "unstable_share": rel.unstable_share,
+            "single_run_reliability": rel.single_run_reliability,
+            "k_for_target": rel.k_for_target, "target": cfg.target_reliability,
+            "n": len(reps)},
+        "human": _human(cfg, pairs, base, [len({verdicts[i].get(f"run{d}")
+                                                      for d in range(cfg.repeats)}) > 1
+                                                 for i in range(n)]),
+        "items": [{"id": p.id, "question": p.question, "a": p.a, "b": p.b,
+                   "correct": p.correct, "verdicts": verdicts[i],
+                   "flipped_under": [r["name"] for r in rows if p.id in r["flipped"]]}
+                  for i, p in enumerate(pairs)],
+    }
+
+
+def _accuracy(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | None]]
+              ) -> dict[str, Any] | None:
+    known = [(p, v) for p, v in zip(pairs, verdicts) if p.correct and v.get("run0")]
+    if not known:
+        return None
+    single = rate_with_interval([v["run0"] == p.correct for p, v in known], cfg.level)
+    both = [(p, v) for p, v in known if v.get("swap")]
+    # a win counts only when both orders agree on it
+    strict = rate_with_interval([v["run0"] == v["swap"] == p.correct for p, v in both],
+                                cfg.level)
+    return {"single_order": dict(zip(("rate", "ci", "n"), single)),
+            "both_orders": dict(zip(("rate", "ci", "n"), strict))}
+
+
+def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None],
+           unstable: list[bool] | None = None) -> dict[str, Any] | None:
+    """Agreement with human preferences (and the human-human ceiling when items carry
+    several annotations), and the prediction-powered rate at which the judge's verdict
+    is "a" (pairwise: answer A wins; pointwise: pass): judge verdicts on all N judged
+    items, human labels on the n that have one (or a ``human_sample`` drawn from them,
+    at random or by importance)."""
+    from judgekit.stats.agreement import ceiling, importance_inclusion, ppi_weighted
+
+    judged = [i for i in range(len(pairs)) if base[i]]
+    idx = [i for i in judged if pairs[i].human]
+    if len(idx) < 2:
+        return None
+    judge = [int(base[i] == "a") for i in idx]
+    human = [int(pairs[i].human == "a") for i in idx]
+    ag = agreement(judge, human, seed=derive_seed(cfg.seed, 9), resamples=cfg.resamples,
+                   level=cfg.level)
+    out: dict[str, Any] = {"agreement": ag._asdict()}
+    multi = [[int(h == "a") for h in p.humans] for p in pairs if p.humans and len(p.humans) > 1]
+    if len(multi) >= 2:
+        out["human_ceiling"] = ceiling(multi, seed=derive_seed(cfg.seed, 11),
+                                       resamples=min(cfg.resamples, 1000))
+    f_all = np.array([int(base[i] == "a") for i in judged], float)
+    pos = {i: k for k, i in enumerate(judged)}
+    rng = np.random.default_rng(derive_seed(cfg.seed, 10))
+    c = None
+    if cfg.human_sample and cfg.human_sampling == "importance" and unstable is not None:
+        # Poisson sampling favouring items the judge is unsure of, among the labelled
+        w = np.array([float(unstable[i]) for i in idx])
+        pi = importance_inclusion(w, cfg.human_sample)
+        lab = np.flatnonzero(rng.random(len(idx)) < pi)
+        if len(lab) >= 2:
+            c = ppi_weighted(judge, lab, [human[k] for k in lab], pi, level=cfg.level)
+    elif len(idx) < len(judged) or cfg.human_sample:
+        pick = list(range(len(idx)))
+        if cfg.human_sample and cfg.human_sample < len(idx):
+            pick = sorted(rng.choice(len(idx), size=cfg.human_sample, replace=False).tolist())
+        f_lab = [float(f_all[pos[idx[k]]]) for k in pick]
+        c = ppi_mean(f_all if len(idx) < len(judged) else np.array(judge, float), f_lab,
+                     [human[k] for k in pick], level=cfg.level)
+    if c is not None:
+        out["a_win_rate"] = {**c._asdict(), "labels_for_target": c.labels_for_halfwidth(
+            cfg.target_halfwidth), "target_halfwidth": cfg.target_halfwidth}
+    return out
