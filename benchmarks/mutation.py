@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# benchmarks/coverage.py would shadow the coverage package
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
 CORE = ["judgekit/stats/agreement.py", "judgekit/stats/bootstrap.py",
         "judgekit/stats/ppi.py", "judgekit/stats/proportions.py", "judgekit/stats/tests.py",
         "judgekit/vbscore/metric.py", "judgekit/vbscore/distribution.py",

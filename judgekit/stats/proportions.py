@@ -92,9 +92,13 @@ def newcombe_paired(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nda
         lower = d - sqrt((p1-l1)^2 - 2 phi (p1-l1)(u2-p2) + (u2-p2)^2)
         upper = d + sqrt((u1-p1)^2 - 2 phi (u1-p1)(p2-l2) + (p2-l2)^2),
 
-    phi = (ad - bc) / sqrt((a+b)(c+d)(a+c)(b+d)), 0 when a margin is empty. It keeps a
-    width when every item agrees (the bootstrap would give [d, d]) and stays in
-    [-1, 1]. The p-value is the exact McNemar test on the discordant items."""
+    phi = (ad - bc) / sqrt((a+b)(c+d)(a+c)(b+d)), 0 when a margin is empty. A positive
+    correlation is taken with Newcombe's continuity correction (his method 11's
+    phi* = max(ad - bc - n/2, 0) / sqrt(...)): with the plain phi, tables with no
+    discordant item and equal margins (a = d, b = c = 0) gave a zero-width interval
+    [0, 0] from n = 2 items. It keeps a width when every item agrees (the bootstrap
+    would give [d, d]) and stays in [-1, 1]. The p-value is the exact McNemar test on
+    the discordant items."""
     from scipy.stats import binomtest
 
     u, v = np.asarray(x, float), np.asarray(y, float)
@@ -111,7 +115,10 @@ def newcombe_paired(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nda
     l1, u1 = wilson_interval(a + b, n, level)
     l2, u2 = wilson_interval(a + c, n, level)
     denom = float(a + b) * (c + d) * (a + c) * (b + d)
-    phi = 0.0 if denom == 0 else (a * d - b * c) / math.sqrt(denom)
+    cross = a * d - b * c
+    if cross > 0:
+        cross = max(cross - n / 2, 0.0)
+    phi = 0.0 if denom == 0 else cross / math.sqrt(denom)
     dl = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     du = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
     diff = p1 - p2
