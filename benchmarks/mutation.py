@@ -70,6 +70,7 @@ class Mutant:
     index: int  # the index-th mutation site of the file, in walk order
     line: int
     what: str
+    cov_line: int = 0  # the line whose tests run it (a default value: its function's body)
 
 
 def _annotation_ids(tree: ast.AST) -> set[int]:
@@ -88,6 +89,21 @@ def _annotation_ids(tree: ast.AST) -> set[int]:
         for ann in anns:
             if ann is not None:
                 out |= {id(n) for n in ast.walk(ann)}
+    return out
+
+
+def _default_lines(tree: ast.AST) -> dict[int, int]:
+    """id of every node inside a default argument value -> the first executed line of
+    its function's body (defaults run at import; the tests that call the function are
+    the ones that see a changed default)."""
+    out: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and \
+                isinstance(body[0].value, ast.Constant) else body[0]
+            for d in [*node.args.defaults, *[k for k in node.args.kw_defaults if k]]:
+                out.update({id(n): first.lineno for n in ast.walk(d)})
     return out
 
 
@@ -161,10 +177,11 @@ class _Replace(ast.NodeTransformer):
 
 def mutants_of(file: str) -> list[Mutant]:
     tree = ast.parse((ROOT / file).read_text(encoding="utf-8"))
+    defaults = _default_lines(tree)
     out = []
     for i, (node, kind, line) in enumerate(_sites(tree)):
         _, what = _apply(copy.deepcopy(node), kind)
-        out.append(Mutant(file, i, line, what))
+        out.append(Mutant(file, i, line, what, defaults.get(id(node), line)))
     return out
 
 
@@ -201,14 +218,8 @@ def coverage_map(files: list[str], tests: list[str], workdir: Path
     for f in files:
         path = str(ROOT / f)
         ctx = db.contexts_by_lineno(path) if path in db.measured_files() else {}
-        out[f] = {int(line): {_node_id(c) for c in cs if c} for line, cs in ctx.items()}
+        out[f] = {int(line): {c for c in cs if c} for line, cs in ctx.items()}
     return out
-
-
-def _node_id(context: str) -> str:
-    """coverage's 'tests.test_x.test_name' (or 'tests.test_x.Class.test') -> a module
-    and function pair pytest can select with -k after the file."""
-    return context
 
 
 def executable_lines(file: str) -> set[int]:
@@ -252,45 +263,17 @@ def _child(m: Mutant, test_args: list[str]) -> int:
                             *test_args]))
 
 
-def run_mutant(m: Mutant, test_args: list[str], timeout: float) -> str:
-    pid = os.fork()
-    if pid == 0:  # child
-        try:
-            code = _child(m, test_args)
-        except BaseException:  # noqa: BLE001
-            code = 1
-        os._exit(code)
-    deadline = time.monotonic() + timeout
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            code = os.waitstatus_to_exitcode(status)
-            return "survived" if code == 0 else "killed"
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return "timeout"
-        select.select([], [], [], 0.02)
-
-
 def _selection(tests: set[str]) -> list[str]:
-    """pytest arguments selecting the test functions named by coverage contexts."""
-    by_file: dict[str, set[str]] = {}
+    """pytest node ids of the test functions named by coverage contexts
+    (``tests.test_x.test_name`` or ``tests.test_x.Class.test_name``)."""
+    ids = set()
     for t in tests:
         parts = t.split(".")
-        # tests.test_x.test_name or tests.test_x.Class.test_name
         mod_end = next((i for i, p in enumerate(parts) if p.startswith("test_")), None)
-        if mod_end is None:
+        if mod_end is None or mod_end == len(parts) - 1:
             continue
-        file = "/".join(parts[: mod_end + 1]) + ".py"
-        by_file.setdefault(file, set()).add(parts[-1])
-    args: list[str] = []
-    for file, names in sorted(by_file.items()):
-        args.append(file)
-    names_all = sorted({n for ns in by_file.values() for n in ns})
-    if names_all:
-        args += ["-k", " or ".join(names_all)]
-    return args
+        ids.add("/".join(parts[: mod_end + 1]) + ".py::" + "::".join(parts[mod_end + 1:]))
+    return sorted(ids)
 
 
 def main() -> int:
@@ -323,6 +306,14 @@ def main() -> int:
 
     for f in files:
         importlib.import_module(module_name(f))
+    # and the test modules, so that no child pays their imports (pytest finds them in
+    # sys.modules under the same names it would give them)
+    for path in sorted({p for a in args.tests for p in ([Path(a)] if a.endswith(".py")
+                                                         else Path(a).glob("test_*.py"))}):
+        try:
+            importlib.import_module(".".join(Path(path).with_suffix("").parts))
+        except Exception as exc:  # noqa: BLE001 - pytest will report it in the child
+            print(f"could not pre-import {path}: {exc}", file=sys.stderr)
     per_file: dict[str, dict[str, int]] = {}
     survivors: list[str] = []
     totals = {"killed": 0, "run": 0, "survived": 0, "no_coverage": 0, "timeouts": 0}
@@ -330,14 +321,14 @@ def main() -> int:
     for f in files:
         ms = muts[f][: args.limit] if args.limit else muts[f]
         lines = {m.line for m in muts[f]}
-        covered = {ln for ln in lines if cmap[f].get(ln)}
+        covered = {m.line for m in muts[f] if cmap[f].get(m.cov_line)}
         lines_total += len(lines)
         lines_uncovered += len(lines - covered)
         stats = {"killed": 0, "run": 0, "survived": 0, "no_coverage": 0, "timeouts": 0,
                  "lines": len(lines), "uncovered_lines": len(lines - covered)}
         pending = []
         for m in ms:
-            tests = cmap[f].get(m.line)
+            tests = cmap[f].get(m.cov_line)
             if not tests:
                 stats["no_coverage"] += 1
                 survivors.append(f"NO TEST  {f}:{m.line}  {m.what}")

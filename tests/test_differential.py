@@ -154,6 +154,9 @@ def test_wilson_continuity_corrected_by_hand(level):
         lo, hi = wilson_cc_by_hand(k, n, z)
         assert got.lo == pytest.approx(max(0.0, lo), abs=1e-12)
         assert got.hi == pytest.approx(min(1.0, hi), abs=1e-12)
+        assert pr.wilson_effective(1.3, n, level) == pr.wilson_effective(1.0, n, level)
+        assert pr.wilson_effective(-0.2, n, level) == pr.wilson_effective(0.0, n, level)
+        assert pr.wilson_effective(k / n, 0.4, level) == pr.wilson_effective(k / n, 1.0, level)
         assert got.lo <= pr.wilson_interval(k, n, level).lo + 1e-12
         assert got.hi >= pr.wilson_interval(k, n, level).hi - 1e-12
 
@@ -354,6 +357,9 @@ def test_hoeffding_and_replicas_by_hand():
         assert b == math.ceil(math.log(2 / p) / (2 * delta ** 2))
         assert ts.hoeffding_bound(b, delta) <= p < ts.hoeffding_bound(b - 1, delta)
     assert ts.replicas_needed(0.1, 0.05) == 185
+    # at an exact boundary the rounding tolerance keeps B (not B + 1)
+    assert ts.replicas_needed(0.1, 2 * math.exp(-2 * 185 * 0.01)) == 185
+    assert ts.replicas_needed(0.5, 2 * math.exp(-2 * 7 * 0.25)) == 7
 
 
 # ---- properties (hypothesis) ------------------------------------------------------------
