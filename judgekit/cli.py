@@ -189,6 +189,44 @@ def schema(method: str = typer.Argument(..., help="a method (vbscore, nodata, pr
     print(json.dumps(json_schema(name, experiment or None), indent=2, sort_keys=True))
 
 
+@app.command()
+def compare(a: Path = typer.Argument(..., help="run A: its folder or results.json"),
+            b: Path = typer.Argument(..., help="run B: its folder or results.json"),
+            out: Path = typer.Option(..., "--out", help="folder for compare.json, "
+                                     "differences.csv and report.html"),
+            level: float | None = typer.Option(None, "--level",
+                                               help="interval level (default: run A's)")
+            ) -> None:
+    """Paired comparison of two runs of one method on the same items (B - A)."""
+    from judgekit.compare import compare as run_compare
+    from judgekit.compare import write
+
+    comp, items = run_compare(a, b, level=level)
+    folder = write(comp, items, out)
+    lo, hi = comp.difference_ci
+    p = "n/a" if comp.p_value is None else f"{comp.p_value:.3g}"
+    console.print(f"{comp.measure}: B - A = {comp.difference:+.3f} [{lo:.3f}, {hi:.3f}] "
+                  f"p = {p}, n = {comp.n_paired} paired; {comp.verdict}")
+    console.print(f"wrote {folder}")
+
+
+@app.command("export")
+def export_run(run: Path = typer.Argument(..., help="a run folder or its results.json"),
+               fmt: str = typer.Option("csv", "--format", help="csv, jsonl or parquet"),
+               out: Path = typer.Option(..., "--out", help="the file to write"),
+               headline: bool = typer.Option(False, "--headline",
+                                             help="the headline rows instead of per item")
+               ) -> None:
+    """Write a run's per-item (or per-query) rows, or its headline rows, as a table."""
+    from judgekit.compare import load
+    from judgekit.export import detail_rows, headline_rows, write
+
+    result = load(run)
+    rows = headline_rows(result) if headline else detail_rows(result)
+    path = write(rows, out, fmt)
+    console.print(f"wrote {len(rows)} rows to {path}")
+
+
 prompts_app = typer.Typer(no_args_is_help=True, help="Inspect or copy the prompt templates.")
 app.add_typer(prompts_app, name="prompts")
 

@@ -110,6 +110,25 @@ class RunResult(_Open):
         return list(_jsonl(p)) if p.exists() else []
 
     @property
+    def folder(self) -> Path | None:
+        """The folder this result was loaded from or saved to (None: in memory only)."""
+        return self._path.parent if self._path is not None else None
+
+    def detail_frame(self, name: str | None = None) -> Any:
+        """The per-item / per-query records as a pandas DataFrame, one row per record:
+        nested fields flattened with "." (``evaluator.label``), lists kept as JSON text.
+        Needs pandas (``pip install 'judgekit[pandas]'``)."""
+        from judgekit.export import frame
+
+        return frame(list(self.detail(name)))
+
+    def to_pandas(self) -> Any:
+        """The headline rows as a pandas DataFrame (see judgekit.export.headline_rows)."""
+        from judgekit.export import frame, headline_rows
+
+        return frame(headline_rows(self))
+
+    @property
     def unused_cassette_entries(self) -> list[str]:
         """Cassette entries this run did not use (known for runs made in this process)."""
         return list(self._unused)

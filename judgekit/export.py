@@ -1,0 +1,107 @@
+"""Results as tables: headline rows and per-item rows, flattened with stable column
+names, for pandas and for `judgekit export RUN --format csv|jsonl|parquet`.
+
+Columns: nested fields are joined with "." (``evaluator.label``, ``verdicts.swap``);
+lists (intervals, criteria, replica records) are kept as JSON text in one column, so a
+row is one item whatever its nesting. Headline rows: VB-Score one row per dataset,
+No-Data one row per phi, the probe one row per transform or bias, on-demand one row
+per estimator.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from judgekit.errors import ConfigError, MissingDependencyError
+
+
+def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, name + "."))
+        elif isinstance(v, (list, tuple)):
+            out[name] = json.dumps(v, ensure_ascii=False)
+        else:
+            out[name] = v
+    return out
+
+
+def columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Every column in first-seen order (rows may differ in their keys)."""
+    seen: dict[str, None] = {}
+    for r in rows:
+        seen.update(dict.fromkeys(r))
+    return list(seen)
+
+
+def headline_rows(result: Any) -> list[dict[str, Any]]:
+    d = result.model_dump(mode="json")
+    base = {"method": result.method, "experiment": result.experiment}
+    if result.method == "vbscore":
+        rows = d["datasets"]
+    elif result.method == "nodata":
+        rows = d["runs"]
+    elif result.method == "probe":
+        rows = [{"kind": "transform", **r} for r in d.get("transforms") or []] + \
+            [{"kind": "bias", **r} for r in d.get("biases") or []]
+        for r in rows:
+            r.pop("flipped", None)  # item ids: in the per-item rows
+    elif result.method == "ondemand":
+        est = d.get("estimators") or d.get("estimates") or {}
+        rows = [{"estimator": k, **(v if isinstance(v, dict) else {"value": v})}
+                for k, v in est.items()]
+    else:
+        rows = []
+    return [flatten({**base, **r}) for r in rows]
+
+
+def frame(rows: list[dict[str, Any]]) -> Any:
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise MissingDependencyError("pandas is not installed: pip install "
+                                     "'judgekit[pandas]'") from exc
+    flat = [flatten(r) for r in rows]
+    return pd.DataFrame(flat, columns=columns(flat))
+
+
+def detail_rows(result: Any) -> list[dict[str, Any]]:
+    """The run's main per-record view (queries for VB-Score, items otherwise)."""
+    names = result.detail_names()
+    if not names:
+        raise ConfigError(f"this {result.method} run has no per-item records to export")
+    return [flatten(r) for r in result.detail(names[0])]
+
+
+def write(rows: Iterable[dict[str, Any]], out: str | Path, fmt: str) -> Path:
+    rows = list(rows)
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.part")
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=columns(rows), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+        tmp.write_text(buf.getvalue(), encoding="utf-8")
+    elif fmt == "jsonl":
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                       encoding="utf-8")
+    elif fmt == "parquet":
+        df = frame(rows)
+        try:
+            df.to_parquet(tmp, index=False)
+        except ImportError as exc:
+            raise MissingDependencyError("parquet needs pyarrow: pip install "
+                                         "'judgekit[parquet]'") from exc
+    else:
+        raise ConfigError(f"--format {fmt!r}: use csv, jsonl or parquet")
+    tmp.replace(path)
+    return path
