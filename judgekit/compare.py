@@ -182,10 +182,10 @@ def _probe(ra: Any, rb: Any, level: float) -> tuple[str, _Outcomes, list[Row], A
                  if (fa := flipped(ia[k], t)) is not None and (fb := flipped(ib[k], t))
                  is not None]
         rows.append(_paired_rate(f"flip rate under {t}", pairs, level))
-    va = [int(ia[k]["verdicts"]["run0"] == "a") for k in both if (ia[k].get("verdicts") or {}).get("run0")
-          and (ib[k].get("verdicts") or {}).get("run0")]
-    vb = [int(ib[k]["verdicts"]["run0"] == "a") for k in both if (ia[k].get("verdicts") or {}).get("run0")
-          and (ib[k].get("verdicts") or {}).get("run0")]
+    judged = [k for k in both if (ia[k].get("verdicts") or {}).get("run0")
+              and (ib[k].get("verdicts") or {}).get("run0")]
+    va = [int(ia[k]["verdicts"]["run0"] == "a") for k in judged]
+    vb = [int(ib[k]["verdicts"]["run0"] == "a") for k in judged]
     return ("order inconsistency (verdict flips when the answers are swapped)", out, rows,
             _agreement(va, vb, level, ra.seed or 0))
 

@@ -89,8 +89,8 @@ def test_audit_through_the_runner_on_skewed_data(tmp_path):
 
 # ---- the probe ----------------------------------------------------------------------
 def _probe(kind, bias=0.0, seed=0, n=400, level=0.95):
-    from judgekit.probe.config import ProbeConfig
     from judgekit.probe.analysis import analyse
+    from judgekit.probe.config import ProbeConfig
 
     cfg = ProbeConfig.model_validate({"method": "probe", "data_path": "p.jsonl",
                                       "models": {"judge": "mock/x"}, "level": level})
