@@ -114,8 +114,8 @@ PROBE_CASES = {
 
 
 def probe_table() -> tuple[list[list[str]], dict[str, float]]:
-    from judgekit.probe.config import ProbeConfig
     from judgekit.probe.analysis import analyse
+    from judgekit.probe.config import ProbeConfig
     from judgekit.testing.simulate import probe_verdicts
 
     cfg = ProbeConfig.model_validate({"method": "probe", "data_path": "pairs.jsonl",
