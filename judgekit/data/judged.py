@@ -3,7 +3,6 @@ with per-criterion values and `<c>_reason` strings."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from judgekit.data.registry import dataset
 from judgekit.errors import DataError, describe_validation
-from judgekit.textio import read_text
 
 
 class JudgedItem(BaseModel):
@@ -42,16 +40,15 @@ class JudgedItem(BaseModel):
          description="West Frisian judged items with per-criterion rubric values (the "
                      "No-Data paper's LLM experiment)")
 def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
-                indices: list[int] | None = None) -> list[JudgedItem]:
+                indices: list[int] | None = None, spec: Any = None) -> list[JudgedItem]:
+    """Judged items from ``path``: judgekit's JSON list, or (``spec.data_format``) an
+    Inspect log, a promptfoo results file, or a CSV / JSONL with a column mapping."""
+    from judgekit.data.external import read_records
+
     p = Path(path)
     if not p.exists():
         raise DataError(f"judged-items file {p} not found")
-    try:
-        doc = json.loads(read_text(p))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
-    if not isinstance(doc, list):
-        raise DataError(f"{p}: expected a JSON list of judged items")
+    doc = read_records(p, spec)
     if indices is not None:
         bad = [i for i in indices if not 0 <= i < len(doc)]
         if bad:

@@ -265,7 +265,7 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
 
 def execute(cfg: NoDataConfig, client: Client) -> dict[str, Any]:
     """Audit the evaluator on the judged items; the payload of NoDataResults."""
-    items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size, cfg.indices)
+    items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size, cfg.indices, cfg)
     ev_rubric, ver_rubric = load_rubric(cfg.rubric), load_rubric(cfg.verifier_rubric)
     positions = list(cfg.indices or range(cfg.start, cfg.start + len(items)))
     data_checks = check_judged(items, ver_rubric.ids(), ver_rubric.aggregate, positions,

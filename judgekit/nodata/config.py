@@ -7,9 +7,10 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from judgekit.config import RunSettings
+from judgekit.data.external import JudgedInput
 
 
-class NoDataConfig(RunSettings):
+class NoDataConfig(RunSettings, JudgedInput):
     method: Literal["nodata"] = "nodata"
     experiment: Literal["synthetic", "llm"] = "synthetic"
     rounds: int = Field(3, ge=1)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judgekit.config import RunSettings
+from judgekit.data.external import JudgedInput
 
 BUILTIN = ("swap", "rename", "pad")  # pairwise
 POINTWISE = ("reorder", "paraphrase", "pad")
@@ -21,7 +22,7 @@ class TemplateTransform(BaseModel):
     apply_to: Literal["a", "b", "alternate"] = "alternate"
 
 
-class ProbeConfig(RunSettings):
+class ProbeConfig(RunSettings, JudgedInput):
     method: Literal["probe"] = "probe"
     # pairwise: which of two answers is better; pointwise: a rubric verdict on one item
     judge_mode: Literal["pairwise", "pointwise"] = "pairwise"

@@ -145,7 +145,7 @@ def _pointwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
     from judgekit.data.judged import load_judged
     from judgekit.probe.pointwise import collect
 
-    items = load_judged(str(cfg.data_path))
+    items = load_judged(str(cfg.data_path), spec=cfg)
     labels = client.run_until_complete(collect(cfg, client, items))
     # a pointwise verdict is a label: reuse the pairwise bookkeeping with "1"/"0" choices
     pairs = [Pair(f"item{i}", it.Prompt, it.Output, "", None,

@@ -1,0 +1,221 @@
+"""Judgements made elsewhere, read as judged items (Prompt, Output, Label, Reason,
+Source) so that the No-Data audit and the pointwise probe run on them.
+
+- ``inspect``: an Inspect AI eval log, ``.eval`` (a zip of ``samples/*.json``) or
+  ``.json`` (one document with ``samples``). Per sample: the input (a string or chat
+  messages), the answer the scorer saw (``scores[scorer].answer``, else the model's
+  output), and the scorer's value as the label: C / I (Inspect's correct / incorrect)
+  or a number (at least ``pass_threshold`` passes); P (partial) and other values give
+  no label. ``scorer`` names the score (default: the sample's first).
+- ``promptfoo``: a promptfoo results file (``promptfoo eval -o out.json``). Per result
+  row and per ``llm-rubric`` grading component: the rendered prompt, the response
+  output, pass as the label and the grader's reason; ``scorer`` keeps only the
+  components whose rubric text contains it.
+- ``csv`` / ``jsonl``: any table with a ``columns`` mapping from judgekit's fields
+  (``prompt``, ``output``, ``label``, ``reason``, ``source``) to the file's column
+  names; labels read as 1 / 0 (also true / false, pass / fail, yes / no, C / I).
+
+The label is the verdict of the judge that produced the file: the audit reports its
+agreement with the audited evaluator as "known" accuracy, so say which judge made it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from judgekit.errors import DataError
+from judgekit.textio import read_text
+
+Format = Literal["json", "inspect", "promptfoo", "csv", "jsonl"]
+FIELDS = ("prompt", "output", "label", "reason", "source")
+PASS = {"c", "correct", "pass", "passed", "true", "yes", "1", "1.0"}
+FAIL = {"i", "incorrect", "fail", "failed", "false", "no", "0", "0.0"}
+
+
+class JudgedInput(BaseModel):
+    """Config fields naming where judged items come from (audit and pointwise probe)."""
+
+    data_format: Format = "json"  # json: judgekit's own judged-items list
+    columns: dict[str, str] | None = None  # csv/jsonl: judgekit field -> column name
+    scorer: str | None = None  # inspect: the score's name; promptfoo: rubric text filter
+    pass_threshold: float = Field(0.5, ge=0)  # numeric scores at or above pass
+
+
+def label_of(value: Any, threshold: float = 0.5) -> int | None:
+    """A verdict as 1 / 0, or None when it is neither (partial credit, empty)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return int(value >= threshold)
+    text = str(value).strip().casefold() if value is not None else ""
+    if text in PASS:
+        return 1
+    if text in FAIL:
+        return 0
+    try:
+        return int(float(text) >= threshold)
+    except ValueError:
+        return None
+
+
+def _text(content: Any) -> str:
+    """Message content: a string or a list of content parts ({"type": "text", ...})."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content
+                         if isinstance(p, dict) and p.get("type", "text") == "text")
+    return "" if content is None else str(content)
+
+
+def _inspect_samples(path: Path) -> tuple[str, list[dict[str, Any]]]:
+    if path.suffix == ".eval":
+        try:
+            with zipfile.ZipFile(path) as zf:
+                header = json.loads(zf.read("header.json")) if "header.json" in \
+                    zf.namelist() else {}
+                names = [n for n in zf.namelist() if n.startswith("samples/")
+                         and n.endswith(".json")]
+                samples = [json.loads(zf.read(n)) for n in names]
+        except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as exc:
+            raise DataError(f"{path}: not an Inspect .eval log ({exc})") from exc
+    else:
+        try:
+            header = json.loads(read_text(path))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: not an Inspect JSON log ({exc.msg})") from exc
+        if not isinstance(header, dict) or "eval" not in header:
+            raise DataError(f"{path}: not an Inspect log (no 'eval' field); give "
+                            "data_format: json for judgekit's own items")
+        samples = header.get("samples") or []
+    task = str((header.get("eval") or {}).get("task", "inspect"))
+    samples.sort(key=lambda s: (str(s.get("id")), int(s.get("epoch") or 0)))
+    return task, samples
+
+
+def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[dict[str, Any]]:
+    task, samples = _inspect_samples(path)
+    if not samples:
+        raise DataError(f"{path}: the Inspect log holds no samples (was it written with "
+                        "--no-log-samples?)")
+    out = []
+    for s in samples:
+        scores = s.get("scores") or {}
+        if not scores:
+            raise DataError(f"{path}: sample {s.get('id')} has no scores; score the log "
+                            "first (inspect score)")
+        name = scorer or next(iter(scores))
+        if name not in scores:
+            raise DataError(f"{path}: sample {s.get('id')} has no score {name!r}; it has "
+                            f"{', '.join(scores)}")
+        sc = scores[name]
+        inp = s.get("input")
+        prompt = _text(inp) if not isinstance(inp, list) else "\n".join(
+            _text(m.get("content")) for m in inp if m.get("role", "user") == "user")
+        answer = sc.get("answer")
+        if answer is None:
+            choices = (s.get("output") or {}).get("choices") or [{}]
+            answer = _text((choices[0].get("message") or {}).get("content"))
+        out.append({"Prompt": prompt, "Output": str(answer),
+                    "Label": label_of(sc.get("value"), threshold),
+                    "Reason": sc.get("explanation"),
+                    "Source": f"inspect:{task}:{s.get('id')}:{s.get('epoch', 1)}:{name}"})
+    return out
+
+
+def read_promptfoo(path: Path, scorer: str | None) -> list[dict[str, Any]]:
+    try:
+        doc = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not a promptfoo results file ({exc.msg})") from exc
+    results = doc.get("results") if isinstance(doc, dict) else None
+    rows = results.get("results") if isinstance(results, dict) else results
+    if not isinstance(rows, list):
+        raise DataError(f"{path}: no results list (expected promptfoo's "
+                        "{\"results\": {\"results\": [...]}})")
+    out = []
+    for row in rows:
+        grading = row.get("gradingResult") or {}
+        prompt = (row.get("prompt") or {}).get("raw", "")
+        output = (row.get("response") or {}).get("output")
+        provider = (row.get("provider") or {}).get("id", "?")
+        for comp in grading.get("componentResults") or []:
+            assertion = comp.get("assertion") or {}
+            if assertion.get("type") != "llm-rubric":
+                continue
+            rubric = str(assertion.get("value", ""))
+            if scorer and scorer not in rubric:
+                continue
+            out.append({"Prompt": prompt, "Output": "" if output is None else
+                        (output if isinstance(output, str) else json.dumps(output)),
+                        "Label": label_of(comp.get("pass")), "Reason": comp.get("reason"),
+                        "Source": f"promptfoo:{provider}:test {row.get('testIdx')}:{rubric}"})
+    if not out:
+        raise DataError(f"{path}: no llm-rubric grading results"
+                        + (f" whose rubric contains {scorer!r}" if scorer else ""))
+    return out
+
+
+def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
+               threshold: float) -> list[dict[str, Any]]:
+    if not columns or "prompt" not in columns or "output" not in columns:
+        raise DataError(f"{path}: data_format {fmt} needs columns: {{prompt: COLUMN, "
+                        "output: COLUMN, label: COLUMN?, reason: COLUMN?}}")
+    bad = [k for k in columns if k not in FIELDS]
+    if bad:
+        raise DataError(f"columns: unknown field {bad[0]!r}; use {', '.join(FIELDS)}")
+    text = read_text(path)
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    else:
+        rows = []
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
+    if rows:
+        missing = [c for c in columns.values() if c not in rows[0]]
+        if missing:
+            raise DataError(f"{path}: no column {missing[0]!r}; it has "
+                            f"{', '.join(map(str, rows[0]))}")
+    out = []
+    for i, r in enumerate(rows):
+        item: dict[str, Any] = {
+            "Prompt": str(r[columns["prompt"]]), "Output": str(r[columns["output"]]),
+            "Source": str(r[columns["source"]]) if "source" in columns else f"{path.name}:{i}"}
+        if "label" in columns:
+            item["Label"] = label_of(r[columns["label"]], threshold)
+        if "reason" in columns:
+            item["Reason"] = r[columns["reason"]]
+        out.append(item)
+    return out
+
+
+def read_records(path: Path, spec: JudgedInput | None) -> list[Any]:
+    """The raw judged-item records of ``path`` in the format ``spec`` names."""
+    fmt = spec.data_format if spec else "json"
+    if fmt == "json":
+        try:
+            doc = json.loads(read_text(path))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+        if not isinstance(doc, list):
+            hint = "; an Inspect log? set data_format: inspect" if isinstance(doc, dict) \
+                and "eval" in doc else ""
+            raise DataError(f"{path}: expected a JSON list of judged items{hint}")
+        return doc
+    assert spec is not None
+    if fmt == "inspect":
+        return read_inspect(path, spec.scorer, spec.pass_threshold)
+    if fmt == "promptfoo":
+        return read_promptfoo(path, spec.scorer)
+    return read_table(path, fmt, spec.columns, spec.pass_threshold)
