@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from judgekit import cli_tables as tables
 from judgekit.errors import JudgekitError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -32,6 +33,22 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _packaged() -> list[str]:
+    from judgekit.config import packaged_experiments
+
+    try:
+        return packaged_experiments()
+    except FileNotFoundError:
+        return []
+
+
+def _methods() -> list[str]:
+    """METHOD and METHOD/EXPERIMENT names, from the method registry."""
+    from judgekit.methods import experiments
+
+    return experiments()
+
+
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="print the version and exit")) -> None:
@@ -40,7 +57,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 @app.command()
 def run(
-    config: str = typer.Argument(..., help="experiment YAML, or a packaged experiment's name"),
+    config: str = typer.Argument(..., help="experiment YAML, or a packaged experiment's name: "
+                                 + ", ".join(_packaged())),
     set_: list[str] = typer.Option([], "--set", help="dotted override KEY=VALUE"),
     model: list[str] = typer.Option([], "--model", help="ROLE=provider/model"),
     cassette_mode: str | None = typer.Option(None, "--cassette-mode",
@@ -129,23 +147,52 @@ def cache_stats(cache_dir: Path | None = typer.Option(None, "--dir")) -> None:
 
 
 @cache_app.command("clear")
-def cache_clear(cache_dir: Path | None = typer.Option(None, "--dir")) -> None:
-    """Delete every cached response."""
-    from judgekit.llm.cache import ResponseCache
+def cache_clear(cache_dir: Path | None = typer.Option(None, "--dir"),
+                yes: bool = typer.Option(False, "--yes", "-y",
+                                         help="do not ask (needed when not a terminal)")
+                ) -> None:
+    """Delete every cached response (asks first unless --yes)."""
+    from judgekit.errors import ConfigError
+    from judgekit.llm.cache import ResponseCache, default_cache_dir
 
+    where = cache_dir or default_cache_dir()
+    if not yes:
+        if not sys.stdin.isatty():
+            raise ConfigError(f"cache clear would delete every entry in {where}; "
+                              "add --yes to confirm")
+        if not typer.confirm(f"delete every cached response in {where}?", default=False):
+            console.print("nothing deleted")
+            return
     n = ResponseCache(cache_dir).clear()
     console.print(f"removed {n} entries")
 
 
 @cassette_app.command("list")
-def cassette_list(path: Path) -> None:
+def cassette_list(path: Path = typer.Argument(..., help="a cassette file, or a packaged "
+                                              "experiment's name (its cassette)")) -> None:
     """One line per entry: key, stage template, model, draw, ok."""
     from judgekit.llm.cassette import read_entries as load_entries
 
+    path = _cassette_path(path)
     for key, e in sorted(load_entries(path).items()):
         i, r = e["identity"], e["response"]
         print(f"{key[:12]}  {i['template']['name']:<28} {i['provider']}/{i['model']:<20}"
               f" draw={i['draw']:<3} ok={r.get('ok')}")
+
+
+def _cassette_path(path: Path) -> Path:
+    """A cassette file as given, or a packaged experiment's cassette by its name."""
+    if path.exists() or path.suffix:
+        return path
+    from judgekit.config import find_config, load_raw
+    from judgekit.resources import resolve_resource
+
+    raw = load_raw(find_config(str(path)))
+    if not raw.get("cassette"):
+        from judgekit.errors import ConfigError
+
+        raise ConfigError(f"experiment {path} records no cassette")
+    return resolve_resource(raw["cassette"], "cassettes")
 
 
 @cassette_app.command("verify")
@@ -153,6 +200,7 @@ def cassette_verify(paths: list[Path]) -> None:
     """Check keys match identities and that nothing looks like a secret."""
     from judgekit.llm.cassette import verify
 
+    paths = [_cassette_path(p) for p in paths]
     problems = [p for path in paths for p in verify(path)]
     for p in problems:
         _err(p)
@@ -179,8 +227,7 @@ def cassette_unused(config: str, set_: list[str] = typer.Option([], "--set")) ->
 
 
 @app.command()
-def schema(method: str = typer.Argument(..., help="a method (vbscore, nodata, probe, ondemand), "
-                                                  "or METHOD/EXPERIMENT (nodata/synthetic)")
+def schema(method: str = typer.Argument(..., help="one of " + ", ".join(_methods()))
            ) -> None:
     """Print the JSON Schema of a method's results.json."""
     from judgekit.results import json_schema
@@ -189,43 +236,8 @@ def schema(method: str = typer.Argument(..., help="a method (vbscore, nodata, pr
     print(json.dumps(json_schema(name, experiment or None), indent=2, sort_keys=True))
 
 
-@app.command()
-def compare(a: Path = typer.Argument(..., help="run A: its folder or results.json"),
-            b: Path = typer.Argument(..., help="run B: its folder or results.json"),
-            out: Path = typer.Option(..., "--out", help="folder for compare.json, "
-                                     "differences.csv and report.html"),
-            level: float | None = typer.Option(None, "--level",
-                                               help="interval level (default: run A's)")
-            ) -> None:
-    """Paired comparison of two runs of one method on the same items (B - A)."""
-    from judgekit.compare import compare as run_compare
-    from judgekit.compare import write
-
-    comp, items = run_compare(a, b, level=level)
-    folder = write(comp, items, out)
-    lo, hi = comp.difference_ci
-    p = "n/a" if comp.p_value is None else f"{comp.p_value:.3g}"
-    console.print(f"{comp.measure}: B - A = {comp.difference:+.3f} [{lo:.3f}, {hi:.3f}] "
-                  f"p = {p}, n = {comp.n_paired} paired; {comp.verdict}")
-    console.print(f"wrote {folder}")
-
-
-@app.command("export")
-def export_run(run: Path = typer.Argument(..., help="a run folder or its results.json"),
-               fmt: str = typer.Option("csv", "--format", help="csv, jsonl or parquet"),
-               out: Path = typer.Option(..., "--out", help="the file to write"),
-               headline: bool = typer.Option(False, "--headline",
-                                             help="the headline rows instead of per item")
-               ) -> None:
-    """Write a run's per-item (or per-query) rows, or its headline rows, as a table."""
-    from judgekit.compare import load
-    from judgekit.export import detail_rows, headline_rows, write
-
-    result = load(run)
-    rows = headline_rows(result) if headline else detail_rows(result)
-    path = write(rows, out, fmt)
-    console.print(f"wrote {len(rows)} rows to {path}")
-
+app.command()(tables.compare)
+app.command("export")(tables.export_run)
 
 prompts_app = typer.Typer(no_args_is_help=True, help="Inspect or copy the prompt templates.")
 app.add_typer(prompts_app, name="prompts")
@@ -268,37 +280,8 @@ data_app = typer.Typer(no_args_is_help=True, help="Fetch full datasets into a lo
 app.add_typer(data_app, name="data")
 
 
-@data_app.command("fetch")
-def data_fetch(name: str = typer.Argument(..., help="dataset name (judgekit data list)"),
-               url: str | None = typer.Option(None, "--url", help="another source URL"),
-               sha256: str | None = typer.Option(None, "--sha256",
-                                                 help="expected checksum of the file")) -> None:
-    """Download a dataset's canonical file into the data cache, checksummed."""
-    from judgekit.data.fetch import fetch
-
-    path = fetch(name, url=url, sha256=sha256)
-    print(path)
-
-
-@data_app.command("list")
-def data_list() -> None:
-    """Every registered dataset: the methods that read it, its formats, licence, whether
-    `data fetch` has cached it, and its source (a group name fetches all its members)."""
-    from judgekit.data.fetch import cached_path
-    from judgekit.data.registry import all_datasets, groups
-
-    rows = [("dataset", "used by", "format", "licence", "cached", "source")]
-    for d in all_datasets():
-        cached = ("yes" if cached_path(d.name).exists() else "no") if d.fetchable else "-"
-        source = d.url or "shipped / your own file"
-        if d.hf:
-            source += f"  (hf: {d.hf[0]})"
-        rows.append((d.name, ",".join(d.uses), "/".join(d.formats), d.licence, cached, source))
-    for g, members in groups().items():
-        rows.append((g, "group", "", "", "", "fetches " + ", ".join(members)))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[5])
+data_app.command("fetch")(tables.data_fetch)
+data_app.command("list")(tables.data_list)
 
 
 batches_app = typer.Typer(no_args_is_help=True, help="Provider batches this cache submitted.")

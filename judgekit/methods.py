@@ -91,6 +91,12 @@ def names() -> list[str]:
     return sorted({m.name for m in _REGISTRY.values()})
 
 
+def experiments() -> list[str]:
+    """Every registration as METHOD or METHOD/EXPERIMENT (what `judgekit schema` takes)."""
+    return sorted(f"{m.name}/{m.experiment}" if m.experiment else m.name
+                  for m in _REGISTRY.values())
+
+
 def find(name: str, experiment: str | None = None) -> Method:
     """The registration for a method and sub-experiment (the method's default when the
     experiment is not given)."""

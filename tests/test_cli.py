@@ -32,8 +32,31 @@ def test_cache_stats_and_clear(tmp_path):
     stats = json.loads(r.output)
     assert stats["entries"] == 1 and stats["last_run_hits"] == 0 and stats["last_run_misses"] == 1
     assert stats["bytes"] > 0
+    # not a terminal and no --yes: nothing is deleted, a usage error says what to add
     r = CliRunner().invoke(app, ["cache", "clear", "--dir", str(tmp_path / "cache")])
-    assert "removed" in r.output
+    assert r.exit_code != 0 and "--yes" in str(r.exception)
+    stats = json.loads(CliRunner().invoke(app, ["cache", "stats", "--dir",
+                                                str(tmp_path / "cache")]).output)
+    assert stats["entries"] == 1
+    r = CliRunner().invoke(app, ["cache", "clear", "--yes", "--dir", str(tmp_path / "cache")])
+    assert r.exit_code == 0 and "removed" in r.output
+    stats = json.loads(CliRunner().invoke(app, ["cache", "stats", "--dir",
+                                                str(tmp_path / "cache")]).output)
+    assert stats["entries"] == 0
+
+
+def test_packaged_names_and_registries_in_the_command_line():
+    r = CliRunner().invoke(app, ["cassette", "list", "demo"])
+    assert r.exit_code == 0 and "tagger.j2" in r.output
+    r = CliRunner().invoke(app, ["cassette", "verify", "probe_local"])
+    assert r.exit_code == 0, r.output
+    from judgekit.methods import experiments
+
+    help_text = " ".join(CliRunner().invoke(app, ["schema", "--help"]).output.split())
+    for name in experiments():
+        assert name in help_text
+    run_help = " ".join(CliRunner().invoke(app, ["run", "--help"]).output.split())
+    assert "nodata_west_frisian" in run_help and "probe_local" in run_help
 
 
 def test_cassette_list_and_verify(tmp_path):

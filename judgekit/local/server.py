@@ -158,7 +158,7 @@ def serve_forever(*, port: int, model_path: Path | None, threads: int, console: 
     srv = LocalServer(model_path, port, threads)
     console.print(f"starting {srv.model_path.name} on {srv.base_url} ...")
     with srv:
-        console.print(f"[green]ready[/green]: use local/<name> with base URL {srv.base_url} "
+        console.print(f"ready: use local/<name> with base URL {srv.base_url} "
                       "(Ctrl-C stops)")
         try:
             while srv.proc is not None and srv.proc.poll() is None:

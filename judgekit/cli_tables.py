@@ -1,0 +1,78 @@
+"""Commands that read runs and datasets as tables: `judgekit compare`, `judgekit export`,
+`judgekit data fetch|list` (registered on the app in judgekit.cli)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+console = Console(markup=False, highlight=False, soft_wrap=True)
+
+
+def compare(a: Path = typer.Argument(..., help="run A: its folder or results.json"),
+            b: Path = typer.Argument(..., help="run B: its folder or results.json"),
+            out: Path = typer.Option(..., "--out", help="folder for compare.json, "
+                                     "differences.csv and report.html"),
+            level: float | None = typer.Option(None, "--level",
+                                               help="interval level (default: run A's)")
+            ) -> None:
+    """Paired comparison of two runs of one method on the same items (B - A)."""
+    from judgekit.compare import compare as run_compare
+    from judgekit.compare import write
+
+    comp, items = run_compare(a, b, level=level)
+    folder = write(comp, items, out)
+    lo, hi = comp.difference_ci
+    p = "n/a" if comp.p_value is None else f"{comp.p_value:.3g}"
+    console.print(f"{comp.measure}: B - A = {comp.difference:+.3f} [{lo:.3f}, {hi:.3f}] "
+                  f"p = {p}, n = {comp.n_paired} paired; {comp.verdict}")
+    console.print(f"wrote {folder}")
+
+
+def export_run(run: Path = typer.Argument(..., help="a run folder or its results.json"),
+               fmt: str = typer.Option("csv", "--format", help="csv, jsonl or parquet"),
+               out: Path = typer.Option(..., "--out", help="the file to write"),
+               headline: bool = typer.Option(False, "--headline",
+                                             help="the headline rows instead of per item")
+               ) -> None:
+    """Write a run's per-item (or per-query) rows, or its headline rows, as a table."""
+    from judgekit.compare import load
+    from judgekit.export import detail_rows, headline_rows, write
+
+    result = load(run)
+    rows = headline_rows(result) if headline else detail_rows(result)
+    path = write(rows, out, fmt)
+    console.print(f"wrote {len(rows)} rows to {path}")
+
+
+def data_fetch(name: str = typer.Argument(..., help="dataset name (judgekit data list)"),
+               url: str | None = typer.Option(None, "--url", help="another source URL"),
+               sha256: str | None = typer.Option(None, "--sha256",
+                                                 help="expected checksum of the file")) -> None:
+    """Download a dataset's canonical file into the data cache, checksummed."""
+    from judgekit.data.fetch import fetch
+
+    path = fetch(name, url=url, sha256=sha256)
+    print(path)
+
+
+def data_list() -> None:
+    """Every registered dataset: the methods that read it, its formats, licence, whether
+    `data fetch` has cached it, and its source (a group name fetches all its members)."""
+    from judgekit.data.fetch import cached_path
+    from judgekit.data.registry import all_datasets, groups
+
+    rows = [("dataset", "used by", "format", "licence", "cached", "source")]
+    for d in all_datasets():
+        cached = ("yes" if cached_path(d.name).exists() else "no") if d.fetchable else "-"
+        source = d.url or "shipped / your own file"
+        if d.hf:
+            source += f"  (hf: {d.hf[0]})"
+        rows.append((d.name, ",".join(d.uses), "/".join(d.formats), d.licence, cached, source))
+    for g, members in groups().items():
+        rows.append((g, "group", "", "", "", "fetches " + ", ".join(members)))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[5])
