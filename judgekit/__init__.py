@@ -31,6 +31,7 @@ _LAZY = {
     "audit": "judgekit.api",
     "probe_judge": "judgekit.api",
     "load_results": "judgekit.results",
+    "compare": "judgekit.compare",
     "RunResult": "judgekit.results",
 }
 
@@ -49,6 +50,7 @@ __all__ = [
     "StatsError",
     "__version__",
     "audit",
+    "compare",
     "load_results",
     "probe_judge",
     "run",

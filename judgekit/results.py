@@ -156,8 +156,12 @@ class RunResult(_Open):
 
     def save(self, out: str | Path, *, overwrite: bool = False) -> Path:
         """Write the run's folder: results.json, the detail JSONL files, failures.jsonl,
-        figures, report.md and report.html. Returns the folder."""
-        return save(self, Path(out), overwrite=overwrite)
+        figures, report.md and report.html. Returns the folder (also ``.folder`` from
+        then on)."""
+        folder = save(self, Path(out), overwrite=overwrite)
+        if self._path is None:
+            self._path = folder / "results.json"
+        return folder
 
 
 class VBDataset(_Open):
