@@ -151,7 +151,8 @@ register(Method(
 register(Method(
     "probe", None, "judgekit.probe.config:ProbeConfig",
     "judgekit.results:ProbeResults", "judgekit.probe.runner:execute",
-    "judgekit.report.probe:build", "judgekit.probe.runner:headline", title="Probe",
+    "judgekit.report.probe:build", "judgekit.probe.runner:headline",
+    "judgekit.report.probe:figures", title="Probe",
     details={"items": "generic"},
     templates={"probe_pairwise.j2": "pairwise judge"}))
 register(Method(

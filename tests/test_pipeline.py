@@ -75,6 +75,9 @@ def test_a_function_provider_drives_a_method_in_memory(tmp_path):
     assert len(list(saved.detail("items"))) == 10 == len(list(res.detail("items")))
     assert "| transform |" in (out / "report.md").read_text()
     assert "<table>" in (out / "report.html").read_text()
+    # the probe's figure: flips against the noise floor and biases, with intervals
+    assert (out / "probe.png").stat().st_size > 5000
+    assert "probe.png" in (out / "report.html").read_text()
     with pytest.raises(judgekit.ConfigError, match="not empty"):
         res.save(out)
 

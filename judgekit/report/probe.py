@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from judgekit.probe.config import ProbeConfig
@@ -78,3 +79,46 @@ def _pct(v: Any) -> str:
 
 def _ci(ci: Any) -> str:
     return "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def figures(cfg: ProbeConfig, r: dict[str, Any], out: Path) -> None:
+    """probe.png: each transform's flip rate (Wilson interval at the run's level) against
+    the noise floor (its interval as a band), and each signed bias with its paired
+    interval against zero."""
+    from judgekit.report.figures import pyplot, save
+    from judgekit.stats.proportions import wilson_interval
+
+    rows = [t for t in r.get("transforms") or [] if t.get("n")]
+    biases = [b for b in r.get("biases") or [] if b.get("ci")]
+    if not rows and not biases:
+        return
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    level = float(r.get("level") or cfg.level)
+    ax = axes[0]
+    floor = r.get("noise_floor") or {}
+    if floor.get("ci"):
+        ax.axvspan(floor["ci"][0], floor["ci"][1], color="0.85",
+                   label=f"noise floor ({floor.get('source', '')})")
+        ax.axvline(floor["rate"], color="0.5", lw=1)
+    for i, t in enumerate(rows):
+        lo, hi = wilson_interval(int(round(t["flip_rate"] * t["n"])), t["n"], level)
+        ax.errorbar(t["flip_rate"], i, xerr=[[t["flip_rate"] - lo], [hi - t["flip_rate"]]],
+                    fmt="o", color="C3" if t.get("verdict", "").startswith("inconsistent")
+                    else "C0", capsize=3)
+    ax.set_yticks(range(len(rows)), [f"{t['name']} (n={t['n']})" for t in rows])
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel(f"share of verdicts that flip ({level:.0%} interval)")
+    ax.set_title("Consistency: flips under each change")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.28), frameon=False)
+    ax = axes[1]
+    ax.axvline(0.0, color="0.5", lw=1)
+    for i, b in enumerate(biases):
+        ax.errorbar(b["bias"], i, xerr=[[b["bias"] - b["ci"][0]], [b["ci"][1] - b["bias"]]],
+                    fmt="o", color="C3" if b.get("verdict") == "biased" else "C0", capsize=3)
+    ax.set_yticks(range(len(biases)), [f"{b['name']} (n={b['n']})" for b in biases])
+    ax.set_xlim(-1.02, 1.02)
+    ax.set_xlabel(f"shift in the share chosen ({level:.0%} interval); red: biased")
+    ax.set_title("Direction: does a change move verdicts one way?")
+    fig.tight_layout()
+    save(fig, out / "probe.png")
