@@ -79,3 +79,21 @@ def test_committed_cassettes_verify():
     if files:
         r = CliRunner().invoke(app, ["cassette", "verify", *map(str, files)])
         assert r.exit_code == 0, r.output
+
+
+def test_progress_off_a_terminal_prints_plain_lines_with_counts_tokens_and_cost(capsys):
+    from judgekit.llm.ledger import Progress, StageStats
+
+    st = StageStats(prompt_tokens=1200, completion_tokens=34, cost_usd=0.0125, cached=2)
+    with Progress(True, "tagger", 3, st, interval=0.0) as tick:
+        for _ in range(3):
+            tick()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("judgekit: tagger 1/3 calls, 0 s, 1,234 tokens, $0.0125, "
+                               "2 cached")
+    assert len(lines) == 4 and lines[-1].startswith("judgekit: tagger 3/3 calls")
+    with Progress(True, "quick", 3, st, interval=60.0) as tick:  # short: silent
+        tick()
+    with Progress(False, "off", 3, st, interval=0.0) as tick:
+        tick()
+    assert capsys.readouterr().err == ""

@@ -248,7 +248,8 @@ class Client:
         t0 = loop.time()
         st = self.ledger.stage(stage.name)
         results: list[StageResult[M] | None] = [None] * len(calls)
-        with Progress(self.settings.progress, description or stage.name, len(calls)) as tick:
+        with Progress(self.settings.progress, description or stage.name, len(calls),
+                      st) as tick:
             # Answers already recorded are served here, in order, without a task each (a
             # cached replay is mostly this loop); only the misses are scheduled.
             misses: list[tuple[int, Prepared]] = []

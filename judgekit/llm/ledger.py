@@ -154,22 +154,69 @@ def normalise_budget(budget: Any) -> int | float | None:
 
 
 class Progress:
-    """A rich progress bar on a terminal; a no-op elsewhere (CI, pipes, benchmarks)."""
+    """Progress of one stage: on a terminal a rich bar with the count, elapsed time, tokens
+    and cost; elsewhere (CI, pipes) a plain line every ``interval`` seconds and one at the
+    end, so a long run is never silent and a short one adds nothing."""
 
-    def __init__(self, enabled: bool, description: str, total: int) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.description, self.total = description, total
+    def __init__(self, enabled: bool, description: str, total: int,
+                 stats: StageStats | None = None, interval: float = 10.0) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.description, self.total, self.stats = description, total, stats
+        self.interval = interval
+        self.done = 0
+        self.lines = 0
+
+    def status(self) -> str:
+        st = self.stats
+        if st is None:
+            return ""
+        tokens = st.prompt_tokens + st.completion_tokens
+        cost = "" if not st.cost_usd else f", ${st.cost_usd:.4f}"
+        cached = f", {st.cached} cached" if st.cached else ""
+        failed = f", {st.failed} failed" if st.failed else ""
+        return f"{tokens:,} tokens{cost}{cached}{failed}"
 
     def __enter__(self) -> Callable[[], None]:
+        import time
+
+        self.t0 = self.last = time.monotonic()
         if not self.enabled:
             return lambda: None
+        if not self.tty:
+            def line() -> None:
+                self.done += 1
+                now = time.monotonic()
+                if now - self.last >= self.interval:
+                    self.last = now
+                    self._print(now)
+            return line
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as Bar
 
-        self.bar = Bar(transient=True)
+        self.bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeElapsedColumn(), TextColumn("{task.fields[status]}"),
+                       transient=True)
         self.bar.start()
-        task = self.bar.add_task(self.description, total=self.total)
-        return lambda: self.bar.advance(task)
+        task = self.bar.add_task(self.description, total=self.total, status="")
+
+        def tick() -> None:
+            self.bar.update(task, advance=1, status=self.status())
+        return tick
+
+    def _print(self, now: float) -> None:
+        self.lines += 1
+        status = self.status()
+        print(f"judgekit: {self.description} {self.done}/{self.total} calls, "
+              f"{now - self.t0:.0f} s" + (f", {status}" if status else ""),
+              file=sys.stderr, flush=True)
 
     def __exit__(self, *exc: object) -> None:
-        if self.enabled:
+        import time
+
+        if not self.enabled:
+            return
+        if self.tty:
             self.bar.stop()
+        elif self.lines:
+            self._print(time.monotonic())
