@@ -75,6 +75,9 @@ def run(
                                          help="online | batch (providers' batch APIs)"),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="price the first stage's calls; send nothing"),
+    retry_failed: bool = typer.Option(False, "--retry-failed",
+                                      help="call again where the cassette recorded a failed "
+                                      "answer (default: replay it as that failure)"),
 ) -> None:
     """Run an experiment config; write results.json, report.md and report.html."""
     from judgekit.api import run_config
@@ -84,6 +87,7 @@ def run(
         config, out=out, overwrite=overwrite, sets=set_, models=models,
         cassette_mode=cassette_mode, seed=seed, strict=True if strict else None,
         execution=execution, dry_run=True if dry_run else None,
+        retry_failed=True if retry_failed else None,
         prompts=str(prompts.resolve()) if prompts else None)
     console.print(f"wrote {directory}/results.json, report.md and report.html")
     if summary.get("headline"):
@@ -93,7 +97,9 @@ def run(
         total = sum(failed.values())
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(failed.items()))
         console.print(f"{total} call(s) failed and were excluded from scores ({kinds}); "
-                      f"see {directory}/failures.jsonl. Rerunning retries exactly those calls.")
+                      f"see {directory}/failures.jsonl. A rerun calls again those that failed "
+                      "in transport; --retry-failed also asks again for answers recorded as "
+                      "failed.")
 
 
 def _model_arg(text: str) -> tuple[str, str]:

@@ -25,6 +25,7 @@ class RunSettings(BaseModel):
     models: dict[str, str] = Field(default_factory=dict)
     cassette: str | None = None
     cassette_mode: Literal["none", "new", "all"] = "new"
+    retry_failed: bool = False  # ask again where the cassette recorded a failed answer
     cache_dir: str | None = None
     use_cache: bool = True
     concurrency: int = Field(8, ge=1)

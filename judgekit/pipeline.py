@@ -26,7 +26,7 @@ __all__ = ["OPERATIONAL", "client_for", "compute", "headline", "run_and_save", "
 # the resolved config stored in results.json (so results stay byte-identical across
 # folders, replay modes and concurrency settings).
 OPERATIONAL = frozenset({
-    "out", "cassette_mode", "cache_dir", "use_cache", "concurrency", "timeout",
+    "retry_failed", "out", "cassette_mode", "cache_dir", "use_cache", "concurrency", "timeout",
     "call_deadline", "execution", "batch_fallback", "batch_poll_interval", "dry_run",
     "max_failures", "base_urls", "cassette", "prompts"})
 
@@ -45,7 +45,8 @@ def client_for(cfg: Any, *, progress: bool = True) -> Any:
                                           for m in cfg.models.values())
     return Client(templates=TemplateLibrary(user=cfg.prompts), settings=ClientSettings(
         cache_dir=cfg.cache_dir, use_cache=cfg.use_cache and not local_only, cassette=cfg.cassette,
-        cassette_mode=cfg.cassette_mode, concurrency=cfg.concurrency, timeout=cfg.timeout,
+        cassette_mode=cfg.cassette_mode, retry_failed=cfg.retry_failed,
+        concurrency=cfg.concurrency, timeout=cfg.timeout,
         call_deadline=cfg.call_deadline, max_failures=cfg.max_failures,
         base_urls=cfg.base_urls, progress=progress, execution=cfg.execution,
         batch_fallback=cfg.batch_fallback, batch_poll_interval=cfg.batch_poll_interval,

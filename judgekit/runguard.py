@@ -76,16 +76,23 @@ def busy(directory: Path) -> bool:
 
 @contextlib.contextmanager
 def claim_folder(directory: Path) -> Iterator[None]:
-    """Hold ``directory`` for one run (created if needed); see the module docstring."""
-    created = not directory.exists()
+    """Hold ``directory`` for one run (created if needed); see the module docstring.
+    Folders it created (``runs/`` included) are removed again if the run leaves them
+    empty."""
+    made = [p for p in (directory, *directory.parents) if not p.exists()]
+    created = bool(made)
     directory.mkdir(parents=True, exist_ok=True)
     lock = _FolderLock(directory)
+
+    def tidy() -> None:
+        for p in made:  # innermost first; rmdir refuses a folder that is not empty
+            with contextlib.suppress(OSError):
+                p.rmdir()
+
     try:
         lock.acquire()
     except BaseException:
-        if created:
-            with contextlib.suppress(OSError):
-                directory.rmdir()
+        tidy()
         raise
     token = _CLIENTS.set([])
     try:
@@ -94,8 +101,7 @@ def claim_folder(directory: Path) -> Iterator[None]:
         _CLIENTS.reset(token)
         lock.release()
         if created:
-            with contextlib.suppress(OSError):
-                directory.rmdir()  # only if the run left it empty
+            tidy()  # only what the run left empty
 
 
 def check_stages(client: Any) -> None:

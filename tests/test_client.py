@@ -324,3 +324,33 @@ def test_fast_identity_key_equals_canonical():
                              sampling={"temperature": 0.5}, schema=STAGE.schema,
                              template="answer.j2", template_hash="abc", draw=2)
     assert identity_key(ident, canonical_json(STAGE.schema)) == identity_key(ident)
+
+
+def test_a_failed_answer_in_a_cassette_is_replayed_unless_retry_failed(make_client, tmp_path):
+    """A committed cassette's failed answers replay as the failures they were (no
+    provider, no rewrite of the cassette); retry_failed asks the model again."""
+    from judgekit.llm.providers.mock import FunctionProvider
+
+    cas = tmp_path / "c.json"
+    first = make_client(use_cache=False, cassette=cas,
+                        providers={"mock/j": FunctionProvider(lambda req: "not json")})
+    res = first.run_sync(STAGE, {"question": "q"}, model="mock/j")
+    first.close()
+    assert not res.ok and res.kind == "parse"
+    recorded = cas.read_bytes()
+    cas.with_name("c.json.lock").unlink(missing_ok=True)
+
+    def never(req):
+        raise AssertionError("the provider was called")
+
+    again = make_client(use_cache=False, cassette=cas,
+                        providers={"mock/j": FunctionProvider(never)})
+    res = again.run_sync(STAGE, {"question": "q"}, model="mock/j")
+    again.close()
+    assert not res.ok and res.kind == "parse" and res.source == "cassette"
+    assert cas.read_bytes() == recorded and not cas.with_name("c.json.lock").exists()
+    retry = make_client(use_cache=False, cassette=cas, retry_failed=True,
+                        providers={"mock/j": FunctionProvider(lambda req: GOOD)})
+    res = retry.run_sync(STAGE, {"question": "q"}, model="mock/j")
+    retry.close()
+    assert res.ok and res.output.answer == "Paris" and res.source == "provider"

@@ -76,6 +76,7 @@ class ClientSettings:
     use_cache: bool = True
     cassette: str | Path | None = None
     cassette_mode: str = "new"
+    retry_failed: bool = False  # call again where a cassette recorded a failed answer
     concurrency: int = 8
     timeout: float = 120.0
     call_deadline: float = 600.0
@@ -114,7 +115,7 @@ class Client:
                                  max_wait=s.max_wait, sleep=sleep or asyncio.sleep,
                                  rng=random.Random())
         self.store = Store(cache_dir=s.cache_dir, use_cache=s.use_cache, cassette=s.cassette,
-                           cassette_mode=s.cassette_mode)
+                           cassette_mode=s.cassette_mode, retry_failed=s.retry_failed)
         self.ledger = Ledger(s.max_failures, s.failure_budget_min_calls, s.execution)
         self.providers: dict[str, Provider] = dict(providers or {})
         for key, prov in self.providers.items():

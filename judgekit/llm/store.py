@@ -37,8 +37,12 @@ class Store:
     """The cassette, cache and claims of one client."""
 
     def __init__(self, *, cache_dir: Any = None, use_cache: bool = True,
-                 cassette: Any = None, cassette_mode: str = "new") -> None:
+                 cassette: Any = None, cassette_mode: str = "new",
+                 retry_failed: bool = False) -> None:
         self.mode = cassette_mode
+        # a cassette entry recording the model's own failure (truncated, refused,
+        # unreadable) is replayed as that failure unless asked to call again
+        self.retry_failed = retry_failed
         self.cache = ResponseCache(cache_dir) if use_cache else None
         self.cassette = Cassette(cassette, cassette_mode) if cassette else None
         if cassette_mode == "none" and self.cassette is None:
@@ -54,7 +58,7 @@ class Store:
             rec = cas.get(key)
             if rec is not None:
                 why, value = check_record(rec, stage)
-                if why is None and (rec["ok"] or mode == "none"):
+                if why is None and (rec["ok"] or mode == "none" or not self.retry_failed):
                     return rec, value, "cassette"
                 if mode == "none":
                     raise cas.miss_error(key, identity, why=why)
