@@ -153,7 +153,7 @@ register(Method(
     "judgekit.results:ProbeResults", "judgekit.probe.runner:execute",
     "judgekit.report.probe:build", "judgekit.probe.runner:headline",
     "judgekit.report.probe:figures", title="Probe",
-    details={"items": "generic"},
+    details={"items": "probe"},
     templates={"probe_pairwise.j2": "pairwise judge"}))
 register(Method(
     "ondemand", "simulation", "judgekit.ondemand.config:OnDemandConfig",

@@ -77,7 +77,11 @@ def test_a_function_provider_drives_a_method_in_memory(tmp_path):
     assert "<table>" in (out / "report.html").read_text()
     # the probe's figure: flips against the noise floor and biases, with intervals
     assert (out / "probe.png").stat().st_size > 5000
-    assert "probe.png" in (out / "report.html").read_text()
+    page = (out / "report.html").read_text()
+    assert "probe.png" in page
+    # per pair readable fields and a filter by what flipped, not a JSON dump
+    assert "<option value='flipped under swap'>" in page and "<b>Answer A</b>" in page
+    assert '{"id":' not in page
     with pytest.raises(judgekit.ConfigError, match="not empty"):
         res.save(out)
 

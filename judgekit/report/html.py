@@ -122,6 +122,33 @@ def vb_query(rec: dict[str, Any]) -> Item:
     return kind, summary, body
 
 
+def probe_item(rec: dict[str, Any]) -> Item:
+    """A probed pair (or judged item): the question, both answers, the known answer, and
+    the verdict under each change, with the changes that flipped it. Filter: "flipped
+    under T" or "consistent"."""
+    flipped = rec.get("flipped_under") or []
+    kind = ("flipped under " + ", ".join(flipped)) if flipped else "consistent"
+    v = rec.get("verdicts") or {}
+    base = v.get("run0")
+    def versus(k: str, val: Any) -> str:
+        if k == "run0" or val is None or base is None:
+            return ""
+        return "same" if val == base else "<b>changed</b>"
+
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(val))}</td>"
+                   f"<td>{versus(k, val)}</td></tr>" for k, val in v.items() if ":" not in k)
+    correct = rec.get("correct")
+    summary = (f"{html.escape(str(rec.get('id')))}: <b>{html.escape(kind)}</b>; verdict "
+               f"{html.escape(str(base))}" + (f" (correct: {html.escape(str(correct))})"
+                                              if correct else ""))
+    body = (f"<p><b>Question</b>: {html.escape(str(rec.get('question', '')))}</p>"
+            f"<p><b>Answer A</b>: {html.escape(str(rec.get('a', '')))}</p>"
+            f"<p><b>Answer B</b>: {html.escape(str(rec.get('b', '')))}</p>"
+            "<table><tr><th>condition</th><th>verdict</th><th>vs as given</th></tr>"
+            f"{rows}</table>")
+    return kind, summary, body
+
+
 def generic_item(rec: dict[str, Any]) -> Item:
     if "success" in rec:
         kind = "pass" if rec["success"] else "fail"
@@ -141,7 +168,7 @@ def _ci(ci: Any) -> str:
 
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], Item]] = {
-    "audit": audit_item, "vb": vb_query, "generic": generic_item}
+    "audit": audit_item, "vb": vb_query, "probe": probe_item, "generic": generic_item}
 
 
 def write_report_html(out: Path, doc: Doc, details: dict[str, list[dict[str, Any]]],
