@@ -174,3 +174,10 @@ def test_ensemble_baseline(tmp_path):
     assert b["judges"] == ["mock/ev", "mock/ev3"]
     assert b["pairs"][0]["percent_agreement"] == 0.0
     assert "Table 9" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_reports_name_data_files_without_local_folders(tmp_path):
+    run_audit(tmp_path, lying=False)
+    page = (tmp_path / "out" / "report.md").read_text()
+    assert str(tmp_path) not in page and "items.json" in page
+    assert str(tmp_path) not in (tmp_path / "out" / "report.html").read_text()

@@ -61,6 +61,7 @@ def _pre(obj: Any) -> str:
     return f"<pre>{html.escape(text)}</pre>"
 
 
+_SINGULAR = {"queries": "query", "items": "item", "replica_failures": "failed replica"}
 MAX_REPLICAS = 5  # replicas shown per query; the rest stay in queries.jsonl
 MAX_ITEMS = 5000  # items on the page; a larger run links to its JSONL for the rest
 Item = tuple[str, str, str]  # (kind for the filter, summary line, body HTML)
@@ -188,7 +189,7 @@ def write_report_html(out: Path, doc: Doc, details: dict[str, list[dict[str, Any
             f"<details class='item' data-kind='{html.escape(k)}'><summary>{s}</summary>{b}"
             "</details>" for k, s, b in items)
         sections.append(
-            f"<h2>Per {html.escape(name.rstrip('s'))} ({len(rows)})</h2>"
+            f"<h2>Per {html.escape(_SINGULAR.get(name, name.rstrip('s')))} ({len(rows)})</h2>"
             "<div class='controls'><input id='jk-q' type='search' placeholder='search text' "
             "oninput='jkFilter()'> <select id='jk-k' onchange='jkFilter()'>"
             f"<option value=''>all</option>{options}</select> "

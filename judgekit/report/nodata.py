@@ -24,6 +24,19 @@ def synthetic_figures(cfg: NoDataConfig, res: dict[str, Any], out: Path) -> None
     _phi_figure(out / "success_vs_phi.png", res["runs"])
 
 
+def _file(path: Any) -> str:
+    """A data file by its name only (no local folder in a report)."""
+    return Path(str(path)).name if path else "n/a"
+
+
+def _sources(data: Any) -> str:
+    """Where each split came from, in words: "IP train regenerated, ..." or file names."""
+    if not isinstance(data, dict):
+        return _file(data)
+    return "; ".join(f"{k} {'regenerated from the rubric' if v == 'regenerated' else _file(v)}"
+                     for k, v in data.items())
+
+
 def _agreement_line(k: dict[str, Any]) -> str:
     ag = k.get("agreement")
     if not ag:
@@ -119,7 +132,7 @@ def build_audit(cfg: NoDataConfig, r: dict[str, Any]) -> Doc:
         Table(["criterion", "claims confirmed by the verifier", "n"],
               [[c, _pci(x["rate"], x["ci"]), x["n"]]
                for c, x in r["claim_agreement"]["by_criterion"].items()], "claims"),
-        Para(f"Data: {r['data']} items {span} ({r['sample_size']} items); evaluator "
+        Para(f"Data: {_file(r['data'])} items {span} ({r['sample_size']} items); evaluator "
         f"rubric {r['rubric']} ({cfg.rubric_label}), verifier `{cfg.models['verifier']}` with "
         f"rubric {r['verifier_rubric']}; r = {cfg.rounds}, seed = {cfg.seed}. phi: flip on "
         "failure with probability phi (the paper's meaning)."),
@@ -176,8 +189,9 @@ def build_synthetic(cfg: NoDataConfig, res: dict[str, Any]) -> Doc:
                      _pct(b["majority"]["accuracy"])])
     return Doc("No-Data Algorithm: synthetic bitstrings", [
         Heading(1, "No-Data Algorithm: synthetic bitstrings"),
-        Para(f"Data: {res['data']}. r = {cfg.rounds}, seed = {cfg.seed}. phi is the paper's "
-        "(flip on failure with probability phi); the authors' code used 1 - phi."),
+        Para(f"Data: {_sources(res['data'])}. r = {cfg.rounds}, seed = {cfg.seed}. "
+             "phi is the paper's (flip on failure with probability phi); the authors' code "
+             "used 1 - phi."),
         Heading(2, "Tables 2 and 6: known vs No-Data (percent)"),
         Table(["set", "evaluator", "phi", "known acc", "known F1", "No-Data acc",
                   "No-Data F1", "successes", "flips", "Thm 5.2 bound",
