@@ -268,6 +268,15 @@ def _ppi() -> Any:
                          ppi.importance_inclusion(np.array([1, 1, 50.0, 1]), 2, 0.0)],
            "weighted": [ppi.ppi_weighted(f, lab, y, np.full(60, 0.3), lv) for lv in (0.8, 0.95)]
            + [ppi.ppi_weighted(f, lab, y, np.where(np.arange(60) % 2 == 0, 0.2, 0.6))]}
+    # a judge that agrees with the humans on 95% of items: power tuning keeps lambda > 0
+    # and the judge-assisted interval (no fallback to the human labels alone)
+    good = np.where(np.array(unit(21, 60)) < 0.95, f, 1 - f)
+    lab2 = np.arange(0, 60, 3)
+    inc = np.where(np.arange(60) % 3 == 0, 0.5, 0.25)
+    out["weighted_helpful"] = [ppi.ppi_weighted(good, lab2, f[lab2], inc, lv)
+                               for lv in (0.8, 0.95)]
+    out["weighted_all_in"] = ppi.ppi_weighted(good, lab2, f[lab2], np.ones(60), 0.9)
+    out["mean_helpful"] = [ppi.ppi_mean(good, good[lab2], f[lab2], lv) for lv in (0.8, 0.99)]
     c = out["mean"][2]
     out["labels_for"] = [c.labels_for_halfwidth(h) for h in (0.0, 0.01, 0.05, 1.0)]
     return out

@@ -122,6 +122,8 @@ def pool_relative_recall(dists: Sequence[np.ndarray], samples: Sequence[np.ndarr
     consistent, not exactly unbiased.
     """
     n = np.array([len(s) for s in samples], float)
+    if n.sum() == 0:
+        return np.full(len(dists), np.nan)  # no labelled sample yet
     q = (n / n.sum()) @ np.vstack(dists)
     num, den = np.zeros(len(dists)), 0.0
     for j, s in enumerate(samples):
