@@ -372,7 +372,7 @@ class _Verifier:
         return tuple(int(c) for c in str(x)[:3])
 
     def top(self, x: Any) -> tuple[int, ...]:
-        return (int(str(x).count("1") % 2 == 0),)
+        return (int(str(x).count("1") % 2 == 0), int(str(x)[0]))
 
 
 class _Evaluator:
@@ -399,8 +399,9 @@ def _protocol() -> Any:
     truth = [int(s[1]) for s in items]
     out: dict[str, Any] = {
         "passes": [p.challenge_passes(c, (1, 0, 1), t, (1, 0), tp, eps)
-                   for c in (1, 2) for t in ((1, 0, 1), (1, 1, 1)) for tp in ((1, 0), (1, 1))
-                   for eps in (0.0, 0.6)],
+                   for c in (1, 2) for t in ((1, 0, 1), (1, 1, 1)) for tp in ((1, 0), (1, 1),
+                                                                              (0, 1))
+                   for eps in (0.0, 0.5, 0.6, 1.0)],
         "bound": [p.theorem_5_2_bound(a, phi, r) for a in (0.5, 0.9) for phi in (0.0, 0.3, 1.0)
                   for r in (1, 3)],
         "one_vs_all": p.one_vs_all([0, 1, 2, 2, 1, 0], 3),
@@ -416,6 +417,14 @@ def _protocol() -> Any:
     out["k3"] = p.summarise(k3, [t + int(s[2]) for t, s in zip(truth, items)][:20], phi=0.7,
                             rounds=2, k=3)
     out["no_truth"] = p.summarise(k3, None, phi=0.7, rounds=2)
+    out["defaults"] = p.summarise(p.no_data(items, _Evaluator(), _Verifier(), rounds=2, phi=0.5,
+                                            seed=9), truth, phi=0.5, rounds=2)
+    out["run_ev_default"] = [(r.success, r.failed_round) for r in (
+        p.run_ev(x, _Evaluator(), _Verifier(), 3, np.random.default_rng(i))
+        for i, x in enumerate(items[:16]))]
+    zeros = p.no_data(["000000"] * 6, _Evaluator(), _Verifier(), rounds=1, phi=0.0, seed=1)
+    out["all_negative"] = p.summarise(zeros, [0] * 6, phi=0.0, rounds=1, seed=1)
+    out["one_vs_all_k4"] = p.one_vs_all([3, 1, 0, 2, 3], 4)
     out["eps"] = [r.success for r in p.run_protocol(items[:10], _Evaluator(), _Verifier(),
                                                     rounds=2, seed=3, eps=0.5)]
     return out
@@ -456,14 +465,108 @@ def _probe() -> Any:
                           level=level, placebo=placebo, resamples=200, human_sample=sample,
                           human_sampling=sampling)
         res = analyse(cfg, pairs, verdicts)
-        res.pop("items")
+        res["items"] = [it["flipped_under"] for it in res["items"]]
         out.append(res)
     cfg = ProbeConfig(data_path="pairs.jsonl", models={"judge": "mock/x"}, seed=4,
                       judge_mode="pointwise", transforms=["pad"], resamples=200)
     res = analyse(cfg, pairs, verdicts, pointwise=True)
-    res.pop("items")
+    res["items"] = [it["flipped_under"] for it in res["items"]]
+    out.append(res)
+    # humans agreeing with the judge on most pairs (power tuning has something to use),
+    # some verdict keys missing, exactly two repeat rows, a ceiling from exactly two
+    # multiply-annotated pairs, and resamples above the ceiling's cap
+    pairs2 = [Pair(f"h{i}", f"q{i}", "x", "y", "a",
+                   human=(v0 if (i * 5) % 7 else ("b" if v0 == "a" else "a")),
+                   humans=[v0, v0] if i in (3, 4) else ([v0] if i == 5 else []))
+              for i, v0 in enumerate(v["run0"] for v in verdicts)]
+    partial = [dict(v) for v in verdicts]
+    for i, v in enumerate(partial):
+        if i % 5 == 1:
+            v.pop("run0:first", None)
+        if i % 7 == 2:
+            v.pop("rename:first", None)
+            v.pop("swap:first", None)
+        if i >= 2:
+            v.pop("run1", None)
+        if i % 6 == 3:
+            v[PLACEBO] = None
+    for sample, sampling, seed in ((None, "random", 1), (8, "random", 2), (24, "random", 3),
+                                   (10, "importance", 4)):
+        cfg = ProbeConfig(data_path="pairs.jsonl", models={"judge": "mock/x"}, seed=seed,
+                          level=0.9, resamples=1500, human_sample=sample,
+                          human_sampling=sampling)
+        res = analyse(cfg, pairs2, partial)
+        res["items"] = [it["flipped_under"] for it in res["items"]]
+        out.append(res)
+    two = [Pair(f"t{i}", "q", "x", "y", human="a" if i else "b") for i in range(2)]
+    cfg = ProbeConfig(data_path="pairs.jsonl", models={"judge": "mock/x"}, resamples=200)
+    res = analyse(cfg, two, [{"run0": "a", "run1": "a", "swap": "b", "run0:first": "first",
+                              "swap:first": "first"}, {"run0": "b", "run1": "a"}])
+    res["items"] = [it["flipped_under"] for it in res["items"]]
     out.append(res)
     return out
+
+
+@case("defaults_and_boundaries")
+def _defaults() -> Any:
+    """Every function called with only its required arguments (its defaults pinned),
+    and inputs at the edges of each branch."""
+    from judgekit.stats import agreement as ag
+    from judgekit.stats import bootstrap as bs
+    from judgekit.stats import ppi
+    from judgekit.stats import proportions as pr
+
+    x = np.array(unit(30, 12))
+    rows = np.array([unit(31, 8), unit(32, 8)])
+    f = np.array(lcg(33, 40, 2), float)
+    lab = np.arange(0, 40, 4)
+    y = f[lab].copy()
+    y[0] = 1 - y[0]
+    perfect = [1] * 99 + [0]
+    ordinal_a = [a + 1 for a in ORD_A]
+    ordinal_b = [b + 1 for b in ORD_B]
+    big = ppi.Corrected(0.5, [0.4, 0.6], 0.5, [0.3, 0.7], 50, 10_000)
+    return {
+        "agreement": ag.agreement(A, B),
+        "agreement_ordinal_from_1": ag.agreement(ordinal_a, ordinal_b, ordinal=True,
+                                                 resamples=200),
+        "kappa_ordinal_from_1": ag.cohen_kappa(ordinal_a, ordinal_b, "quadratic"),
+        "ac2_ordinal_from_1": ag.gwet_ac(ordinal_a, ordinal_b, "quadratic"),
+        "perfect_skewed_99": ag.agreement(perfect, perfect, level=0.99, resamples=50),
+        "flip_excess": ag.flip_excess([1, 0, 1, 1, 0, 1], [0, 0, 1, 0, 0, 0]),
+        "flip_excess_one": ag.flip_excess([1], [0]),
+        "signed_bias": ag.signed_bias([1, 0.5, 1, 0, 1, 1]),
+        "signed_bias_one": ag.signed_bias([1.0]),
+        "item_bootstrap": ag.item_bootstrap(lambda i: float(np.mean(x[i])), 12, 3),
+        "reliability": ag.repeat_reliability(np.array([[1, 1, 0], [0, 0, 1], [1, 1, 1],
+                                                       [0, 1, 0]])),
+        "reliability_two_items": ag.repeat_reliability(np.array([[1, 0], [1, 1]]), 0.6),
+        "reliability_zero": ag.repeat_reliability(np.array([[1, 0], [0, 1], [1, 0]])),
+        "reliability_targets": [ag.repeat_reliability(np.array([[1, 1], [0, 0], [1, 0]]), t)
+                                for t in (0.0, 1.0, 0.3)],
+        "ceiling": ag.ceiling([[1, 1], [0, 1], [1, 1], [0, 0]]),
+        "ceiling_ragged": ag.ceiling([[1, 1, 0], [0, 1], [1], [1, 0, 0], [0, 0, 1]],
+                                     resamples=100),
+        "shared": bs.shared_bootstrap_intervals(rows),
+        "normal": bs.normal_interval(x), "percentile": bs.percentile_interval(x),
+        "batched": bs.batched_percentile_intervals(rows),
+        "cluster": bs.cluster_bootstrap_interval(x),
+        "matrix": bs.replica_matrix_interval(rows),
+        "derive_seed": [bs.derive_seed(i, 7) for i in range(16)],
+        "wilson": pr.wilson_interval(3, 7), "rate": pr.rate_with_interval([True, False, True]),
+        "newcombe": pr.newcombe_paired(X01, Y01), "wilson_eff": pr.wilson_effective(0.3, 12.5),
+        "paired_boot": pr.paired_bootstrap_interval(X01, Y01, pr.accuracy, 1),
+        "ppi_mean": ppi.ppi_mean(f, f[lab], y),
+        "ppi_shares": ppi.ppi_shares(f.astype(int), f[lab].astype(int), y.astype(int)),
+        "inclusion": ppi.importance_inclusion(np.array(unit(34, 10)), 4),
+        "inclusion_capped": [ppi.importance_inclusion(np.array([100.0, 90, 1, 1, 1, 0]), n, 0.0)
+                             for n in (1, 2, 3, 5, 6)],
+        "weighted": ppi.ppi_weighted(f, lab, y, np.full(40, 0.25)),
+        "ppi_two": ppi.ppi_mean([1.0, 0.0], [1.0, 0.0], [1.0, 1.0]),
+        "ppi_same_size": ppi.ppi_mean([1.0, 0.0, 1.0], [1.0, 0.0, 1.0], [1.0, 0.0, 0.0]),
+        "weighted_two": ppi.ppi_weighted([1.0, 0.0, 1.0], [0, 1], [1.0, 1.0], [0.5, 0.5, 0.5]),
+        "labels_for_uncapped": [big.labels_for_halfwidth(h) for h in (0.05, 0.1, 0.2, -1.0)],
+    }
 
 
 def compute(names: list[str] | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ krippendorff, statsmodels, pingouin, ppi_py, scipy.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -436,49 +437,63 @@ def test_ppi_is_unbiased_and_covers_in_simulation():
 
 
 # ---- input validation: every rejected shape or value ---------------------------------------
-@pytest.mark.parametrize("call", [
-    lambda: pr.wilson_interval(1, 0), lambda: pr.wilson_interval(-1, 5),
-    lambda: pr.wilson_interval(6, 5), lambda: pr.wilson_interval(1, 5, 0.0),
-    lambda: pr.wilson_interval(1, 5, 1.0), lambda: pr.wilson_effective(0.5, 10, 1.0),
-    lambda: pr.wilson_effective(0.5, 10, 0.0),
-    lambda: pr.paired_bootstrap_interval([], [], pr.accuracy, 0),
-    lambda: pr.paired_bootstrap_interval([1, 0], [1], pr.accuracy, 0),
-    lambda: pr.newcombe_paired([1, 0], [1]), lambda: pr.newcombe_paired([], []),
-    lambda: pr.newcombe_paired([[1, 0]], [[1, 0]]), lambda: pr.newcombe_paired([2, 0], [1, 0]),
-    lambda: pr.newcombe_paired([1, 0], [1, 0.5]),
-    lambda: ts.paired_t_test(np.ones(3), np.ones(2)),
-    lambda: ts.paired_t_test(np.ones((2, 2)), np.ones((2, 2))),
-    lambda: ts.hoeffding_bound(0, 0.1), lambda: ts.hoeffding_bound(5, 0.0),
-    lambda: ts.hoeffding_bound(5, -0.1), lambda: ts.replicas_needed(0.0, 0.5),
-    lambda: ts.replicas_needed(0.1, 0.0), lambda: ts.replicas_needed(0.1, 1.0),
-    lambda: bs.normal_interval(np.array([]), 0.9),
-    lambda: bs.normal_interval(np.ones((2, 2)), 0.9),
-    lambda: bs.normal_interval(np.array([0.1, np.nan]), 0.9),
-    lambda: bs.normal_interval(np.array([0.1, 0.2]), 1.0),
-    lambda: bs.normal_interval(np.array([0.1, 0.2]), 0.0),
-    lambda: bs.percentile_interval(np.array([0.1, np.nan])),
-    lambda: bs.shared_bootstrap_intervals(np.ones(3)),
-    lambda: bs.shared_bootstrap_intervals(np.ones((2, 0))),
-    lambda: bs.shared_bootstrap_intervals(np.array([[0.1, np.nan]])),
-    lambda: bs.replica_matrix_interval(np.ones(3)),
-    lambda: ag.percent_agreement([1, 0], [1]), lambda: ag.percent_agreement([], []),
-    lambda: ag.percent_agreement([[1]], [[1]]),
-    lambda: ag.cohen_kappa([0, 1], [1, 0], "linear"),
-    lambda: ag.krippendorff_alpha([0, 1], [1, 0], "ordinal"),
-    lambda: ag.flip_excess([1, 0], [1]), lambda: ag.flip_excess([], []),
-    lambda: ag.signed_bias([]), lambda: ag.repeat_reliability(np.ones(3)),
-    lambda: ag.repeat_reliability(np.ones((3, 1))),
-    lambda: ag.ceiling([[1], [0]]),
-    lambda: ppi.ppi_mean([1, 0, 1], [1], [1]), lambda: ppi.ppi_mean([1, 0], [1, 0], [1]),
-    lambda: ppi.ppi_mean([1], [1, 0], [1, 0]),
-    lambda: ppi.ppi_mean([1, 0, 1], [1, 0, 1, 1], [1, 0, 1, 0]),
-    lambda: ppi.importance_inclusion([1.0, 2.0], 0), lambda: ppi.importance_inclusion([], 2),
-    lambda: ppi.importance_inclusion([1.0], 1, 1.5),
-    lambda: ppi.importance_inclusion([1.0], 1, -0.1),
-    lambda: ppi.ppi_weighted([1, 0, 1], [0], [1], [0.5, 0.5, 0.5]),
-    lambda: ppi.ppi_weighted([1, 0, 1], [0, 1], [1], [0.5, 0.5, 0.5]),
-    lambda: ppi.ppi_weighted([1, 0, 1], [0, 1], [1, 0], [0.0, 0.5, 0.5]),
-], ids=lambda f: "")
-def test_each_rejected_input_raises_a_stats_error(call):
-    with pytest.raises(StatsError):
+REJECTED = [
+    (lambda: pr.wilson_interval(1, 0), "at least one trial"),
+    (lambda: pr.wilson_interval(-1, 5), "must lie in 0..5"),
+    (lambda: pr.wilson_interval(6, 5), "must lie in 0..5"),
+    (lambda: pr.wilson_interval(1, 5, 0.0), "confidence level 0.0"),
+    (lambda: pr.wilson_interval(1, 5, 1.0), "confidence level 1.0"),
+    (lambda: pr.wilson_effective(0.5, 10, 1.0), "confidence level 1.0"),
+    (lambda: pr.wilson_effective(0.5, 10, 0.0), "confidence level 0.0"),
+    (lambda: pr.paired_bootstrap_interval([], [], pr.accuracy, 0), "equal, non-empty"),
+    (lambda: pr.paired_bootstrap_interval([1, 0], [1], pr.accuracy, 0), "equal, non-empty"),
+    (lambda: pr.newcombe_paired([1, 0], [1]), "two equal, non-empty"),
+    (lambda: pr.newcombe_paired([], []), "two equal, non-empty"),
+    (lambda: pr.newcombe_paired([[1, 0]], [[1, 0]]), "two equal, non-empty"),
+    (lambda: pr.newcombe_paired([2, 0], [1, 0]), "0/1 values"),
+    (lambda: pr.newcombe_paired([1, 0], [1, 0.5]), "0/1 values"),
+    (lambda: ts.paired_t_test(np.ones(3), np.ones(2)), "1-D arrays of equal length"),
+    (lambda: ts.paired_t_test(np.ones((2, 2)), np.ones((2, 2))), "1-D arrays"),
+    (lambda: ts.hoeffding_bound(0, 0.1), "B >= 1"), (lambda: ts.hoeffding_bound(5, 0.0), "B >= 1"),
+    (lambda: ts.hoeffding_bound(5, -0.1), "delta > 0"),
+    (lambda: ts.replicas_needed(0.0, 0.5), "delta > 0"),
+    (lambda: ts.replicas_needed(0.1, 0.0), "p in"), (lambda: ts.replicas_needed(0.1, 1.0), "p in"),
+    (lambda: bs.normal_interval(np.array([]), 0.9), "non-empty 1-D"),
+    (lambda: bs.normal_interval(np.ones((2, 2)), 0.9), "non-empty 1-D"),
+    (lambda: bs.normal_interval(np.array([0.1, np.nan]), 0.9), "NaN"),
+    (lambda: bs.normal_interval(np.array([0.1, 0.2]), 1.0), "level 1.0"),
+    (lambda: bs.normal_interval(np.array([0.1, 0.2]), 0.0), "level 0.0"),
+    (lambda: bs.percentile_interval(np.array([0.1, np.nan])), "NaN"),
+    (lambda: bs.shared_bootstrap_intervals(np.ones(3)), "matrix"),
+    (lambda: bs.shared_bootstrap_intervals(np.ones((2, 0))), "matrix"),
+    (lambda: bs.shared_bootstrap_intervals(np.array([[0.1, np.nan]])), "NaN"),
+    (lambda: bs.replica_matrix_interval(np.ones(3)), "queries, replicas"),
+    (lambda: ag.percent_agreement([1, 0], [1]), "equal, non-empty"),
+    (lambda: ag.percent_agreement([], []), "equal, non-empty"),
+    (lambda: ag.percent_agreement([[1]], [[1]]), "equal, non-empty"),
+    (lambda: ag.cohen_kappa([0, 1], [1, 0], "linear"), "unknown weights"),
+    (lambda: ag.krippendorff_alpha([0, 1], [1, 0], "ordinal"), "unknown alpha level"),
+    (lambda: ag.flip_excess([1, 0], [1]), "flip_excess needs"),
+    (lambda: ag.flip_excess([], []), "flip_excess needs"),
+    (lambda: ag.signed_bias([]), "at least one item"),
+    (lambda: ag.repeat_reliability(np.ones(3)), "k >= 2"),
+    (lambda: ag.repeat_reliability(np.ones((3, 1))), "k >= 2"),
+    (lambda: ag.ceiling([[1], [0]]), "at least two annotations"),
+    (lambda: ppi.ppi_mean([1, 0, 1], [1], [1]), ">= 2 labelled"),
+    (lambda: ppi.ppi_mean([1, 0], [1, 0], [1]), ">= 2 labelled"),
+    (lambda: ppi.ppi_mean([1], [1, 0], [1, 0]), ">= 2 labelled"),
+    (lambda: ppi.ppi_mean([1, 0, 1], [1, 0, 1, 1], [1, 0, 1, 0]), "only 3 judged"),
+    (lambda: ppi.importance_inclusion([1.0, 2.0], 0), "n >= 1"),
+    (lambda: ppi.importance_inclusion([], 2), "n >= 1"),
+    (lambda: ppi.importance_inclusion([1.0], 1, 1.5), "uniform_share 1.5"),
+    (lambda: ppi.importance_inclusion([1.0], 1, -0.1), "uniform_share -0.1"),
+    (lambda: ppi.ppi_weighted([1, 0, 1], [0], [1], [0.5, 0.5, 0.5]), ">= 2 labelled"),
+    (lambda: ppi.ppi_weighted([1, 0, 1], [0, 1], [1], [0.5, 0.5, 0.5]), ">= 2 labelled"),
+    (lambda: ppi.ppi_weighted([1, 0, 1], [0, 1], [1, 0], [0.0, 0.5, 0.5]), "probability > 0"),
+]
+
+
+@pytest.mark.parametrize("call, message", REJECTED, ids=[m for _, m in REJECTED])
+def test_each_rejected_input_raises_a_stats_error(call, message):
+    with pytest.raises(StatsError, match=re.escape(message)):
         call()
