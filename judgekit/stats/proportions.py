@@ -115,7 +115,7 @@ def newcombe_paired(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nda
     l1, u1 = wilson_interval(a + b, n, level)
     l2, u2 = wilson_interval(a + c, n, level)
     denom = float(a + b) * (c + d) * (a + c) * (b + d)
-    cross = a * d - b * c
+    cross: float = float(a * d - b * c)
     if cross > 0:
         cross = max(cross - n / 2, 0.0)
     phi = 0.0 if denom == 0 else cross / math.sqrt(denom)
