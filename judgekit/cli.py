@@ -34,10 +34,12 @@ def _version(value: bool) -> None:
 
 
 def _packaged() -> list[str]:
-    from judgekit.config import packaged_experiments
+    """Packaged experiment names (a directory listing: the CLI's import stays light)."""
+    from judgekit.resources import resource_dir
 
     try:
-        return packaged_experiments()
+        return sorted(f.stem for f in resource_dir("experiments").glob("*.yaml")
+                      if f.stem != "demo_queries")
     except FileNotFoundError:
         return []
 
@@ -377,6 +379,14 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+_INTERRUPTED = threading.Event()
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
 def _main(argv: list[str] | None) -> int:
     import signal
 
@@ -384,8 +394,14 @@ def _main(argv: list[str] | None) -> int:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+        # Ctrl-C raises KeyboardInterrupt as usual, and is also remembered: a library that
+        # swallows the exception (some do while importing) cannot turn it into exit 0
+        _INTERRUPTED.clear()
+        signal.signal(signal.SIGINT, _on_sigint)
     try:
         rv = app(args=argv, standalone_mode=False, prog_name="judgekit")
+        if _INTERRUPTED.is_set():
+            return _interrupted()
     except DryRun as exc:
         print(exc)
         return 0

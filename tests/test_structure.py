@@ -123,7 +123,7 @@ def test_methods_build_no_markdown(method):
 EXPORTS = {
     "judgekit": {"Call", "CassetteMissError", "Client", "ClientSettings", "ConfigError",
                  "DataError", "JudgekitError", "ProviderError", "RunResult", "Stage",
-                 "StageResult", "StatsError", "__version__", "audit", "load_results",
+                 "StageResult", "StatsError", "__version__", "audit", "compare", "load_results",
                  "probe_judge", "run"},
 }
 
