@@ -221,3 +221,53 @@ def test_percentile_expansion_only_from_three_samples():
     a = float(norm.cdf(-np.sqrt(3 / 2) * t.ppf(0.95, 2)))
     assert percentile(boot, 0.9, 3).tolist() == pytest.approx([a, 1 - a])
     assert percentile(boot, 0.8).tolist() == pytest.approx([0.1, 0.9])
+
+
+# ---- prediction-powered inference: designs by hand ------------------------------------
+def test_importance_inclusion_by_hand():
+    from judgekit.stats.ppi import importance_inclusion
+
+    # one weight dominates: capped at 1, the remaining mass spread over the others
+    assert importance_inclusion(np.array([1.0, 1, 50, 1]), 2, 0.0) == pytest.approx(
+        [1 / 3, 1 / 3, 1.0, 1 / 3])
+    assert importance_inclusion(np.array([1.0, 1, 50, 1]), 2, 0.5) == pytest.approx(
+        [0.5 / 3 + 0.25, 0.5 / 3 + 0.25, 0.75, 0.5 / 3 + 0.25])
+    # zero weights get only the uniform share; capped items cannot exceed 1
+    assert importance_inclusion(np.array([0.0, 0, 0, 5, 1, 0]), 3, 0.2) == pytest.approx(
+        [0.1, 0.1, 0.1, 0.9, 0.9, 0.1])
+    # more labels asked for than items: every item, and negative weights count as 0
+    assert importance_inclusion(np.array([-1.0, 2.0]), 5, 0.0) == pytest.approx([0.0, 1.0])
+    assert importance_inclusion(np.array([0.0, 0.0]), 1, 0.3) == pytest.approx([0.5, 0.5])
+    assert importance_inclusion(np.array([1.0, 3.0]), 1, 0.0) == pytest.approx([0.25, 0.75])
+
+
+def test_ppi_mean_lambda_and_clipping_by_hand():
+    from judgekit.stats.ppi import ppi_mean
+
+    # a judge constant on the labelled items: Var(f) = 0, lambda = 0 (human labels alone)
+    c = ppi_mean([1.0, 1, 0, 0], [1.0, 1], [1.0, 0])
+    assert c.lam == 0.0 and c.estimate == 0.5 and c.human_only == 0.5
+    # an anti-correlated judge: lambda clipped at 0
+    c = ppi_mean([1.0, 0, 1, 0, 1, 0], [1.0, 0, 1, 0], [0.0, 1, 0, 1])
+    assert c.lam == 0.0 and c.estimate == 0.5
+    # a perfect judge on the labelled items: lambda = 1, estimate = mean over all items
+    c = ppi_mean([1.0, 0, 1, 1, 1, 1], [1.0, 0, 1], [1.0, 0, 1])
+    assert c.lam == 1.0 and c.estimate == pytest.approx(5 / 6)
+    # the judge scaled: Cov / Var > 1 is clipped to 1
+    c = ppi_mean([0.5, 0.0, 0.5, 0.5], [0.5, 0.0], [1.0, 0.0])
+    assert c.lam == 1.0 and c.estimate == pytest.approx(0.375 + 0.25)
+    assert 0.0 <= c.ci[0] <= c.estimate <= c.ci[1] <= 1.0
+    # an estimate outside [0, 1] (a small sample) is reported clipped
+    c = ppi_mean([1.0] * 8 + [0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 1.0], lam=1.0)
+    assert c.estimate == 1.0
+
+
+def test_labels_for_halfwidth_by_hand():
+    from judgekit.stats.ppi import Corrected
+
+    c = Corrected(0.5, [0.4, 0.6], 0.5, [0.3, 0.7], 50, 10_000, 0.5, 0.9, "random")
+    assert c.labels_for_halfwidth(0.05) == 200  # (0.1 / 0.05)^2 x 50
+    assert c.labels_for_halfwidth(0.1) is None and c.labels_for_halfwidth(0.0) is None
+    assert c.labels_for_halfwidth(0.03) == 556  # ceil(50 x 11.11)
+    small = Corrected(0.5, [0.2, 0.8], 0.5, [0.2, 0.8], 10, 30, 0.0, 0.9, "random")
+    assert small.labels_for_halfwidth(0.05) == 30  # never more than the items
