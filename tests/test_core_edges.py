@@ -239,6 +239,8 @@ def test_importance_inclusion_by_hand():
     assert importance_inclusion(np.array([-1.0, 2.0]), 5, 0.0) == pytest.approx([0.0, 1.0])
     assert importance_inclusion(np.array([0.0, 0.0]), 1, 0.3) == pytest.approx([0.5, 0.5])
     assert importance_inclusion(np.array([1.0, 3.0]), 1, 0.0) == pytest.approx([0.25, 0.75])
+    # weights summing to less than 1 are still proportional (not treated as empty)
+    assert importance_inclusion(np.array([0.2, 0.6]), 1, 0.0) == pytest.approx([0.25, 0.75])
 
 
 def test_ppi_mean_lambda_and_clipping_by_hand():
