@@ -222,11 +222,6 @@ def coverage_map(files: list[str], tests: list[str], workdir: Path
     return out
 
 
-def executable_lines(file: str) -> set[int]:
-    """Lines holding a mutation site (what 'a line no test reaches' is counted over)."""
-    return {m.line for m in mutants_of(file)}
-
-
 # ---- running mutants ----------------------------------------------------------------------
 def _rebind(module: object, old: dict[str, object]) -> None:
     """Point every other module's reference to an old function or class of ``module`` at

@@ -86,6 +86,10 @@ class _Outcomes(BaseModel):
     b: list[float]
 
 
+# (measure, matched outcomes, secondary rows, agreement, records in A and in B)
+Paired = tuple[str, _Outcomes, list[Row], Any, tuple[int, int]]
+
+
 def load(path: str | Path) -> Any:
     """A run's result from its folder or its results.json."""
     from judgekit.results import load_results
@@ -135,7 +139,7 @@ def _agreement(a: list[Any], b: list[Any], level: float, seed: int) -> dict[str,
             "cis": ag.cis, "undefined": ag.undefined}
 
 
-def _nodata(ra: Any, rb: Any, level: float) -> tuple[str, _Outcomes, list[Row], Any]:
+def _nodata(ra: Any, rb: Any, level: float) -> Paired:
     ia, ib = _rows_by(ra, "items", _item_key), _rows_by(rb, "items", _item_key)
     keys = [k for k in ia if k in ib and ia[k].get("excluded") is None
             and ib[k].get("excluded") is None and ia[k].get("success") is not None
@@ -152,10 +156,10 @@ def _nodata(ra: Any, rb: Any, level: float) -> tuple[str, _Outcomes, list[Row], 
     lb = [ib[k]["evaluator"]["label"] for k in keys if ia[k].get("evaluator")
           and ib[k].get("evaluator")]
     return ("challenge-response success rate", out, rows,
-            _agreement(la, lb, level, ra.seed or 0))
+            _agreement(la, lb, level, ra.seed or 0), (len(ia), len(ib)))
 
 
-def _probe(ra: Any, rb: Any, level: float) -> tuple[str, _Outcomes, list[Row], Any]:
+def _probe(ra: Any, rb: Any, level: float) -> Paired:
     ia = _rows_by(ra, "items", lambda r: str(r["id"]))
     ib = _rows_by(rb, "items", lambda r: str(r["id"]))
     both = [k for k in ia if k in ib]
@@ -187,10 +191,10 @@ def _probe(ra: Any, rb: Any, level: float) -> tuple[str, _Outcomes, list[Row], A
     va = [int(ia[k]["verdicts"]["run0"] == "a") for k in judged]
     vb = [int(ib[k]["verdicts"]["run0"] == "a") for k in judged]
     return ("order inconsistency (verdict flips when the answers are swapped)", out, rows,
-            _agreement(va, vb, level, ra.seed or 0))
+            _agreement(va, vb, level, ra.seed or 0), (len(ia), len(ib)))
 
 
-def _vbscore(ra: Any, rb: Any, level: float) -> tuple[str, _Outcomes, list[Row], Any]:
+def _vbscore(ra: Any, rb: Any, level: float) -> Paired:
     alpha = str(float(ra.alpha))
 
     def key(r: dict[str, Any]) -> str:
@@ -204,7 +208,8 @@ def _vbscore(ra: Any, rb: Any, level: float) -> tuple[str, _Outcomes, list[Row],
     es = [(float(ia[k]["es"]), float(ib[k]["es"])) for k in keys
           if ia[k].get("es") is not None and ib[k].get("es") is not None]
     rows = [_mean_row("expected success ES", es, level, ra.seed or 0)] if es else []
-    return (f"VB-Score at alpha = {alpha} (mean over queries)", out, rows, None)
+    return (f"VB-Score at alpha = {alpha} (mean over queries)", out, rows, None,
+            (len(ia), len(ib)))
 
 
 def _mean_row(name: str, pairs: list[tuple[float, float]], level: float, seed: int) -> Row:
@@ -225,7 +230,7 @@ def _mean_row(name: str, pairs: list[tuple[float, float]], level: float, seed: i
                difference=float(d.mean()), difference_ci=ci, p_value=t.p_value)
 
 
-METHODS: dict[str, Callable[[Any, Any, float], tuple[str, _Outcomes, list[Row], Any]]] = {
+METHODS: dict[str, Callable[[Any, Any, float], Paired]] = {
     "nodata": _nodata, "probe": _probe, "vbscore": _vbscore}
 
 
@@ -248,9 +253,7 @@ def compare(a: Any, b: Any, *, level: float | None = None) -> tuple[Comparison, 
     lvl = float(level if level is not None else (ra.config or {}).get("level") or 0.95)
     if not 0 < lvl < 1:
         raise ConfigError(f"--level {lvl} must lie in (0, 1)")
-    measure, out, rows, agree = METHODS[ra.method](ra, rb, lvl)
-    view = "queries" if ra.method == "vbscore" else "items"
-    n_a, n_b = (sum(1 for _ in r.detail(view)) for r in (ra, rb))
+    measure, out, rows, agree, (n_a, n_b) = METHODS[ra.method](ra, rb, lvl)
     if len(out.keys) < 2:
         raise StatsError(f"compare: only {len(out.keys)} item(s) have an outcome in both "
                          f"runs (A has {n_a}, B has {n_b}); the runs must share their items")

@@ -468,7 +468,7 @@ def test_the_managed_server_never_adopts_the_default_port(monkeypatch):
             return self
 
         def stop(self):
-            pass
+            """Nothing was started."""
 
     monkeypatch.setattr(server, "LocalServer", Fake)
     monkeypatch.setattr(server, "answers", lambda *a, **k: True)  # 8080 answers

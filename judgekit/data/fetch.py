@@ -20,7 +20,7 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from judgekit.data.registry import Dataset, all_datasets, get, groups, names
+from judgekit.data.registry import Dataset, all_datasets, groups
 from judgekit.errors import DataError
 from judgekit.textio import read_text
 
@@ -35,7 +35,7 @@ def cached_path(name: str) -> Path:
 
 
 def _source(name: str) -> Dataset:
-    ds = get(name) if name in names() else None
+    ds = next((d for d in all_datasets() if d.name == name), None)
     if ds is None or not ds.fetchable:
         known = [d.name for d in all_datasets() if d.fetchable] + list(groups())
         raise DataError(f"unknown dataset {name!r}; `judgekit data fetch` knows "
