@@ -76,3 +76,44 @@ def data_list() -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[5])
+
+
+def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or results.json"),
+         power: float = typer.Option(0.8, "--power", min=0.01, max=0.99,
+                                     help="the chance of detecting the effect"),
+         effect: list[float] = typer.Option([0.05, 0.1, 0.2], "--effect", min=0.001,
+                                            max=0.99, help="effect sizes to plan for "
+                                            "(repeat the option)")) -> None:
+    """How many pairs (probe) or items (audit) a decision needs, from a pilot run."""
+    from judgekit.compare import load
+    from judgekit.errors import ConfigError
+    from judgekit.probe.bias import audit_plan
+    from judgekit.probe.bias import plan as probe_plan
+
+    result = load(run)
+    data = result.model_dump()
+    if data["method"] == "probe":
+        pl = probe_plan(data, power, tuple(effect))
+        console.print(f"pairs needed for {power:.0%} power at level {pl['level']} "
+                      f"(Connor 1987, from {run}):")
+        head = ["transform", "question", "discordant", "pairs now",
+                *[f"effect {e}" for e in effect]]
+        rows = [[x["name"], x["question"], f"{x['discordant']:.3f}", str(x["n_now"]),
+                 *[str(x["pairs_needed"][repr(e)] or "n/a") for e in effect]]
+                for x in pl["rows"]]
+    elif data["method"] == "nodata" and data.get("verdict"):
+        v = data["verdict"]
+        if v.get("success_rate") is None:
+            raise ConfigError(f"{run}: the audit scored no item; nothing to plan from")
+        widths = tuple(sorted(set(effect), reverse=True))
+        pl = audit_plan(v["success_rate"], (data.get("config") or {}).get("level", 0.95), widths)
+        console.print(f"items an audit needs for its success rate's interval half-width "
+                      f"(pilot rate {v['success_rate']:.3f}, n = {v['n_items']}):")
+        head = ["half-width", "items needed"]
+        rows = [[repr(h), str(n)] for h, n in pl["items_needed"].items()]
+    else:
+        raise ConfigError(f"{run}: plan reads probe and No-Data audit runs, not "
+                          f"{data['method']}")
+    widths_ = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, *rows]:
+        console.print("  ".join(str(c).ljust(w) for c, w in zip(r, widths_)))

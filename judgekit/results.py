@@ -175,6 +175,7 @@ class VBDataset(_Open):
     accuracy: float | None = None
     accuracy_ci: list[float | None] | None = None
     p_value: float | None = None
+    reliable: bool = True
 
 
 class VBScoreResults(RunResult):
@@ -188,6 +189,7 @@ class VBScoreResults(RunResult):
     queries: DetailFile
     replica_failures: DetailFile
     failures_by_stage: dict[str, int]
+    self_check: dict[str, Any] | None = None
 
 
 class NoDataRun(_Open):
@@ -305,6 +307,10 @@ class ProbeResults(RunResult):
     reliability: dict[str, Any] | None = None
     rerun_flips: dict[str, Any] | None = None
     pass_rate: dict[str, Any] | None = None
+    self_preference: dict[str, Any] | None = None
+    length_bias: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None
+    sequential: dict[str, Any] | None = None
 
 
 def model_for(method: str, experiment: str | None = None) -> type[RunResult]:

@@ -23,26 +23,18 @@ from judgekit.stats.bootstrap import derive_seed
 from judgekit.stats.proportions import newcombe_paired, rate_with_interval
 
 
-def _paired(cfg: ProbeConfig, x: list[float], y: list[float]) -> tuple[float, list[float],
-                                                                      float, int]:
-    d = newcombe_paired(x, y, cfg.level)
-    return d.diff, d.ci, d.p_value, d.n
-
-
 def _consistency_row(cfg: ProbeConfig, name: str, base: list[str | None],
                      other: list[str | None], floor: list[str | None], pairs: list[Pair]
                      ) -> dict[str, Any] | None:
     """Flips under a transform against flips under the placebo on the same items."""
-    idx = [i for i in range(len(base)) if base[i] is not None and other[i] is not None
-           and floor[i] is not None]
+    idx, f, g = consistency_inputs(base, other, floor)
     if not idx:
         return None
-    f = flips([str(base[i]) for i in idx], [str(other[i]) for i in idx])
-    g = flips([str(base[i]) for i in idx], [str(floor[i]) for i in idx])
     e = flip_excess(f, g, level=cfg.level)
     return {"name": name, "question": "consistency", "n": e.n, "flip_rate": e.flip_rate,
             "noise_floor": e.noise_floor, "excess": e.excess, "excess_ci": e.excess_ci,
-            "p_value": e.p_value, "flipped": [pairs[i].id for i, x in zip(idx, f) if x]}
+            "p_value": e.p_value, "discordant": float(np.mean(f != g)),
+            "flipped": [pairs[i].id for i, x in zip(idx, f) if x]}
 
 
 def _bias_row(cfg: ProbeConfig, name: str, what: str, x: list[float], y: list[float],
@@ -50,38 +42,60 @@ def _bias_row(cfg: ProbeConfig, name: str, what: str, x: list[float], y: list[fl
     """A signed effect: P(event under the transform) - P(event as given), paired."""
     if not x:
         return None
-    diff, ci, p, n = _paired(cfg, x, y)
-    return {"name": name, "question": "direction", "what": what, "bias": diff * scale,
-            "ci": [c * scale for c in ci], "p_value": p, "n": n}
+    d = newcombe_paired(x, y, cfg.level)
+    return {"name": name, "question": "direction", "what": what, "bias": d.diff * scale,
+            "ci": [c * scale for c in d.ci], "p_value": d.p_value, "n": d.n,
+            "discordant": (d.only_first + d.only_second) / d.n, "scale": scale}
+
+
+def bias_inputs(verdicts: list[dict[str, str | None]], names: list[str], pointwise: bool
+                ) -> list[tuple[str, str, list[float], list[float], float]]:
+    """Per directional transform: (name, what is measured, event under the transform,
+    event as given, scale), one entry per pair where both verdicts were read."""
+    out = []
+    for t in names:
+        have = [v for v in verdicts if v.get(t) and v.get("run0")]
+        if t == "swap" and not pointwise:
+            have = [v for v in have if v.get("run0:first") and v.get("swap:first")]
+            # P(first slot) - 0.5 over both orders = (P(a | a first) - P(a | a second)) / 2
+            out.append((t, "P(first slot chosen) - 0.5 (position)",
+                        [float(v["run0"] == "a") for v in have],
+                        [float(v["swap"] == "a") for v in have], 0.5))
+        elif t == "rename" and not pointwise:
+            have = [v for v in have if v.get("run0:first") and v.get("rename:first")]
+            out.append((t, "change in P(first slot chosen) with labels 1/2",
+                        [float(v["rename:first"] == "first") for v in have],
+                        [float(v["run0:first"] == "first") for v in have], 1.0))
+        elif t == "inject" or (not pointwise and t not in ("swap", "rename")):
+            # the verdict the transform pushes toward: the changed answer (pairwise), the
+            # planted verdict (pointwise injection)
+            have = [v for v in have if v.get(f"{t}:side")]
+            what = ("shift toward the planted verdict" if t == "inject" else
+                    "change in the changed answer's win rate")
+            out.append((t, what, [float(v[t] == v[f"{t}:side"]) for v in have],
+                        [float(v["run0"] == v[f"{t}:side"]) for v in have], 1.0))
+        else:  # pointwise: the pass rate under the transform against as given
+            out.append((t, "change in the pass rate", [float(v[t] == "a") for v in have],
+                        [float(v["run0"] == "a") for v in have], 1.0))
+    return out
 
 
 def _biases(cfg: ProbeConfig, verdicts: list[dict[str, str | None]], names: list[str],
             pointwise: bool) -> list[dict[str, Any]]:
-    rows = []
-    for t in names:
-        have = [v for v in verdicts if v.get(t) and v.get("run0")]
-        if pointwise:
-            # the pass rate under the transform against as given
-            rows.append(_bias_row(cfg, t, "change in the pass rate",
-                                  [float(v[t] == "a") for v in have],
-                                  [float(v["run0"] == "a") for v in have]))
-        elif t == "swap":
-            have = [v for v in have if v.get("run0:first") and v.get("swap:first")]
-            # P(first slot) - 0.5 over both orders = (P(a | a first) - P(a | a second)) / 2
-            rows.append(_bias_row(cfg, t, "P(first slot chosen) - 0.5 (position)",
-                                  [float(v["run0"] == "a") for v in have],
-                                  [float(v["swap"] == "a") for v in have], 0.5))
-        elif t == "rename":
-            have = [v for v in have if v.get("run0:first") and v.get("rename:first")]
-            rows.append(_bias_row(cfg, t, "change in P(first slot chosen) with labels 1/2",
-                                  [float(v["rename:first"] == "first") for v in have],
-                                  [float(v["run0:first"] == "first") for v in have]))
-        else:  # pad and template transforms: the changed answer's win rate
-            have = [v for v in have if v.get(f"{t}:side")]
-            rows.append(_bias_row(cfg, t, "change in the changed answer's win rate",
-                                  [float(v[t] == v[f"{t}:side"]) for v in have],
-                                  [float(v["run0"] == v[f"{t}:side"]) for v in have]))
+    rows = [_bias_row(cfg, *spec) for spec in bias_inputs(verdicts, names, pointwise)]
     return [r for r in rows if r is not None]
+
+
+def consistency_inputs(base: list[str | None], other: list[str | None],
+                       floor: list[str | None]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(items, flips under the transform, flips under the placebo) where all three
+    verdicts were read."""
+    idx = [i for i in range(len(base)) if base[i] is not None and other[i] is not None
+           and floor[i] is not None]
+    if not idx:
+        return idx, np.zeros(0), np.zeros(0)
+    return (idx, flips([str(base[i]) for i in idx], [str(other[i]) for i in idx]),
+            flips([str(base[i]) for i in idx], [str(floor[i]) for i in idx]))
 
 
 def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | None]],
@@ -107,10 +121,15 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
     rows = [r for r in (_consistency_row(cfg, t, base, [v.get(t) for v in verdicts], floor,
                                          pairs) for t in names) if r is not None]
     biases = _biases(cfg, verdicts, names, pointwise)
+    natural = {} if pointwise else _natural(cfg, pairs, base)
+    tested = [r for r in natural.values() if r and r.get("p_value") is not None]
     alpha = 1 - cfg.level
-    adj = benjamini_hochberg([r["p_value"] for r in rows + biases])
-    for r, p in zip(rows + biases, adj):
+    adj = benjamini_hochberg([r["p_value"] for r in rows + biases + tested])
+    for r, p in zip(rows + biases + tested, adj):
         r["p_adjusted"] = p
+    for r in tested:
+        if r["verdict"] == "preference shown" and r["p_adjusted"] >= alpha:
+            r["verdict"] = "no preference shown"
     for r in rows:
         shown = r["p_adjusted"] < alpha and r["excess_ci"][0] > 0
         r["verdict"] = ("inconsistent: flips more than the placebo" if shown else
@@ -132,7 +151,7 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
     rel = repeat_reliability(reps, cfg.target_reliability, cfg.level) \
         if len(reps) >= 2 else None
     order = rate_with_interval(consistent, cfg.level)
-    return {
+    out = {
         "judge": cfg.models["judge"], "n_pairs": n,
         "repeats": cfg.repeats, "level": cfg.level,
         "noise_floor": {"rate": floor_rate, "ci": floor_ci, "n": floor_n,
@@ -150,11 +169,28 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
         "human": _human(cfg, pairs, base, [len({verdicts[i].get(f"run{d}")
                                                       for d in range(cfg.repeats)}) > 1
                                                  for i in range(n)]),
+        **natural,
         "items": [{"id": p.id, "question": p.question, "a": p.a, "b": p.b,
                    "correct": p.correct, "verdicts": verdicts[i],
+                   **({"model_a": p.model_a, "model_b": p.model_b} if p.model_a or p.model_b
+                      else {}),
                    "flipped_under": [r["name"] for r in rows if p.id in r["flipped"]]}
                   for i, p in enumerate(pairs)],
     }
+    from judgekit.probe.bias import plan
+
+    out["plan"] = plan(out, cfg.plan_power)
+    return out
+
+
+def _natural(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None]
+             ) -> dict[str, dict[str, Any] | None]:
+    """Self-preference and length preference on the pairs as given (no transform)."""
+    from judgekit.probe.bias import family_of, length_preference, self_preference
+
+    family = cfg.judge_family or family_of(cfg.models["judge"])
+    return {"self_preference": self_preference(pairs, base, family, cfg.level),
+            "length_bias": length_preference(pairs, base, cfg.level)}
 
 
 def _accuracy(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | None]]

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from judgekit.config import RunSettings
 from judgekit.data.external import JudgedInput
 
-BUILTIN = ("swap", "rename", "pad")  # pairwise
-POINTWISE = ("reorder", "paraphrase", "pad")
+BUILTIN = ("swap", "rename", "pad", "inject")  # pairwise
+POINTWISE = ("reorder", "paraphrase", "pad", "inject")
 
 
 class TemplateTransform(BaseModel):
@@ -51,6 +51,20 @@ class ProbeConfig(RunSettings, JudgedInput):
     # random: a simple random sample; importance: Poisson sampling favouring items the
     # judge is unsure of (its verdict changed across identical runs), Horvitz-Thompson
     human_sampling: Literal["random", "importance"] = "random"
+    # inject: the language of the planted instructions (en, fy); default: the rubric's
+    # language for pointwise probes, else English. injections: your own phrasings
+    # ({verdict} becomes 1/0 pointwise, "this answer" pairwise), cycled over items.
+    injection_language: str | None = None
+    injections: list[str] | None = None
+    # self-preference: the judge's model family, matched against pairs' model_a/model_b
+    # (default: the leading letters of the judge's model name, e.g. "gpt", "claude")
+    judge_family: str | None = None
+    # sequential: ask in batches and stop once every decision is settled (a confidence
+    # sequence excludes 0, or lies inside +-sequential_margin); n_pairs is the most asked
+    sequential: bool = False
+    sequential_batch: int = Field(20, ge=2)
+    sequential_margin: float = Field(0.05, gt=0, lt=1)
+    plan_power: float = Field(0.8, gt=0, lt=1)
     level: float = Field(0.95, gt=0, lt=1)
     resamples: int = Field(2000, ge=200)
 
@@ -66,6 +80,15 @@ class ProbeConfig(RunSettings, JudgedInput):
         if bad:
             raise ValueError(f"unknown {self.judge_mode} transform {bad[0]!r}; built-ins are "
                              f"{', '.join(known)} (add your own as template_transforms)")
+        if self.injection_language is not None:
+            from judgekit.probe.bias import INJECTIONS, injection_language
+
+            if injection_language(self.injection_language) not in INJECTIONS or (
+                    injection_language(self.injection_language) == "en"
+                    and "en" not in self.injection_language.lower()
+                    and "english" not in self.injection_language.lower()):
+                raise ValueError(f"injection_language {self.injection_language!r}: built-in "
+                                 "phrasings are en and fy; give your own as injections")
         if "paraphrase" in self.transforms and not self.rubric_paraphrase:
             raise ValueError("the paraphrase transform needs rubric_paraphrase (the same "
                              "criteria ids, reworded)")

@@ -23,6 +23,8 @@ class Pair:
     correct: str | None = None  # "a" | "b"
     human: str | None = None  # a human's preference, "a" | "b"
     humans: list[str] | None = None  # several annotators' preferences (for the ceiling)
+    model_a: str | None = None  # the model that wrote answer A (for self-preference)
+    model_b: str | None = None
 
 
 def load_pairs(path: str | Path) -> list[Pair]:
@@ -38,7 +40,7 @@ def load_pairs(path: str | Path) -> list[Pair]:
             humans = r.get("humans")
             pair = Pair(str(r["id"]), str(r["question"]), str(r["a"]), str(r["b"]),
                         r.get("correct"), r.get("human") or (humans[0] if humans else None),
-                        humans)
+                        humans, _opt_str(r.get("model_a")), _opt_str(r.get("model_b")))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DataError(f"{p} line {n}: need JSON with id, question, a, b ({exc})") \
                 from exc
@@ -52,6 +54,10 @@ def load_pairs(path: str | Path) -> list[Pair]:
     if len(out) < 2:
         raise DataError(f"{p}: a probe needs at least two pairs")
     return out
+
+
+def _opt_str(v: object) -> str | None:
+    return None if v is None else str(v)
 
 
 def pairs_from_datasets(names: list[str], paths: dict[str, str], n: int, seed: int

@@ -29,8 +29,13 @@ def _rubric_vars(item: JudgedItem, output: str, rubric: Rubric) -> dict[str, Any
             "criteria": rubric.criteria, "aggregator_text": text}
 
 
-def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any, key: str = ""
-             ) -> list[tuple[str, int, dict[str, Any]]]:
+def planted(index: int) -> str:
+    """The verdict an injection plants on item ``index``: pass and fail alternate."""
+    return "a" if index % 2 == 0 else "b"
+
+
+def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any, key: str = "",
+             index: int = 0) -> list[tuple[str, int, dict[str, Any]]]:
     """(name, draw, template variables) per verdict asked for this item."""
     out = [(f"run{d}", d, _rubric_vars(item, item.Output, rubric)) for d in range(cfg.repeats)]
     for t in cfg.transforms or []:
@@ -48,6 +53,12 @@ def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any, ke
         elif t == "pad":
             padded = f"{item.Output} {cfg.padding.format(answer=item.Output)}"
             out.append(("pad", 0, _rubric_vars(item, padded, rubric)))
+        elif t == "inject":
+            from judgekit.probe.bias import injection, injection_language
+
+            lang = injection_language(cfg.injection_language or rubric.language)
+            text = injection(lang, planted(index), index // 2, cfg.injections)
+            out.append(("inject", 0, _rubric_vars(item, f"{item.Output}\n\n{text}", rubric)))
     for tt in cfg.template_transforms:
         text = render(tt.template, {"answer": item.Output, "question": item.Prompt})
         out.append((tt.name, 0, _rubric_vars(item, text, rubric)))
@@ -57,11 +68,13 @@ def variants(cfg: ProbeConfig, item: JudgedItem, rubric: Rubric, render: Any, ke
     return out
 
 
-async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem]
-                  ) -> list[dict[str, int | None]]:
+async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem],
+                  indices: list[int] | None = None) -> list[dict[str, int | None]]:
+    """Labels for ``items[i]``, i in ``indices`` (default: all), one dict per item."""
     rubric = load_rubric(cfg.rubric)
-    per = [variants(cfg, it, rubric, client.templates.render_string, f"item{i}")
-           for i, it in enumerate(items)]
+    idx = list(range(len(items))) if indices is None else indices
+    per = [variants(cfg, items[i], rubric, client.templates.render_string, f"item{i}", i)
+           for i in idx]
     flat = [(i, name, draw, v) for i, vs in enumerate(per) for name, draw, v in vs]
     stage = st.evaluator_all(cfg.max_tokens)
     client.preflight([stage], [cfg.models["judge"]])
@@ -71,7 +84,7 @@ async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem]
     res = await client.map(stage, [Call(v, cfg.models["judge"], draw=d,
                                         sampling={"seed": derive_seed(cfg.seed, d)})
                                    for _, _, d, v in flat], description="probe judge")
-    out: list[dict[str, int | None]] = [{} for _ in items]
+    out: list[dict[str, int | None]] = [{} for _ in idx]
     for (i, name, _, _), r in zip(flat, res):
         out[i][name] = int(r.output.label) if r.ok else None
     return out

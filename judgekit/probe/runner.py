@@ -68,6 +68,13 @@ def variants(cfg: ProbeConfig, pair: Pair, index: int, render: Any) -> list[Vari
             text = cfg.padding.format(answer=getattr(pair, side))
             padded = {"a": pair.a, "b": pair.b, side: f"{getattr(pair, side)} {text}"}
             out.append(Variant(name="pad", a=padded["a"], b=padded["b"], padded=side))
+        elif t == "inject":
+            from judgekit.probe.bias import injection, injection_language
+
+            text = injection(injection_language(cfg.injection_language), "pair", index // 2,
+                             cfg.injections)
+            planted = {"a": pair.a, "b": pair.b, side: f"{getattr(pair, side)}\n\n{text}"}
+            out.append(Variant(name="inject", a=planted["a"], b=planted["b"], padded=side))
     for tt in cfg.template_transforms:
         which = tt.apply_to if tt.apply_to != "alternate" else side
         texts = {"a": pair.a, "b": pair.b}
@@ -101,34 +108,44 @@ def chosen(v: Variant, winner: str) -> str | None:
     return "a" if slot == 0 else "b"
 
 
-async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair]
+async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair], indices: list[int]
                    ) -> list[dict[str, str | None]]:
+    """Verdicts for ``pairs[i]``, i in ``indices`` (the index alternates padded sides)."""
     lib = client.templates
     client.preflight([stage(cfg)], [cfg.models["judge"]])
-    per = [variants(cfg, p, i, lib.render_string) for i, p in enumerate(pairs)]
-    flat = [(i, v) for i, vs in enumerate(per) for v in vs]
-    res = await client.map(stage(cfg), [_call(cfg, pairs[i], v) for i, v in flat],
+    per = [variants(cfg, pairs[i], i, lib.render_string) for i in indices]
+    flat = [(k, indices[k], v) for k, vs in enumerate(per) for v in vs]
+    res = await client.map(stage(cfg), [_call(cfg, pairs[i], v) for _, i, v in flat],
                            description="probe judge")
-    out: list[dict[str, str | None]] = [{} for _ in pairs]
-    for (i, v), r in zip(flat, res):
-        out[i][v.name] = chosen(v, r.output.winner) if r.ok else None
-        out[i][f"{v.name}:first"] = None if not r.ok else (
-            "first" if (out[i][v.name] == "a") != v.swapped else "second")
+    out: list[dict[str, str | None]] = [{} for _ in indices]
+    for (k, _i, v), r in zip(flat, res):
+        out[k][v.name] = chosen(v, r.output.winner) if r.ok else None
+        out[k][f"{v.name}:first"] = None if not r.ok else (
+            "first" if (out[k][v.name] == "a") != v.swapped else "second")
         if v.padded:
-            out[i][f"{v.name}:side"] = v.padded
+            out[k][f"{v.name}:side"] = v.padded
     return out
 
 
 def execute(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
     """The probe's payload (ProbeResults), pairwise or pointwise."""
+    from judgekit.probe import sequential
+
     if cfg.judge_mode == "pointwise":
         return _pointwise(cfg, client)
     pairs = (load_pairs(cfg.data_path) if cfg.data_path else
              pairs_from_datasets(list(cfg.pairs_from), cfg.dataset_paths, cfg.n_pairs, cfg.seed))
     if cfg.human_labels:
         attach_human_labels(pairs, cfg.human_labels)
-    verdicts = client.run_until_complete(_collect(cfg, client, pairs))
-    return analyse(cfg, pairs, verdicts)
+
+    async def ask(idx: list[int]) -> list[dict[str, str | None]]:
+        return await _collect(cfg, client, pairs, idx)
+
+    verdicts, seq = client.run_until_complete(sequential.gather(cfg, len(pairs), ask, False))
+    results = analyse(cfg, pairs[: len(verdicts)], verdicts)
+    if seq:
+        sequential.apply(results, seq)
+    return results
 
 
 def headline(res: dict[str, Any]) -> str:
@@ -143,21 +160,33 @@ def headline(res: dict[str, Any]) -> str:
 
 def _pointwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
     from judgekit.data.judged import load_judged
-    from judgekit.probe.pointwise import collect
+    from judgekit.probe import sequential
+    from judgekit.probe.pointwise import collect, planted
 
     items = load_judged(str(cfg.data_path), spec=cfg)
-    labels = client.run_until_complete(collect(cfg, client, items))
-    # a pointwise verdict is a label: reuse the pairwise bookkeeping with "1"/"0" choices
+
+    async def ask(idx: list[int]) -> list[dict[str, str | None]]:
+        labels = await collect(cfg, client, items, idx)
+        # a pointwise verdict is a label: the pairwise bookkeeping with "a" = 1, "b" = 0
+        out: list[dict[str, str | None]] = [
+            {k: (None if v is None else ("a" if v == 1 else "b")) for k, v in lab.items()}
+            for lab in labels]
+        for i, v in zip(idx, out):
+            if "inject" in v:
+                v["inject:side"] = planted(i)
+        return out
+
+    verdicts, seq = client.run_until_complete(sequential.gather(cfg, len(items), ask, True))
     pairs = [Pair(f"item{i}", it.Prompt, it.Output, "", None,
                   None if it.Label is None else ("a" if it.Label == 1 else "b"))
-             for i, it in enumerate(items)]
-    verdicts = [{k: (None if v is None else ("a" if v == 1 else "b")) for k, v in lab.items()}
-                for lab in labels]
+             for i, it in enumerate(items[: len(verdicts)])]
     results = analyse(cfg, pairs, verdicts, pointwise=True)
     results["mode"] = "pointwise"
     results["order_consistency"] = None
     results["pass_rate"] = dict(zip(("rate", "ci", "n"), rate_with_interval(
         [v["run0"] == "a" for v in verdicts if v.get("run0")], cfg.level)))
+    if seq:
+        sequential.apply(results, seq)
     return results
 
 

@@ -26,6 +26,7 @@ class Heading:
 @dataclass
 class Para:
     text: str
+    kind: str = ""  # "warning": a claim the reader must not take at face value
 
 
 @dataclass
@@ -52,6 +53,12 @@ class Doc:
             self.blocks.append(Para(text))
         return self
 
+    def warn(self, text: str) -> Doc:
+        """A warning shown before what it qualifies (a headline marked unreliable)."""
+        if text:
+            self.blocks.append(Para(text, "warning"))
+        return self
+
     def table(self, header: list[str], rows: list[list[Any]], name: str = "") -> Doc:
         self.blocks.append(Table(header, rows, name))
         return self
@@ -75,7 +82,7 @@ def to_markdown(doc: Doc) -> str:
         if isinstance(b, Heading):
             parts.append("#" * b.level + " " + b.text)
         elif isinstance(b, Para):
-            parts.append(b.text)
+            parts.append(f"> **Warning:** {b.text}" if b.kind == "warning" else b.text)
         else:
             lines = ["| " + " | ".join(b.header) + " |", "|" + "---|" * len(b.header)]
             lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in b.rows]
@@ -94,6 +101,8 @@ def to_html(doc: Doc) -> str:
         if isinstance(b, Heading):
             n = min(max(b.level, 1), 6)
             out.append(f"<h{n}>{_inline(b.text)}</h{n}>")
+        elif isinstance(b, Para) and b.kind == "warning":
+            out.append(f"<p class='warning' role='alert'><b>Warning:</b> {_inline(b.text)}</p>")
         elif isinstance(b, Para):
             out.append(f"<p>{_inline(b.text)}</p>")
         else:

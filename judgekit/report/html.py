@@ -28,6 +28,7 @@ img{max-width:100%;border:1px solid #ddd;margin:.4em 0}
 .item summary{cursor:pointer} .pass{color:#186a18} .fail{color:#a11} .excl{color:#777}
 .controls{position:sticky;top:0;background:#fff;padding:.5em 0;border-bottom:1px solid #ddd}
 .controls input{width:24em} pre{white-space:pre-wrap;background:#fafafa;padding:.4em}
+.warning{background:#fff4e5;border-left:4px solid #d97706;padding:.5em .8em}
 """
 
 _JS = """

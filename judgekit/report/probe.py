@@ -70,7 +70,62 @@ def build(cfg: ProbeConfig, r: dict[str, Any]) -> Doc:
                      f"{_pct(c['human_only'])} {_ci(c['human_only_ci'])}. "
                      + (f"About {need} labels would give +-{c['target_halfwidth']}."
                         if need else f"Already within +-{c['target_halfwidth']}.")))
+    parts += _natural(r, lv) + _plan(r) + _sequential(r)
     return Doc(f"Probe of {r['judge']}", parts)
+
+
+def _natural(r: dict[str, Any], lv: str) -> list[Any]:
+    rows = []
+    for key, name in (("self_preference", "own model family"), ("length_bias", "longer answer")):
+        x = r.get(key)
+        if not x:
+            continue
+        est = "n/a" if x["preference"] is None else f"{x['preference']:+.3f} {_ci(x['ci'])}"
+        p = "n/a" if x.get("p_value") is None else f"{x['p_value']:.3g}"
+        rows.append([name, x["what"], est, p, x["verdict"], x["n"]])
+    if not rows:
+        return []
+    return [Heading(2, "Preferences on the pairs as given"),
+            Para("Controlled for quality: among pairs where exactly one answer has the "
+                 "feature and the correct (or human-preferred) answer is known, how much more "
+                 "often the judge errs toward the feature than away from it (0 for a judge "
+                 "whose errors do not depend on the feature). Newcombe's interval for two "
+                 "independent rates, Fisher's exact test."),
+            Table(["preference for", "effect", f"estimate ({lv} CI)", "p (exact)", "verdict",
+                   "n"], rows, "preferences")]
+
+
+def _plan(r: dict[str, Any]) -> list[Any]:
+    pl = r.get("plan")
+    if not pl or not pl.get("rows"):
+        return []
+    effects = [repr(e) for e in pl["effects"]]
+    rows = [[x["name"], x["question"], f"{x['discordant']:.3f} ({x['source']})", x["n_now"],
+             *[x["pairs_needed"][e] if x["pairs_needed"][e] is not None else "n/a"
+               for e in effects]] for x in pl["rows"]]
+    return [Heading(2, "How many pairs a decision needs"),
+            Para(f"Pairs for {pl['power']:.0%} power at the run's level to detect an effect of "
+                 "each size (in the units of the tables above), planned from this run's "
+                 "share of discordant pairs (Connor 1987). `judgekit plan RUN` prints it."),
+            Table(["transform", "question", "discordant share", "pairs now",
+                   *[f"effect {e}" for e in effects]], rows, "plan")]
+
+
+def _sequential(r: dict[str, Any]) -> list[Any]:
+    sq = r.get("sequential")
+    if not sq:
+        return []
+    rows = [[d["name"], d["question"], d["decision"], _ci(d["ci"]), d["n"]]
+            for d in sq["decisions"]]
+    return [Heading(2, "Sequential mode"),
+            Para(f"Asked {sq['units_asked']} of at most {sq['units_max']} items in "
+                 f"{sq['looks']} batches of {sq['batch']} ({sq['stopped']}; "
+                 f"{sq['share_saved']:.0%} of the items not asked). Intervals above are "
+                 "confidence sequences (valid at any stopping time; betting, Waudby-Smith and "
+                 f"Ramdas 2024); settled means the sequence excludes 0 or lies inside "
+                 f"+-{sq['margin']}."),
+            Table(["transform", "question", "decision", "confidence sequence", "n"], rows,
+                  "sequential")]
 
 
 def _pct(v: Any) -> str:

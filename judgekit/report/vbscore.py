@@ -47,6 +47,13 @@ def build(cfg: VBScoreConfig, res: dict[str, Any]) -> Doc:
         f"Intervals: {cfg.level:.0%} percentile bootstrap ({cfg.resamples} resamples); "
         "collection level resamples queries with their replicas. VB is reported raw (it "
         "can be negative).")
+    check = res.get("self_check") or {}
+    if check and not check.get("reliable", True):
+        doc.warn("the VB headline below is unreliable: " + "; ".join(check["reasons"]) +
+                 ". Its numbers are computed as usual but do not measure the system.")
+    doc.p("Headline: " + "; ".join(
+        f"{d['name']}: VB = {_f(d['vb'])} {_ci(d['vb_ci'])}, ES = {_f(d['es'])} "
+        f"{_ci(d['es_ci'])}, n = {d['n_queries']} queries" for d in res["datasets"]) + ".")
     doc.h(2, "Table 1").table(
         ["dataset", f"VB (alpha={a})", "95% CI", "ES", "ES 95% CI", "accuracy",
          "accuracy 95% CI", "p (VB vs ES, paired t)", "queries", "B"], t1, "datasets")
@@ -57,6 +64,8 @@ def build(cfg: VBScoreConfig, res: dict[str, Any]) -> Doc:
                             if hidden else ""))
     doc.table(["dataset", "query", "replicas", "ES", "VB", "VB 95% CI", "VB(mean ES)",
                "accuracy", "diversity"], pq)
+    if check:
+        _self_check(doc, check, cfg.level)
     doc.h(2, "Calls and failures").p(
         f"Total calls {calls['total']} (provider {calls['provider_calls']}, cached "
         f"{calls['cached']}), failed after 5 attempts {calls['failed']}; "
@@ -68,6 +77,39 @@ def build(cfg: VBScoreConfig, res: dict[str, Any]) -> Doc:
     doc.p("Replicas excluded from scores (never scored as zero): " +
           (", ".join(f"{k}: {v}" for k, v in res["failures_by_stage"].items()) or "none") + ".")
     return doc
+
+
+def _self_check(doc: Doc, check: dict[str, Any], level: float) -> None:
+    t, it = check.get("tagger"), check.get("interpretations") or {}
+    rows = []
+
+    def row(step: str, what: str, r: dict[str, Any] | None, unit: str) -> None:
+        if r:
+            rows.append([step, what, _f(r["rate"]), _ci(r["ci"]), r["n"],
+                         f"{r.get('clusters', r['n'])} {unit}"])
+
+    if t:
+        ps = t["position_share"]
+        row("tagger", "share of decisive calls whose tags stayed with the slot (position)",
+            {**ps, "clusters": ps["n"]} if ps["rate"] is not None else None, "calls")
+        row("tagger", "answer keeps its tag when moved (content)", t["content_agreement"],
+            "calls")
+        row("tagger", "slot keeps its tag when a new answer moves in (position)",
+            t["position_agreement"], "calls")
+        row("tagger", "same tags when re-asked with an irrelevant id (placebo)",
+            t["placebo_agreement"], "calls")
+    row("interpretations", "two replicas agree on the top reading",
+        it.get("top_reading_agreement"), "queries")
+    row("interpretations", "two replicas give the same set of readings",
+        it.get("same_readings"), "queries")
+    doc.h(2, "Checks of the LLM steps").p(
+        "The tagger is probed like a judge: each tagging call is asked again with its "
+        "answers rotated (every answer moves) and with an irrelevant reference id (its "
+        "noise floor). " + (f"Decision: {t['decision']} ({t['reason']})." if t else
+                            "The tagger check was off (check_tagger: false).") +
+        f" Rates are shares (0 to 1) with {level:.0%} intervals that treat a call or a "
+        "query as one cluster.")
+    doc.table(["step", "what", "rate", f"{level:.0%} CI", "n", "clusters"], rows, "self_check")
 
 
 def figures(cfg: VBScoreConfig, res: dict[str, Any], out: Path) -> None:

@@ -42,6 +42,9 @@ class VBScoreConfig(RunSettings):
     system_temperature: float = Field(0.7, ge=0)
     max_tokens: int = Field(256, ge=16)
     logprobs: bool = False
+    # ask every tagging call again with its answers rotated, and with a placebo id: does
+    # the tagger follow content or position (judgekit.vbscore.selfcheck)
+    check_tagger: bool = True
     resamples: int = Field(10_000, ge=100)
     level: float = Field(0.95, gt=0, lt=1)
 

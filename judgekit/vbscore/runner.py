@@ -17,6 +17,7 @@ from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
 from judgekit.vbscore.distribution import Candidate, build
 from judgekit.vbscore.metric import binary_gains, score
+from judgekit.vbscore.selfcheck import TagCheck, rotation, tag_key
 from judgekit.vbscore.replicas import (
     aggregate_collection,
     aggregate_query,
@@ -40,8 +41,17 @@ def execute(cfg: VBScoreConfig, client: Client) -> dict[str, Any]:
 
 
 def headline(res: dict[str, Any]) -> str:
-    return "; ".join(f"{d['name']}: VB {d['vb']:.3f} ES {d['es']:.3f}"
+    line = "; ".join(f"{d['name']}: VB {d['vb']:.3f} {_ci(d['vb_ci'])} ES {d['es']:.3f} "
+                     f"{_ci(d['es_ci'])} (n = {d['n_queries']} queries)"
                      for d in res["datasets"] if d["vb"] is not None)
+    check = res.get("self_check") or {}
+    if check and not check.get("reliable", True):
+        return f"UNRELIABLE: {line} -- {'; '.join(check['reasons'])}"
+    return line
+
+
+def _ci(ci: list[float | None]) -> str:
+    return "" if not ci or ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 async def _collect_all(cfg: VBScoreConfig, client: Client, data: dict[str, list[Query]]
@@ -81,9 +91,38 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
     tres = await client.map(stages.tagger_stage(cfg.max_tokens), tcalls,
                             description=f"{name} tagging")
     tags: dict[int, StageResult[Any]] = dict(zip(tag_idx, tres))
+    checks = await _recheck_tags(cfg, client, name, pairs, tcalls, tag_idx, tags) \
+        if cfg.check_tagger else {}
     correctness = await _check_answers(cfg, client, queries, pairs, sres, judge)
     return {"pairs": pairs, "interp": ires, "system": sres, "tags": tags,
-            "correct": correctness}
+            "correct": correctness, "tag_checks": checks}
+
+
+async def _recheck_tags(cfg: VBScoreConfig, client: Client, name: str,
+                        pairs: list[tuple[int, Query, int]], tcalls: list[Call],
+                        tag_idx: list[int], tags: dict[int, StageResult[Any]]
+                        ) -> dict[int, tuple[list[int], Any, Any]]:
+    """Each successful tagging call asked again with its answers rotated, and as given
+    with a placebo reference id in the query (judgekit.vbscore.selfcheck)."""
+    from judgekit.probe.pairs import placebo_tag
+
+    todo, calls, perms = [], [], []
+    for i, call in zip(tag_idx, tcalls):
+        answers = call.variables["answers"]
+        if not tags[i].ok or len(answers) < 2:
+            continue
+        qi, _q, b = pairs[i]
+        perm = rotation(derive_seed(cfg.seed, qi, b, 3), len(answers))
+        todo.append(i)
+        perms.append(perm)
+        calls.append(Call({**call.variables, "answers": [answers[j] for j in perm]},
+                          call.model, draw=call.draw))
+        calls.append(Call({**call.variables, "query": call.variables["query"] + placebo_tag(
+            cfg.seed, f"{name}:{qi}:{b}")}, call.model, draw=call.draw))
+    res = await client.map(stages.tagger_stage(cfg.max_tokens), calls,
+                           description=f"{name} tag checks")
+    return {i: (perm, res[2 * k], res[2 * k + 1]) for k, (i, perm) in
+            enumerate(zip(todo, perms))}
 
 
 async def _check_answers(cfg: VBScoreConfig, client: Client, queries: list[Query],
@@ -134,7 +173,11 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
               ) -> dict[str, Any]:
     from judgekit.vbscore.uncertainty import response_diversity
 
+    from judgekit.vbscore.selfcheck import interpretation_stability, tagger_check, verdict
+
     datasets, per_query, failures = [], [], []
+    checks: list[TagCheck] = []
+    readings: list[list[tuple[str, list[str]]]] = []
     for di, (name, queries) in enumerate(data.items()):
         r = raw[name]
         reps: dict[int, list[dict[str, Any]]] = {qi: [] for qi in range(len(queries))}
@@ -151,6 +194,8 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                                  f"for {len(answers)} answers"})
                 continue
             rec = score_replica(cfg, r["interp"][i].value, answers, tres.value.tags)
+            _add_check(checks, r.get("tag_checks", {}).get(i), tres.value.tags,
+                       len(r["interp"][i].value.interpretations))
             top = normalise_answer(answers[0]) if answers else ""
             rec.update(replica=b, draw=b, seeds={"interpretations": derive_seed(cfg.seed, qi, b, 1),
                                                  "system": derive_seed(cfg.seed, qi, b, 2)},
@@ -166,6 +211,8 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
              for qi in scored], cfg.level, cfg.resamples, derive_seed(cfg.seed, di, 31))))
         for qi in scored:
             q, rs = queries[qi], reps[qi]
+            readings.append([(x["top_intent"], [it["label"] for it in x["interpretations"]])
+                             for x in rs])
             corr = [x["correct"] for x in rs if x["correct"] is not None]
             agg = aggregate_query(q.id, [x["es"] for x in rs],
                                   {a: [x["vb"][repr(a)] for x in rs] for a in cfg.alphas},
@@ -188,10 +235,26 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                           "replica_records": rs})
         per_query += qrows
         datasets.append(_dataset_row(cfg, name, aggs, qrows, len(queries)))
+    tagger = tagger_check(checks, cfg.level) if cfg.check_tagger else None
+    reliable, reasons = verdict(tagger)
+    for d in datasets:
+        d["reliable"] = reliable
     return {"alpha": cfg.alpha, "alphas": cfg.alphas,
             "replicas": cfg.replicas, "k": cfg.k, "datasets": datasets, "queries": per_query,
             "replica_failures": failures,
-            "failures_by_stage": _count(failures)}
+            "failures_by_stage": _count(failures),
+            "self_check": {"reliable": reliable, "reasons": reasons, "tagger": tagger,
+                           "interpretations": interpretation_stability(readings, cfg.level)}}
+
+
+def _add_check(checks: list[TagCheck], got: tuple[list[int], Any, Any] | None,
+               tags: list[str], n: int) -> None:
+    if got is None:
+        return
+    perm, rotated, placebo = got
+    checks.append(TagCheck([tag_key(t, n) for t in tags], perm,
+                           [tag_key(t, n) for t in rotated.value.tags] if rotated.ok else None,
+                           [tag_key(t, n) for t in placebo.value.tags] if placebo.ok else None))
 
 
 def _failure(r: dict[str, Any], i: int) -> dict[str, Any] | None:

@@ -1,0 +1,107 @@
+"""The probe's sequential mode: pairs asked in batches, and the probe stops once every
+decision is settled. Each decision (a transform's flips above the placebo, a
+directional bias) is a paired difference per pair in {-1, 0, 1}; its confidence
+sequence (:func:`judgekit.stats.sequential.paired_difference_cs`) holds at every
+number of pairs at once, so stopping when it is settled keeps the error rates: a
+decision is "shown" when the sequence excludes 0, "ruled out" when it lies inside
++-``sequential_margin``. The level is split over the decisions (Bonferroni), since
+the probe stops only when all of them are settled."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import numpy as np
+
+from judgekit.probe.analysis import bias_inputs, consistency_inputs
+from judgekit.probe.config import ProbeConfig
+from judgekit.probe.pairs import PLACEBO
+from judgekit.stats.sequential import paired_difference_cs
+
+Verdicts = list[dict[str, str | None]]
+
+
+def differences(cfg: ProbeConfig, verdicts: Verdicts, pointwise: bool
+                ) -> dict[str, tuple[str, float, np.ndarray]]:
+    """Per decision: (question, scale, per-pair differences in {-1, 0, 1})."""
+    names = list(cfg.transforms or []) + [t.name for t in cfg.template_transforms]
+    base = [v.get("run0") for v in verdicts]
+    floor = [v.get(PLACEBO if cfg.placebo else "run1") for v in verdicts]
+    out: dict[str, tuple[str, float, np.ndarray]] = {}
+    for t in names:
+        idx, f, g = consistency_inputs(base, [v.get(t) for v in verdicts], floor)
+        if idx:
+            out[f"{t}:consistency"] = ("consistency", 1.0, f - g)
+    for name, _what, x, y, scale in bias_inputs(verdicts, names, pointwise):
+        if x:
+            out[f"{name}:direction"] = ("direction", scale, np.asarray(x) - np.asarray(y))
+    return out
+
+
+def decisions(cfg: ProbeConfig, verdicts: Verdicts, pointwise: bool) -> list[dict[str, Any]]:
+    diffs = differences(cfg, verdicts, pointwise)
+    level = 1 - (1 - cfg.level) / max(1, len(diffs))
+    out = []
+    for key, (question, scale, d) in diffs.items():
+        s = paired_difference_cs(d, level, cfg.sequential_margin / scale)
+        out.append({"name": key.split(":")[0], "question": question, "decision": s.decision,
+                    "ci": [c * scale for c in s.ci], "p_value": min(1.0, s.p_value *
+                                                                   max(1, len(diffs))),
+                    "n": s.n, "level_each": level})
+    return out
+
+
+def settled(rows: list[dict[str, Any]]) -> bool:
+    return bool(rows) and all(r["decision"] != "open" for r in rows)
+
+
+async def gather(cfg: ProbeConfig, n: int,
+                 ask: Callable[[list[int]], Awaitable[Verdicts]], pointwise: bool
+                 ) -> tuple[Verdicts, dict[str, Any] | None]:
+    """Verdicts for the first m <= n units: all of them at once, or (sequential) in
+    batches until every decision is settled."""
+    if not cfg.sequential:
+        return await ask(list(range(n))), None
+    verdicts: Verdicts = []
+    looks = 0
+    rows: list[dict[str, Any]] = []
+    while len(verdicts) < n:
+        batch = list(range(len(verdicts), min(n, len(verdicts) + cfg.sequential_batch)))
+        verdicts += await ask(batch)
+        looks += 1
+        rows = decisions(cfg, verdicts, pointwise)
+        if settled(rows):
+            break
+    return verdicts, {"looks": looks, "units_asked": len(verdicts), "units_max": n,
+                      "stopped": "settled" if settled(rows) else "reached n_pairs",
+                      "share_saved": 1 - len(verdicts) / n, "batch": cfg.sequential_batch,
+                      "margin": cfg.sequential_margin, "decisions": rows}
+
+
+def apply(results: dict[str, Any], seq: dict[str, Any]) -> None:
+    """Replace the fixed-n intervals and verdicts by the confidence sequences' (the
+    fixed-n ones are not valid after stopping on the data)."""
+    by = {(r["name"], r["question"]): r for r in seq["decisions"]}
+    for row in results["transforms"]:
+        s = by.get((row["name"], "consistency"))
+        if s:
+            row.update(excess_ci=s["ci"], p_adjusted=s["p_value"], interval="confidence "
+                       "sequence", verdict={"shown": "inconsistent: flips more than the "
+                                            "placebo", "ruled out": "consistent: excess "
+                                            "ruled out beyond the margin"}.get(
+                                                s["decision"], "consistent: not shown "
+                                                "above the placebo"))
+    for row in results["biases"]:
+        s = by.get((row["name"], "direction"))
+        if s:
+            row.update(ci=s["ci"], p_adjusted=s["p_value"], interval="confidence sequence",
+                       verdict={"shown": "biased", "ruled out": "no bias beyond the margin"
+                                }.get(s["decision"], "no bias shown"))
+    for key in ("position_bias", "padding_bias"):
+        name = {"position_bias": "swap", "padding_bias": "pad"}[key]
+        row = next((b for b in results["biases"] if b["name"] == name), None)
+        if results.get(key) and row:
+            results[key].update(ci=row["ci"], verdict=row["verdict"],
+                                p_adjusted=row["p_adjusted"])
+    results["sequential"] = seq

@@ -1,0 +1,162 @@
+"""Rates over clustered observations, a call-level sign test, and a judge's preference
+for a feature of one answer (its own model family, its length) controlled for quality.
+
+A feature preference is measured as an asymmetry of errors. Among pairs where exactly
+one answer carries the feature and a reference says which answer is better:
+
+    preference = P(judge picks the feature side | it is the worse one)
+               - P(judge picks the other side   | the feature side is the better one).
+
+A judge that errs at the same rate whichever side carries the feature scores 0 however
+accurate it is; a judge that, with probability d, picks the feature side regardless of
+quality (and otherwise errs at rate e on both sides) scores d + (1 - d)e - (1 - d)e = d.
+Comparing the raw win rate of the feature side with 0.5 would instead confound the
+preference with quality (longer answers are often better ones)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from judgekit.errors import StatsError
+from judgekit.stats.proportions import wilson_effective, wilson_interval
+
+
+class ClusteredRate(NamedTuple):
+    rate: float
+    ci: list[float]
+    n: int  # observations
+    clusters: int
+
+
+def clustered_rate(groups: Sequence[Sequence[bool]], level: float = 0.95) -> ClusteredRate:
+    """A rate over observations that come in clusters (the answer slots of one tagger
+    call, the replica pairs of one query): the pooled share, with a Wilson interval
+    (continuity-corrected) at the effective sample size n / deff, where the design
+    effect deff = var(cluster totals-based ratio estimator) / var(simple random sample)
+    is estimated from the spread of the cluster shares (never below 1). Inside [0, 1]
+    and never zero-width."""
+    gs = [[bool(x) for x in g] for g in groups if len(g)]
+    if not gs:
+        raise StatsError("a clustered rate needs at least one non-empty cluster")
+    m = np.array([len(g) for g in gs], float)
+    y = np.array([sum(g) for g in gs], float)
+    n, k = float(m.sum()), len(gs)
+    p = float(y.sum() / n)
+    deff = 1.0
+    if k >= 2 and 0.0 < p < 1.0:
+        # linearised variance of the ratio estimator sum(y) / sum(m) over clusters
+        resid = y - p * m
+        var_ratio = k / (k - 1) * float(np.sum(resid ** 2)) / n ** 2
+        deff = max(1.0, var_ratio / (p * (1 - p) / n))
+    ci = wilson_effective(p, n / deff, level)
+    return ClusteredRate(p, [ci.lo, ci.hi], int(n), k)
+
+
+class SignTest(NamedTuple):
+    share: float | None  # share of decisive units that went the first way
+    ci: list[float] | None
+    p_value: float
+    first: int
+    second: int
+
+
+def sign_test(first: int, second: int, level: float = 0.95) -> SignTest:
+    """Exact two-sided sign test of ``first`` against ``second`` decisive units (ties
+    dropped), with the Wilson interval of the share that went the first way."""
+    from scipy.stats import binomtest
+
+    if first < 0 or second < 0:
+        raise StatsError("sign test counts must be >= 0")
+    n = first + second
+    if n == 0:
+        return SignTest(None, None, 1.0, 0, 0)
+    ci = wilson_interval(first, n, level)
+    return SignTest(first / n, [ci.lo, ci.hi], float(binomtest(first, n, 0.5).pvalue),
+                    first, second)
+
+
+class Preference(NamedTuple):
+    preference: float | None
+    ci: list[float] | None
+    p_value: float
+    n: int  # pairs used (feature on exactly one side, reference known, verdict read)
+    error_when_worse: float | None  # P(feature side picked | feature side worse)
+    n_worse: int
+    error_when_better: float | None  # P(other side picked | feature side better)
+    n_better: int
+
+
+def newcombe_unpaired(k1: int, n1: int, k2: int, n2: int, level: float = 0.95
+                      ) -> list[float]:
+    """Newcombe's hybrid score interval for p1 - p2 from independent samples (Newcombe
+    1998, Statistics in Medicine 17:873, method 10): d - sqrt((p1-l1)^2 + (u2-p2)^2),
+    d + sqrt((u1-p1)^2 + (p2-l2)^2), with Wilson limits (l, u) of each rate."""
+    if n1 <= 0 or n2 <= 0:
+        raise StatsError("both groups need at least one observation")
+    p1, p2 = k1 / n1, k2 / n2
+    l1, u1 = wilson_interval(k1, n1, level)
+    l2, u2 = wilson_interval(k2, n2, level)
+    d = p1 - p2
+    return [max(-1.0, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)),
+            min(1.0, d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))]
+
+
+def feature_preference(feature: Sequence[str | None], better: Sequence[str | None],
+                       chosen: Sequence[str | None], level: float = 0.95) -> Preference:
+    """The asymmetry of errors (module docstring) over pairs: ``feature[i]`` is the side
+    ("a"/"b") carrying the feature (None: neither or both), ``better[i]`` the side the
+    reference prefers, ``chosen[i]`` the judge's pick. Newcombe's unpaired interval
+    (method 10) and Fisher's exact test on the two error counts."""
+    from scipy.stats import fisher_exact
+
+    if not len(feature) == len(better) == len(chosen):
+        raise StatsError("feature, better and chosen need one entry per pair")
+    worse_err, better_err = [], []
+    for f, r, c in zip(feature, better, chosen):
+        if f not in ("a", "b") or r not in ("a", "b") or c not in ("a", "b"):
+            continue
+        if f == r:
+            better_err.append(c != f)
+        else:
+            worse_err.append(c == f)
+    n1, n2 = len(worse_err), len(better_err)
+    if n1 == 0 or n2 == 0:
+        return Preference(None, None, 1.0, n1 + n2, None, n1, None, n2)
+    k1, k2 = sum(worse_err), sum(better_err)
+    p = float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+    return Preference(k1 / n1 - k2 / n2, newcombe_unpaired(k1, n1, k2, n2, level), p,
+                      n1 + n2, k1 / n1, n1, k2 / n2, n2)
+
+
+def paired_n_needed(discordant: float, effect: float, power: float = 0.8,
+                    level: float = 0.95) -> int | None:
+    """Pairs a two-sided McNemar-type test at ``level`` needs to detect a paired
+    difference ``effect`` with ``power``, given the share of discordant pairs
+    (Connor 1987, Biometrics 43:207): n = (z_a sqrt(psi) + z_b sqrt(psi - d^2))^2 / d^2.
+    None when the discordant share cannot hold the effect (psi < |d|)."""
+    from scipy.special import ndtri
+
+    d, psi = abs(float(effect)), float(discordant)
+    if not 0 < d < 1 or not 0 < power < 1 or not 0 < level < 1:
+        raise StatsError("effect, power and level must lie in (0, 1)")
+    if psi < d or psi > 1:
+        return None
+    za, zb = float(ndtri(0.5 + level / 2)), float(ndtri(power))
+    return int(math.ceil((za * math.sqrt(psi) + zb * math.sqrt(max(psi - d * d, 0.0))) ** 2
+                         / (d * d)))
+
+
+def rate_n_needed(rate: float, halfwidth: float, level: float = 0.95) -> int:
+    """Items a rate near ``rate`` needs for a Wald half-width of ``halfwidth``:
+    n = z^2 p(1 - p) / h^2 (p(1 - p) at least 0.01 so a pilot at 0 or 1 still plans)."""
+    from scipy.special import ndtri
+
+    if not 0 < halfwidth < 1 or not 0 < level < 1:
+        raise StatsError("halfwidth and level must lie in (0, 1)")
+    z = float(ndtri(0.5 + level / 2))
+    v = max(float(rate) * (1 - float(rate)), 0.01)
+    return int(math.ceil(z * z * v / (halfwidth * halfwidth)))

@@ -1,0 +1,138 @@
+"""VB-Score's LLM steps checked like judges.
+
+The tagger: every tagging call is asked again with the same answers in a rotated order
+(a derangement: every answer moves), and once more as given with an irrelevant
+reference id in the query (the placebo: its noise floor). A tagger that reads the
+answers gives each answer the same tag wherever it stands; a tagger that hands out tags
+by position gives each position the same tag whatever answer stands there. On the
+answer slots where the two readings disagree (the tag of the answer now in slot j
+differs from the tag slot j had), each call counts content matches C and position
+matches P; a call follows position when P > C, content when C > P. The decision is an
+exact sign test over calls (the call is the unit: slots of one call are not
+independent) at the run's level; when the tagger is shown to follow position, the VB
+headline is marked unreliable.
+
+The interpretation generator: how often two replicas of a query agree on the top
+reading and on the whole set of readings (normalised labels), with intervals that
+treat the query as the cluster."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from judgekit.stats.preference import clustered_rate, sign_test
+
+_TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
+
+
+def tag_key(tag: str, n: int) -> str:
+    """A tag as its interpretation index ('E2: x' -> '1'), or 'none'."""
+    m = _TAG.match(str(tag))
+    if not m:
+        return "none"
+    i = int(m.group(1)) - 1
+    return str(i) if 0 <= i < n else "none"
+
+
+def rotation(seed: int, k: int) -> list[int]:
+    """perm[j] = the original position of the answer shown in slot j: a rotation by
+    1..k-1 places, chosen from ``seed`` (every answer moves)."""
+    if k < 2:
+        return list(range(k))
+    r = 1 + int(np.random.default_rng(np.random.SeedSequence([seed, 515])).integers(k - 1))
+    return [(j + r) % k for j in range(k)]
+
+
+class TagCheck(NamedTuple):
+    """One tagging call and its two re-asks (tags already as keys)."""
+
+    tags: list[str]
+    perm: list[int]
+    shuffled: list[str] | None  # tags of the rotated call, by slot
+    placebo: list[str] | None  # tags of the placebo call, by slot
+
+
+def _rate(groups: list[list[bool]], level: float) -> dict[str, Any] | None:
+    if not any(groups):
+        return None
+    r = clustered_rate(groups, level)
+    return {"rate": r.rate, "ci": r.ci, "n": r.n, "clusters": r.clusters}
+
+
+def tagger_check(checks: Sequence[TagCheck], level: float = 0.95) -> dict[str, Any]:
+    """Does the tagger follow content or position (module docstring)."""
+    content, position, placebo = [], [], []
+    n_pos = n_con = 0
+    usable = 0
+    for c in checks:
+        if c.placebo is not None and len(c.placebo) == len(c.tags):
+            placebo.append([p == t for p, t in zip(c.placebo, c.tags)])
+        if c.shuffled is None or len(c.shuffled) != len(c.tags) or len(c.tags) < 2:
+            continue
+        usable += 1
+        inf = [j for j in range(len(c.tags)) if c.tags[c.perm[j]] != c.tags[j]]
+        if not inf:
+            continue
+        cm = [c.shuffled[j] == c.tags[c.perm[j]] for j in inf]
+        pm = [c.shuffled[j] == c.tags[j] for j in inf]
+        content.append(cm)
+        position.append(pm)
+        n_pos += sum(pm) > sum(cm)
+        n_con += sum(cm) > sum(pm)
+    s = sign_test(n_pos, n_con, level)
+    alpha = 1 - level
+    if n_pos + n_con == 0:
+        decision = "untestable"
+        reason = ("no call gave different tags to answers that swapped places (every "
+                  "answer got the same tag, or the re-asks failed)")
+    elif s.p_value < alpha and n_pos > n_con:
+        decision = "position"
+        reason = (f"tags follow the answers' positions, not their content: in {n_pos} of "
+                  f"{n_pos + n_con} decisive calls the rotated answers kept the tags of the "
+                  f"slots they moved into (sign test p = {s.p_value:.2g})")
+    elif s.p_value < alpha and n_con > n_pos:
+        decision = "content"
+        reason = f"tags follow the answers: {n_con} of {n_pos + n_con} decisive calls"
+    else:
+        decision = "undecided"
+        reason = (f"neither shown: {n_con} calls followed content, {n_pos} position "
+                  f"(sign test p = {s.p_value:.2g})")
+    return {"decision": decision, "reason": reason, "calls": len(checks),
+            "rotated_calls_read": usable, "decisive_calls": n_pos + n_con,
+            "position_calls": n_pos, "content_calls": n_con,
+            "position_share": {"rate": s.share, "ci": s.ci, "n": n_pos + n_con,
+                               "p_value": s.p_value},
+            "content_agreement": _rate(content, level),
+            "position_agreement": _rate(position, level),
+            "placebo_agreement": _rate(placebo, level)}
+
+
+def _norm(label: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", label.lower()))
+
+
+def interpretation_stability(per_query: Sequence[Sequence[tuple[str, Sequence[str]]]],
+                             level: float = 0.95) -> dict[str, Any]:
+    """``per_query[q]`` lists each replica's (top reading, all readings). Agreement over
+    the pairs of replicas of each query, the query as the cluster."""
+    top, same = [], []
+    for reps in per_query:
+        pairs = list(itertools.combinations(reps, 2))
+        if not pairs:
+            continue
+        top.append([_norm(a[0]) == _norm(b[0]) for a, b in pairs])
+        same.append([{_norm(x) for x in a[1]} == {_norm(x) for x in b[1]} for a, b in pairs])
+    return {"top_reading_agreement": _rate(top, level),
+            "same_readings": _rate(same, level), "queries": len(top)}
+
+
+def verdict(tagger: dict[str, Any] | None) -> tuple[bool, list[str]]:
+    """(reliable, reasons) of the VB headline."""
+    if tagger and tagger["decision"] == "position":
+        return False, [f"tagger: {tagger['reason']}"]
+    return True, []
