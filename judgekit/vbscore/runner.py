@@ -17,12 +17,12 @@ from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
 from judgekit.vbscore.distribution import Candidate, build
 from judgekit.vbscore.metric import binary_gains, score
-from judgekit.vbscore.selfcheck import TagCheck, rotation, tag_key
 from judgekit.vbscore.replicas import (
     aggregate_collection,
     aggregate_query,
     batch_query_intervals,
 )
+from judgekit.vbscore.selfcheck import TagCheck, rotation, tag_key
 
 _TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
 
@@ -171,9 +171,8 @@ def score_replica(cfg: VBScoreConfig, interp: Any, answers: list[str], tags: lis
 
 def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, Any]
               ) -> dict[str, Any]:
-    from judgekit.vbscore.uncertainty import response_diversity
-
     from judgekit.vbscore.selfcheck import interpretation_stability, tagger_check, verdict
+    from judgekit.vbscore.uncertainty import response_diversity
 
     datasets, per_query, failures = [], [], []
     checks: list[TagCheck] = []
