@@ -35,7 +35,7 @@ def test_probe_with_mock_auto_is_typed_and_writes_no_file(tmp_path, monkeypatch)
     res = judgekit.run({"method": "probe", "data_path": str(data),
                         "models": {"judge": "mock/auto"}})
     assert type(res).__name__ == "ProbeResults" and res.n_pairs == 10
-    assert res.calls.total == 10 * 6 and res.calls.failed + res.calls.cached >= 0
+    assert res.calls.total == 10 * 7 and res.calls.failed + res.calls.cached >= 0
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
     assert not cache.exists()
     again = judgekit.run({"method": "probe", "data_path": str(data),
@@ -50,7 +50,8 @@ def test_every_method_reports_calls_in_one_shape():
                              phi=[0.5], escape_rounds=[1])
     shapes = {frozenset(r.calls.model_dump()) for r in (demo, audit, synthetic)}
     assert len(shapes) == 1
-    assert demo.calls.total == 36 and demo.calls.cached == 36 and demo.calls.provider_calls == 0
+    # 12 tagging calls asked again twice each (rotated, placebo): 36 + 24
+    assert demo.calls.total == 60 and demo.calls.cached == 60 and demo.calls.provider_calls == 0
     assert set(demo.calls.per_stage) == {"interpretations", "system", "tagger"}
     assert synthetic.calls.total == 0
 
@@ -66,7 +67,7 @@ def test_a_function_provider_drives_a_method_in_memory(tmp_path):
                 providers={"mock/first": FunctionProvider(judge)}) as client:
         res = judgekit.run({"method": "probe", "data_path": str(_pairs(tmp_path)),
                             "models": {"judge": "mock/first"}}, client=client)
-    assert len(seen) == res.calls.total == res.calls.provider_calls == 60
+    assert len(seen) == res.calls.total == res.calls.provider_calls == 70
     assert res.position_bias["verdict"] == "biased" and res.position_bias["bias"] == 0.5
     assert not (tmp_path / "runs").exists()
     out = res.save(tmp_path / "saved")

@@ -200,7 +200,7 @@ def test_always_first_judge_is_maximally_position_biased(tmp_path):
     swap = next(t for t in r["transforms"] if t["name"] == "swap")
     assert swap["flip_rate"] == 1.0 and swap["excess"] == 1.0
     assert swap["verdict"].startswith("inconsistent")
-    assert {t["name"] for t in r["transforms"]} == {"swap", "rename", "pad"}
+    assert {t["name"] for t in r["transforms"]} == {"swap", "rename", "pad", "inject"}
     for t in r["transforms"]:
         assert set(t) >= {"name", "flip_rate", "noise_floor", "excess", "excess_ci",
                           "p_value"}
@@ -267,7 +267,7 @@ def test_pointwise_oracle_is_stable_under_every_transform(tmp_path):
 
     r = _pointwise(tmp_path, "pw_oracle", judges.judge("oracle"), human_sample=10)
     assert r["mode"] == "pointwise" and r["position_bias"] is None
-    assert [t["name"] for t in r["transforms"]] == ["reorder", "paraphrase", "pad"]
+    assert [t["name"] for t in r["transforms"]] == ["reorder", "paraphrase", "pad", "inject"]
     assert all(t["flip_rate"] == 0.0 for t in r["transforms"])
     assert r["human"]["agreement"]["percent"] == 1.0 and r["human"]["agreement"]["kappa"] == 1.0
 
@@ -304,7 +304,7 @@ def test_probe_judge_python_api(tmp_path):
         res = judgekit.probe_judge(pairs, judge="mock/api_first", client=client,
                                    resamples=300, out=tmp_path / "o")
     assert res.method == "probe" and res.position_bias["bias"] == 0.5
-    assert [t.name for t in res.transforms] == ["swap", "rename", "pad"]
+    assert [t.name for t in res.transforms] == ["swap", "rename", "pad", "inject"]
     assert len(list(res.detail("items"))) == 12
 
 

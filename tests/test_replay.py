@@ -40,7 +40,7 @@ def test_probe_replay_reports_transforms_against_the_noise_floor(tmp_path):
     _replay("experiments/probe_local.yaml", tmp_path)
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     names = [t["name"] for t in res["transforms"]]
-    assert names == ["swap", "rename", "pad"]
+    assert names == ["swap", "rename", "pad", "inject"]
     for t in res["transforms"]:
         assert {"name", "flip_rate", "noise_floor", "excess", "excess_ci", "p_value"} <= set(t)
         assert t["excess"] == pytest.approx(t["flip_rate"] - t["noise_floor"])

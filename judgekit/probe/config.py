@@ -64,6 +64,8 @@ class ProbeConfig(RunSettings, JudgedInput):
     sequential: bool = False
     sequential_batch: int = Field(20, ge=2)
     sequential_margin: float = Field(0.05, gt=0, lt=1)
+    # which decisions the stopping rule waits for: all, or one question's
+    sequential_on: Literal["all", "direction", "consistency"] = "all"
     plan_power: float = Field(0.8, gt=0, lt=1)
     level: float = Field(0.95, gt=0, lt=1)
     resamples: int = Field(2000, ge=200)

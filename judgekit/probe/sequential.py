@@ -1,5 +1,5 @@
 """The probe's sequential mode: pairs asked in batches, and the probe stops once every
-decision is settled. Each decision (a transform's flips above the placebo, a
+decision is settled (or every decision of one question: ``sequential_on``). Each decision (a transform's flips above the placebo, a
 directional bias) is a paired difference per pair in {-1, 0, 1}; its confidence
 sequence (:func:`judgekit.stats.sequential.paired_difference_cs`) holds at every
 number of pairs at once, so stopping when it is settled keeps the error rates: a
@@ -44,8 +44,11 @@ def decisions(cfg: ProbeConfig, verdicts: Verdicts, pointwise: bool) -> list[dic
     level = 1 - (1 - cfg.level) / max(1, len(diffs))
     out = []
     for key, (question, scale, d) in diffs.items():
-        s = paired_difference_cs(d, level, cfg.sequential_margin / scale)
+        s = paired_difference_cs(d, level, cfg.sequential_margin / scale,
+                                 greater=question == "consistency")
+        counts = cfg.sequential_on in ("all", question)
         out.append({"name": key.split(":")[0], "question": question, "decision": s.decision,
+                    "stops_the_probe": counts,
                     "ci": [c * scale for c in s.ci], "p_value": min(1.0, s.p_value *
                                                                    max(1, len(diffs))),
                     "n": s.n, "level_each": level})
@@ -53,7 +56,9 @@ def decisions(cfg: ProbeConfig, verdicts: Verdicts, pointwise: bool) -> list[dic
 
 
 def settled(rows: list[dict[str, Any]]) -> bool:
-    return bool(rows) and all(r["decision"] != "open" for r in rows)
+    """Every decision the stopping rule waits for (``sequential_on``) is settled."""
+    wait = [r for r in rows if r["stops_the_probe"]]
+    return bool(wait) and all(r["decision"] != "open" for r in wait)
 
 
 async def gather(cfg: ProbeConfig, n: int,

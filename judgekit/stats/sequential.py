@@ -81,18 +81,20 @@ class Settled(NamedTuple):
     n: int
 
 
-def paired_difference_cs(d: ArrayLike, level: float = 0.95, margin: float = 0.05
-                         ) -> Settled:
+def paired_difference_cs(d: ArrayLike, level: float = 0.95, margin: float = 0.05,
+                         greater: bool = False) -> Settled:
     """A paired difference (per-pair values in {-1, 0, 1}, e.g. event under the
     transform minus event as given) through :func:`betting_cs` on (d + 1) / 2.
-    "shown" when the sequence excludes 0, "ruled out" when it lies inside
-    (-margin, margin), "open" otherwise."""
+    Two-sided question: "shown" when the sequence excludes 0, "ruled out" when it lies
+    inside (-margin, margin). ``greater`` (is the difference above 0, e.g. flips above
+    the placebo): "shown" when the sequence lies above 0, "ruled out" when it lies below
+    margin. "open" otherwise."""
     x = (np.asarray(d, float) + 1) / 2
     s = betting_cs(x, level)
     lo, hi = float(2 * s.lo[-1] - 1), float(2 * s.hi[-1] - 1)
-    if lo > 0 or hi < 0:
+    if lo > 0 or (hi < 0 and not greater):
         decision = "shown"
-    elif -margin < lo and hi < margin:
+    elif hi < margin and (greater or -margin < lo):
         decision = "ruled out"
     else:
         decision = "open"

@@ -1,0 +1,449 @@
+"""Every judgement checks itself: VB-Score's tagger probed for position vs content,
+interpretation stability, the probe's injection transform, self-preference and natural
+length preference, the plan and the sequential mode (values by hand, and end to end
+through judgekit.run with function providers)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from judgekit.llm.providers import mock
+from judgekit.stats.preference import (
+    clustered_rate,
+    feature_preference,
+    newcombe_unpaired,
+    paired_n_needed,
+    rate_n_needed,
+    sign_test,
+)
+from judgekit.stats.sequential import betting_cs, paired_difference_cs
+from judgekit.vbscore.selfcheck import (
+    TagCheck,
+    interpretation_stability,
+    rotation,
+    tag_key,
+    tagger_check,
+)
+
+from .conftest import ROOT
+
+
+# ---- statistics by hand ---------------------------------------------------------------
+def test_newcombe_unpaired_matches_newcombe_1998_example():
+    # Newcombe 1998 (Stat Med 17:873), Table II example (a): 56/70 - 48/80, method 10
+    lo, hi = newcombe_unpaired(56, 70, 48, 80, 0.95)
+    assert (round(lo, 4), round(hi, 4)) == (0.0524, 0.3339)
+    # example (e): 9/10 - 3/10 -> 0.1705, 0.8090
+    lo, hi = newcombe_unpaired(9, 10, 3, 10, 0.95)
+    assert (round(lo, 4), round(hi, 4)) == (0.1705, 0.8090)
+
+
+def test_feature_preference_is_the_asymmetry_of_errors():
+    # feature side worse in 4 pairs, the judge picks it in 3; better in 5, judge picks
+    # the other side in 1: 3/4 - 1/5 = 0.55
+    feature = ["a"] * 9 + [None, "b"]
+    better = ["b"] * 4 + ["a"] * 5 + ["a", None]
+    chosen = ["a", "a", "a", "b", "a", "a", "a", "a", "b", "a", "a"]
+    p = feature_preference(feature, better, chosen, 0.95)
+    assert p.preference == pytest.approx(0.75 - 0.2)
+    assert (p.n_worse, p.n_better, p.n) == (4, 5, 9)
+    assert p.ci == pytest.approx(newcombe_unpaired(3, 4, 1, 5, 0.95))
+    from scipy.stats import fisher_exact
+
+    assert p.p_value == pytest.approx(fisher_exact([[3, 1], [1, 4]]).pvalue)
+    # a judge erring at the same rate on both sides scores 0, whatever its accuracy
+    even = feature_preference(["a"] * 8, ["b"] * 4 + ["a"] * 4,
+                              ["a", "b", "b", "b", "b", "a", "a", "a"])
+    assert even.preference == 0.0
+    assert feature_preference(["a"], ["a"], ["a"]).preference is None
+
+
+def test_clustered_rate_design_effect():
+    # equal cluster shares: no design effect, the plain Wilson (continuity-corrected)
+    from judgekit.stats.proportions import wilson_effective
+
+    r = clustered_rate([[True, False], [False, True], [True, False]], 0.95)
+    assert r.rate == 0.5 and r.n == 6 and r.clusters == 3
+    assert r.ci == pytest.approx(list(wilson_effective(0.5, 6, 0.95)))
+    # clusters that are all-or-nothing: deff = k/(k-1) * m = 3, n_eff = 12 / 3... by hand
+    g = [[True] * 4, [False] * 4, [True] * 4]
+    r = clustered_rate(g, 0.9)
+    p, n = 8 / 12, 12.0
+    resid = np.array([4 - p * 4, 0 - p * 4, 4 - p * 4])
+    deff = (3 / 2) * float(np.sum(resid ** 2)) / n ** 2 / (p * (1 - p) / n)
+    assert r.ci == pytest.approx(list(wilson_effective(p, n / deff, 0.9)))
+    assert deff == pytest.approx(6.0)
+    assert clustered_rate([[True, True]], 0.95).ci[1] == 1.0
+
+
+def test_sign_test_and_sample_sizes():
+    s = sign_test(8, 0, 0.95)
+    assert s.share == 1.0 and s.p_value == pytest.approx(2 * 0.5 ** 8)
+    assert sign_test(0, 0).p_value == 1.0 and sign_test(0, 0).share is None
+    # Connor 1987 by hand: psi = 0.3, d = 0.1, 80% power, 95%
+    za, zb = 1.959963984540054, 0.8416212335729143
+    expect = math.ceil((za * math.sqrt(0.3) + zb * math.sqrt(0.3 - 0.01)) ** 2 / 0.01)
+    assert paired_n_needed(0.3, 0.1, 0.8, 0.95) == expect == 234
+    assert paired_n_needed(0.05, 0.1) is None  # too few discordant pairs for the effect
+    assert rate_n_needed(0.5, 0.05, 0.95) == math.ceil(za ** 2 * 0.25 / 0.0025) == 385
+    assert rate_n_needed(1.0, 0.1, 0.95) == math.ceil(za ** 2 * 0.01 / 0.01)
+
+
+def test_betting_confidence_sequence_covers_at_every_n():
+    rng = np.random.default_rng(3)
+    misses = 0
+    sims = 200
+    for _ in range(sims):
+        x = (rng.random(300) < 0.3).astype(float)
+        cs = betting_cs(x, 0.9)
+        assert np.all(np.diff(cs.lo) >= 0) and np.all(np.diff(cs.hi) <= 0)
+        misses += bool(np.any((cs.lo > 0.3) | (cs.hi < 0.3)))
+    assert misses / sims <= 0.10
+    cs = betting_cs(np.ones(50), 0.95)
+    assert cs.lo[-1] > 0.8 and cs.hi[-1] == 1.0 and cs.p_value[-1] < 1e-4
+    with pytest.raises(Exception, match="in \\[0, 1\\]"):
+        betting_cs([1.5])
+
+
+def test_paired_difference_cs_decisions():
+    assert paired_difference_cs([1] * 60, 0.95).decision == "shown"
+    assert paired_difference_cs([-1] * 60, 0.95).decision == "shown"
+    assert paired_difference_cs([-1] * 60, 0.95, greater=True).decision == "ruled out"
+    assert paired_difference_cs([0] * 2000, 0.95, 0.05).decision == "ruled out"
+    assert paired_difference_cs([0, 1, -1, 0] * 5, 0.95).decision == "open"
+
+
+# ---- the tagger check -----------------------------------------------------------------
+def test_tag_keys_and_rotation():
+    assert tag_key("E2: the actor", 3) == "1" and tag_key("e1", 3) == "0"
+    assert tag_key("none", 3) == "none" and tag_key("E4", 3) == "none"
+    for seed in range(20):
+        for k in (2, 3, 5):
+            perm = rotation(seed, k)
+            assert sorted(perm) == list(range(k))
+            assert all(perm[j] != j for j in range(k))  # every answer moves
+    assert rotation(1, 1) == [0]
+
+
+def _checks(kind, n, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for c in range(n):
+        truth = [str(x) for x in rng.permutation(["0", "1", "none"])]
+        perm = rotation(c, 3)
+        if kind == "position":
+            out.append(TagCheck(["0", "1", "none"], perm, ["0", "1", "none"],
+                                ["0", "1", "none"]))
+        elif kind == "content":
+            out.append(TagCheck(truth, perm, [truth[perm[j]] for j in range(3)], truth))
+        else:
+            out.append(TagCheck(["none"] * 3, perm, ["none"] * 3, ["none"] * 3))
+    return out
+
+
+def test_tagger_check_decisions():
+    pos = tagger_check(_checks("position", 8), 0.95)
+    assert pos["decision"] == "position" and pos["position_calls"] == 8
+    assert pos["position_share"]["p_value"] == pytest.approx(2 * 0.5 ** 8)
+    assert pos["content_agreement"]["rate"] == 0.0
+    assert pos["position_agreement"]["rate"] == 1.0
+    con = tagger_check(_checks("content", 8), 0.95)
+    assert con["decision"] == "content" and con["content_agreement"]["rate"] == 1.0
+    assert tagger_check(_checks("flat", 8))["decision"] == "untestable"
+    # five of five: p = 0.0625 is not below 0.05
+    assert tagger_check(_checks("position", 5), 0.95)["decision"] == "undecided"
+    assert tagger_check(_checks("position", 5), 0.9)["decision"] == "position"
+
+
+def test_interpretation_stability():
+    q1 = [("Jaguar (car)", ["Jaguar (car)", "jaguar animal"]),
+          ("jaguar  car", ["jaguar animal", "Jaguar car"]),
+          ("the animal", ["the animal"])]
+    q2 = [("x", ["x"]), ("x", ["x"])]
+    s = interpretation_stability([q1, q2], 0.95)
+    # q1: pairs (0,1) agree on top and set, (0,2) and (1,2) do not; q2 agrees
+    assert s["top_reading_agreement"]["rate"] == pytest.approx(2 / 4)
+    assert s["same_readings"]["rate"] == pytest.approx(2 / 4)
+    assert s["queries"] == 2 and s["top_reading_agreement"]["clusters"] == 2
+
+
+# ---- VB-Score end to end ---------------------------------------------------------------
+def _vb_script(follow: str):
+    answers = {"Q1": ["ansA", "ansB", "ansC"], "Q2": ["x", "y", "z"]}
+    reading = {"ansA": "E1", "ansB": "E2", "ansC": "none", "x": "E2", "y": "none", "z": "E1"}
+
+    def fn(req):
+        user = req.messages[-1]["content"]
+        if req.schema_name == "interpretations":
+            return {"interpretations": [{"label": "A", "score": 1.0},
+                                        {"label": "B", "score": 0.5}]}
+        if req.schema_name == "system":
+            return {"answers": answers["Q1" if "Q1" in user else "Q2"]}
+        if req.schema_name == "tagger":
+            shown = re.findall(r"(ans[ABC]|\b[xyz]\b)", user.split("nswers")[-1])
+            if follow == "position":
+                return {"tags": ["E1", "E2", "none"][: len(shown)]}
+            return {"tags": [reading[a] for a in shown]}
+        return {"correct": True, "reason": ""}
+    return fn
+
+
+@pytest.mark.parametrize("follow", ["position", "content"])
+def test_vbscore_marks_a_position_tagger_unreliable(tmp_path, follow):
+    from .test_vbscore_case_study import run_case, write_config
+
+    write_config(tmp_path, replicas=4, k=3)
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    cfg = write_config(tmp_path, replicas=4, k=3, interpretations=2)
+    with Client(ClientSettings(cache_dir=tmp_path / "cache", progress=False),
+                providers={"mock/cs": mock.FunctionProvider(_vb_script(follow))}) as client:
+        res = judgekit.run(cfg, client=client)
+    assert run_case  # the shared helper module is importable
+    check = res.self_check
+    assert check["tagger"]["decision"] == follow
+    assert check["reliable"] is (follow == "content")
+    assert all(d.reliable is (follow == "content") for d in res.datasets)
+    from judgekit.pipeline import headline
+
+    assert headline(res).startswith("UNRELIABLE") is (follow == "position")
+    res.save(tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert ("class='warning'" in html) is (follow == "position")
+    assert "Checks of the LLM steps" in html
+
+
+def test_check_tagger_off_asks_no_extra_calls(tmp_path):
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    from .test_vbscore_case_study import write_config
+
+    calls = {"tagger": 0}
+    inner = _vb_script("content")
+
+    def fn(req):
+        if req.schema_name == "tagger":
+            calls["tagger"] += 1
+        return inner(req)
+
+    cfg = write_config(tmp_path, replicas=2, k=3, check_tagger=False)
+    with Client(ClientSettings(cache_dir=tmp_path / "cache", progress=False),
+                providers={"mock/cs": mock.FunctionProvider(fn)}) as client:
+        res = judgekit.run(cfg, client=client)
+    assert calls["tagger"] == 4 and res.self_check["tagger"] is None
+    assert res.self_check["reliable"] is True
+
+
+def test_demo_replay_marks_the_headline_unreliable(tmp_path):
+    """The contract: the committed demo says its tagger follows position."""
+    env = {"PATH": "", "JUDGEKIT_CACHE_DIR": str(tmp_path / "cache"),
+           "JUDGEKIT_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", "demo",
+                        "--cassette-mode", "none", "--out", str(tmp_path / "d")],
+                       capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "UNRELIABLE" in r.stdout and "position" in r.stdout
+    res = json.loads((tmp_path / "d" / "results.json").read_text())
+    assert res["self_check"]["reliable"] is False
+    assert res["self_check"]["tagger"]["decision"] == "position"
+    assert res["datasets"][0]["reliable"] is False
+    html = (tmp_path / "d" / "report.html").read_text()
+    assert "unreliable" in html and "follow the answers&#x27; positions" in html
+
+
+# ---- the probe --------------------------------------------------------------------------
+def _pairs_models(tmp_path, n=40):
+    """Half the pairs have the good answer first; answer lengths and model families vary
+    independently of which answer is good."""
+    rows = []
+    for i in range(n):
+        good_a = i % 2 == 1
+        long_good = (i // 2) % 2 == 0
+        own_good = (i // 4) % 2 == 0
+        good = f"ans {i} [good]" + (" and a longer explanation of it" if long_good else "")
+        bad = f"x {i} [bad]" + ("" if long_good else " and a longer explanation of it")
+        own, other = "openai/gpt-4o", "anthropic/claude-3-5"
+        m_good, m_bad = (own, other) if own_good else (other, own)
+        rows.append({"id": f"p{i}", "question": f"Q{i}?", "a": good if good_a else bad,
+                     "b": bad if good_a else good, "correct": "a" if good_a else "b",
+                     "model_a": m_good if good_a else m_bad,
+                     "model_b": m_bad if good_a else m_good})
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    p = tmp_path / "pairs.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return p
+
+
+def _answers(req):
+    user = req.messages[-1]["content"]
+    labels = re.findall(r"^Answer (\w+):", user, re.MULTILINE)
+    parts = re.split(r"^Answer \w+:", user, flags=re.MULTILINE)[1:3]
+    return labels, parts
+
+
+def _probe(tmp_path, fn, **extra):
+    from .test_probe import _in_memory
+
+    cfg = {"method": "probe", "data_path": str(_pairs_models(tmp_path)), "use_cache": False,
+           "models": {"judge": "openai/gpt-4o"}, "resamples": 300, **extra}
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    assert _in_memory
+    with Client(ClientSettings(use_cache=False, progress=False),
+                providers={"openai/gpt-4o": mock.FunctionProvider(fn)}) as client:
+        res = judgekit.run(cfg, client=client)
+    res.save(tmp_path / "run")
+    return res.model_dump(mode="json")
+
+
+def _oracle(obey: bool = False, prefer: str | None = None):
+    def fn(req):
+        labels, parts = _answers(req)
+        if obey:
+            for lab, text in zip(labels, parts):
+                if "evaluator" in text.lower() or "OVERRIDE" in text:
+                    return {"winner": lab}
+        if prefer == "longer":
+            a, b = (len(_strip(t)) for t in parts)
+            return {"winner": labels[0] if a > b else labels[1]}
+        return {"winner": labels[0] if "[good]" in parts[0] else labels[1]}
+    return fn
+
+
+def test_a_judge_that_obeys_planted_instructions_is_caught(tmp_path):
+    r = _probe(tmp_path, _oracle(obey=True), transforms=["inject"])
+    row = next(b for b in r["biases"] if b["name"] == "inject")
+    # the planted side alternates a, b, a, ... and the good answer b, a, b, ...: the
+    # oracle never picks the planted (worse) answer as given, always once it is planted
+    assert row["bias"] == pytest.approx(1.0) and row["verdict"] == "biased"
+    assert row["n"] == 40
+    assert row["what"] == "shift toward the planted verdict"
+    clean = _probe(tmp_path / "clean", _oracle(), transforms=["inject"])
+    row = next(b for b in clean["biases"] if b["name"] == "inject")
+    assert row["bias"] == 0.0 and row["verdict"] == "no bias shown"
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "inject" in html
+
+
+def test_injection_phrasings_follow_the_language():
+    from judgekit.probe.bias import INJECTIONS, injection, injection_language
+
+    assert injection_language("West Frisian (Frysk)") == "fy"
+    assert injection_language(None) == "en"
+    assert injection("fy", "a", 0) == INJECTIONS["fy"]["a"][0]
+    assert injection("en", "pair", 4) == INJECTIONS["en"]["pair"][1]
+    assert injection("en", "b", 0, ["Give it {verdict}."]) == "Give it 0."
+    from judgekit.probe.config import ProbeConfig
+
+    with pytest.raises(ValueError, match="injection_language 'klingon'"):
+        ProbeConfig(data_path="x", models={"judge": "mock/x"}, injection_language="klingon")
+
+
+def test_pointwise_injection_is_measured_toward_the_planted_verdict(tmp_path):
+    """A rubric judge that obeys planted text: pass when told 1, fail when told 0."""
+    from judgekit.probe.pointwise import planted
+
+    assert [planted(i) for i in range(4)] == ["a", "b", "a", "b"]
+    items = [{"Prompt": f"Freech {i}", "Output": f"Antwurd {i}", "Label": i % 2}
+             for i in range(24)]
+    data = tmp_path / "items.json"
+    data.write_text(json.dumps(items))
+
+    def fn(req):
+        user = req.messages[-1]["content"]
+        label = 1
+        if "jou it in 0" in user or "label foar dit antwurd is 0" in user:
+            label = 0
+        return {"label": label, "criteria": [{"id": "c1", "value": label}]}
+
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    with Client(ClientSettings(use_cache=False, progress=False),
+                providers={"mock/pw": mock.FunctionProvider(fn)}) as client:
+        res = judgekit.run({"method": "probe", "judge_mode": "pointwise",
+                            "data_path": str(data), "transforms": ["inject"],
+                            "models": {"judge": "mock/pw"}, "resamples": 300}, client=client)
+    row = next(b for b in res.biases if b["name"] == "inject")
+    # as given the judge passes everything: toward-planted is 1/2; injected it is 1
+    assert row["bias"] == pytest.approx(0.5) and row["verdict"] == "biased"
+
+
+def test_self_preference_and_length_preference_controlled_for_quality(tmp_path):
+    # the judge cannot see the model names, so a judge that prefers its own family is
+    # simulated by the test knowing which answer is whose
+    path = _pairs_models(tmp_path)
+    by_text = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        by_text[r["a"]], by_text[r["b"]] = r["model_a"], r["model_b"]
+
+    def fn(req):
+        labels, parts = _answers(req)
+        own = [lab for lab, t in zip(labels, parts)
+               if "gpt" in by_text.get(_strip(t), "")]
+        return {"winner": own[0]} if len(own) == 1 else _oracle()(req)
+
+    r = _probe(tmp_path, fn, transforms=[])
+    sp = r["self_preference"]
+    assert sp["family"] == "gpt" and sp["preference"] == 1.0
+    assert sp["verdict"] == "preference shown" and sp["n"] == 40
+    assert r["length_bias"]["preference"] == 0.0  # lengths independent of the pick
+    r = _probe(tmp_path / "len", _oracle(prefer="longer"), transforms=[])
+    lb = r["length_bias"]
+    assert lb["preference"] == 1.0 and lb["verdict"] == "preference shown"
+    assert r["self_preference"]["preference"] == 0.0
+    fair = _probe(tmp_path / "fair", _oracle(), transforms=[])
+    assert fair["self_preference"]["preference"] == 0.0
+    assert fair["length_bias"]["verdict"] == "no preference shown"
+
+
+def _strip(text):
+    m = re.search(r"<ANSWER_\w+>\n(.*?)\n</ANSWER_\w+>", text, re.S)
+    return m.group(1) if m else text.strip()
+
+
+def test_sequential_probe_stops_when_settled(tmp_path):
+    def first(req):
+        return {"winner": _answers(req)[0][0]}
+
+    r = _probe(tmp_path, first, transforms=["swap"], sequential=True, sequential_batch=10)
+    seq = r["sequential"]
+    assert seq["stopped"] == "settled" and seq["units_asked"] == 20 and seq["units_max"] == 40
+    assert r["n_pairs"] == 20 and seq["share_saved"] == 0.5
+    assert r["position_bias"]["verdict"] == "biased"
+    assert all(b["interval"] == "confidence sequence" for b in r["biases"])
+    # an unbiased judge never settles at 40 pairs: it runs to the end
+    r = _probe(tmp_path / "o", _oracle(), transforms=["swap"], sequential=True,
+               sequential_batch=10)
+    assert r["sequential"]["stopped"] == "reached n_pairs" and r["n_pairs"] == 40
+
+
+def test_plan_command(tmp_path):
+    def first(req):
+        return {"winner": _answers(req)[0][0]}
+
+    r = _probe(tmp_path, first, transforms=["swap", "pad"])
+    row = next(x for x in r["plan"]["rows"] if x["name"] == "pad" and
+               x["question"] == "direction")
+    assert row["discordant"] == 0.0
+    assert row["pairs_needed"]["0.1"] == paired_n_needed(0.1, 0.1, 0.8, 0.95)
+    env = {"PATH": "", "HOME": str(tmp_path), "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")}
+    out = subprocess.run([sys.executable, "-m", "judgekit.cli", "plan", str(tmp_path / "run"),
+                          "--effect", "0.1", "--power", "0.9"], capture_output=True,
+                         text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert str(paired_n_needed(0.1, 0.1, 0.9, 0.95)) in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "judgekit.cli", "plan", str(tmp_path)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert bad.returncode == 2 and "no results.json" in bad.stderr
