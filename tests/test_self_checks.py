@@ -32,8 +32,6 @@ from judgekit.vbscore.selfcheck import (
     tagger_check,
 )
 
-from .conftest import ROOT
-
 
 # ---- statistics by hand ---------------------------------------------------------------
 def test_newcombe_unpaired_matches_newcombe_1998_example():

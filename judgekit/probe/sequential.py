@@ -1,6 +1,7 @@
 """The probe's sequential mode: pairs asked in batches, and the probe stops once every
-decision is settled (or every decision of one question: ``sequential_on``). Each decision (a transform's flips above the placebo, a
-directional bias) is a paired difference per pair in {-1, 0, 1}; its confidence
+decision is settled (or every decision of one question: ``sequential_on``). Each
+decision (a transform's flips above the placebo, a directional bias) is a paired
+difference per pair in {-1, 0, 1}; its confidence
 sequence (:func:`judgekit.stats.sequential.paired_difference_cs`) holds at every
 number of pairs at once, so stopping when it is settled keeps the error rates: a
 decision is "shown" when the sequence excludes 0, "ruled out" when it lies inside
