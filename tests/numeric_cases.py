@@ -507,6 +507,68 @@ def _probe() -> Any:
     return out
 
 
+@case("self_checks")
+def _self_checks() -> Any:
+    """stats/preference.py, stats/sequential.py, the VB tagger check and the probe's
+    plan on fixed inputs."""
+    from judgekit.probe.bias import audit_plan, plan
+    from judgekit.stats import preference as pf
+    from judgekit.stats import sequential as sq
+    from judgekit.vbscore.selfcheck import TagCheck, interpretation_stability, tagger_check
+
+    bits = lcg(40, 600, 100)
+    groups = [[b < 60 for b in bits[i: i + 1 + i % 5]] for i in range(0, 120, 6)]
+    side = ["a" if b % 2 else "b" for b in bits[:80]]
+    better = ["a" if b < 45 else "b" for b in bits[80:160]]
+    chosen = ["a" if b < 55 else "b" for b in bits[160:240]]
+    side[3], better[5], chosen[7] = None, None, None
+    x = [float(b < 30) for b in bits[240:400]]
+    d = [(1 if b < 20 else -1 if b > 90 else 0) for b in bits[400:600]]
+    tags = ["0", "1", "2", "none"]
+    checks = [TagCheck([tags[b % 4] for b in bits[i: i + 3]], [1, 2, 0],
+                       [tags[b % 4] for b in bits[i + 3: i + 6]] if i % 4 else None,
+                       [tags[(b // 3) % 4] for b in bits[i: i + 3]])
+              for i in range(0, 300, 6)]
+    probe_like = {"level": 0.9, "noise_floor": {"rate": 0.12},
+                  "transforms": [{"name": "t", "question": "consistency", "n": 30,
+                                  "discordant": 0.2}],
+                  "biases": [{"name": "swap", "question": "direction", "n": 30,
+                              "discordant": None, "scale": 0.5}]}
+    return {
+        "clustered": [pf.clustered_rate(groups, lv) for lv in LEVELS],
+        "clustered_one": pf.clustered_rate([[True, False, False]]),
+        "sign": [pf.sign_test(a, b, lv) for a, b, lv in ((7, 2, 0.95), (3, 3, 0.8),
+                                                         (0, 5, 0.99), (1, 0, 0.9))],
+        "unpaired": [pf.newcombe_unpaired(k1, n1, k2, n2, lv) for k1, n1, k2, n2, lv in
+                     ((56, 70, 48, 80, 0.95), (0, 10, 10, 10, 0.9), (5, 5, 0, 3, 0.8),
+                      (9, 10, 3, 10, 0.99))],
+        "preference": [pf.feature_preference(side, better, chosen, lv) for lv in LEVELS],
+        "preference_default": pf.feature_preference(side, better, chosen),
+        "n_needed": [pf.paired_n_needed(psi, e, pw, lv) for psi, e, pw, lv in
+                     ((0.3, 0.1, 0.8, 0.95), (0.5, 0.05, 0.9, 0.99), (0.12, 0.1, 0.5, 0.8),
+                      (0.05, 0.1, 0.8, 0.95))],
+        "n_needed_default": pf.paired_n_needed(0.25, 0.1),
+        "rate_needed": [pf.rate_n_needed(r, h, lv) for r, h, lv in
+                        ((0.5, 0.05, 0.95), (0.9, 0.1, 0.8), (1.0, 0.02, 0.99))],
+        "rate_needed_default": pf.rate_n_needed(0.3, 0.05),
+        "cs": sq.betting_cs(x, 0.9),
+        "cs_default": sq.betting_cs(x[:40]),
+        "cs_null": sq.betting_cs(x[:60], 0.95, null=0.2, c=0.75, grid=501),
+        "paired_cs": [sq.paired_difference_cs(d[:m], lv, mg, g) for m, lv, mg, g in
+                      ((200, 0.95, 0.05, False), (120, 0.9, 0.1, True),
+                       (60, 0.99, 0.2, False))],
+        "paired_cs_default": sq.paired_difference_cs(d),
+        "tagger": [tagger_check(checks, lv) for lv in (0.8, 0.95)],
+        "tagger_default": tagger_check(checks[:10]),
+        "stability": interpretation_stability(
+            [[(tags[b % 4], tags[b % 3:]) for b in bits[i: i + 1 + i % 4]]
+             for i in range(0, 60, 5)], 0.9),
+        "plan": plan(probe_like, 0.8, (0.05, 0.1, 0.3)),
+        "plan_default": plan(probe_like),
+        "audit_plan": audit_plan(0.7, 0.9),
+    }
+
+
 @case("defaults_and_boundaries")
 def _defaults() -> Any:
     """Every function called with only its required arguments (its defaults pinned),
