@@ -445,3 +445,37 @@ def test_plan_command(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "judgekit.cli", "plan", str(tmp_path)],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert bad.returncode == 2 and "no results.json" in bad.stderr
+
+
+def test_a_second_judge_is_the_quality_reference_when_no_answer_is_known(tmp_path):
+    """Pairs without a correct answer: a second judge's picks (reference_labels) control
+    self-preference for quality; a bad labels file is a one-line error."""
+    path = _pairs_models(tmp_path)
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    by_text = {}
+    for r in rows:
+        by_text[r["a"]], by_text[r["b"]] = r["model_a"], r["model_b"]
+    ref = tmp_path / "second_judge.jsonl"
+    ref.write_text("".join(json.dumps({"id": r["id"], "reference": r.pop("correct")}) + "\n"
+                           for r in rows))
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def fn(req):
+        labels, parts = _answers(req)
+        own = [lab for lab, t in zip(labels, parts) if "gpt" in by_text.get(_strip(t), "")]
+        return {"winner": own[0]} if len(own) == 1 else _oracle()(req)
+
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    cfg = {"method": "probe", "data_path": str(path), "transforms": [],
+           "reference_labels": str(ref), "models": {"judge": "openai/gpt-4o"},
+           "resamples": 300}
+    with Client(ClientSettings(use_cache=False, progress=False),
+                providers={"openai/gpt-4o": mock.FunctionProvider(fn)}) as client:
+        res = judgekit.run(cfg, client=client)
+        assert res.self_preference["preference"] == 1.0
+        assert res.self_preference["reference"] == "second judge on 40 pairs"
+        ref.write_text('{"id": "p0", "reference": "c"}\n')
+        with pytest.raises(Exception, match="line 1: field reference must be"):
+            judgekit.run(cfg, client=client)

@@ -97,7 +97,17 @@ def family_of(model: str) -> str:
 
 
 def _reference(p: Pair) -> str | None:
-    return p.correct or p.human
+    """Which answer is better: the known correct one, else a second judge's pick
+    (``reference_labels``), else the human preference."""
+    return p.correct or p.reference or p.human
+
+
+def _reference_note(pairs: list[Pair]) -> str:
+    counts = {"known correct answer": sum(bool(p.correct) for p in pairs),
+              "second judge": sum(bool(not p.correct and p.reference) for p in pairs),
+              "human preference": sum(bool(not p.correct and not p.reference and p.human)
+                                      for p in pairs)}
+    return ", ".join(f"{k} on {v} pairs" for k, v in counts.items() if v) or "none"
 
 
 def _with_verdict(pref: Any, level: float, what: str, reference: str) -> dict[str, Any]:
@@ -125,7 +135,7 @@ def self_preference(pairs: list[Pair], chosen: list[str | None], family: str,
         return None
     pref = feature_preference(feature, [_reference(p) for p in pairs], chosen, level)
     out = _with_verdict(pref, level, f"P(own family picked when worse) - P(other picked "
-                        f"when own is better); family {family!r}", "correct or human")
+                        f"when own is better); family {family!r}", _reference_note(pairs))
     out["family"] = family
     out["pairs_with_one_own"] = sum(f is not None for f in feature)
     return out
@@ -147,7 +157,7 @@ def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
         pref = feature_preference(feature, refs, chosen, level)
         if pref.preference is not None:
             return _with_verdict(pref, level, "P(longer picked when worse) - P(shorter "
-                                 "picked when longer is better)", "correct or human")
+                                 "picked when longer is better)", _reference_note(pairs))
     have = [(f, c) for f, c in zip(feature, chosen) if f and c in ("a", "b")]
     if not have:
         return None

@@ -59,6 +59,10 @@ class ProbeConfig(RunSettings, JudgedInput):
     # self-preference: the judge's model family, matched against pairs' model_a/model_b
     # (default: the leading letters of the judge's model name, e.g. "gpt", "claude")
     judge_family: str | None = None
+    # the quality reference of self-preference and length preference where a pair has no
+    # known correct answer: JSONL of {"id", "reference": "a"|"b"} (e.g. a second judge's
+    # picks); human labels are used after it
+    reference_labels: str | None = None
     # sequential: ask in batches and stop once every decision is settled (a confidence
     # sequence excludes 0, or lies inside +-sequential_margin); n_pairs is the most asked
     sequential: bool = False

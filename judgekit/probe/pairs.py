@@ -25,6 +25,7 @@ class Pair:
     humans: list[str] | None = None  # several annotators' preferences (for the ceiling)
     model_a: str | None = None  # the model that wrote answer A (for self-preference)
     model_b: str | None = None
+    reference: str | None = None  # a second judge's pick, the quality reference
 
 
 def load_pairs(path: str | Path) -> list[Pair]:
@@ -89,26 +90,28 @@ def pairs_from_datasets(names: list[str], paths: dict[str, str], n: int, seed: i
     return out
 
 
-def attach_human_labels(pairs: list[Pair], path: str | Path) -> None:
-    """Human preferences from a separate JSONL of {"id", "human": "a"|"b"} (labels on a
-    few of the judged pairs)."""
+def attach_human_labels(pairs: list[Pair], path: str | Path, field: str = "human") -> None:
+    """Labels from a separate JSONL of {"id", "<field>": "a"|"b"} on some of the judged
+    pairs: human preferences (``human``), or a second judge's picks (``reference``, the
+    quality reference of self-preference and length preference)."""
     p = Path(path)
+    what = "human labels" if field == "human" else "reference labels"
     if not p.exists():
-        raise DataError(f"human labels file {p} not found")
+        raise DataError(f"{what} file {p} not found")
     by_id = {q.id: q for q in pairs}
     for n, line in enumerate(read_text(p).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             r = json.loads(line)
-            key, lab = str(r["id"]), r["human"]
+            key, lab = str(r["id"]), r[field]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise DataError(f"{p} line {n}: need JSON with id and human ({exc})") from exc
+            raise DataError(f"{p} line {n}: need JSON with id and {field} ({exc})") from exc
         if lab not in ("a", "b"):
-            raise DataError(f"{p} line {n}: field human must be \"a\" or \"b\", got {lab!r}")
+            raise DataError(f"{p} line {n}: field {field} must be \"a\" or \"b\", got {lab!r}")
         if key not in by_id:
             raise DataError(f"{p} line {n}: id {key!r} is not one of the judged pairs")
-        by_id[key].human = lab
+        setattr(by_id[key], field, lab)
 
 
 PLACEBO = "placebo"

@@ -137,6 +137,8 @@ def execute(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
              pairs_from_datasets(list(cfg.pairs_from), cfg.dataset_paths, cfg.n_pairs, cfg.seed))
     if cfg.human_labels:
         attach_human_labels(pairs, cfg.human_labels)
+    if cfg.reference_labels:
+        attach_human_labels(pairs, cfg.reference_labels, "reference")
 
     async def ask(idx: list[int]) -> list[dict[str, str | None]]:
         return await _collect(cfg, client, pairs, idx)
