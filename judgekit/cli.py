@@ -247,6 +247,7 @@ def schema(method: str = typer.Argument(..., help="one of " + ", ".join(_methods
 app.command()(tables.compare)
 app.command("export")(tables.export_run)
 app.command("plan")(tables.plan)
+app.command("card")(tables.card)
 
 prompts_app = typer.Typer(no_args_is_help=True, help="Inspect or copy the prompt templates.")
 app.add_typer(prompts_app, name="prompts")

@@ -117,3 +117,22 @@ def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or result
     widths_ = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         console.print("  ".join(str(c).ljust(w) for c, w in zip(r, widths_)))
+
+
+def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of one judge "
+                                           "(folders or results.json)"),
+         out: Path = typer.Option(..., "--out", help="folder for card.json and report.html")
+         ) -> None:
+    """One judge card: its probes, audits and agreement with people side by side."""
+    from judgekit.card import build, write
+
+    c = build([str(r) for r in runs])
+    folder = write(c, out)
+    shown = [r for r in c.rows if r.verdict.startswith(("biased", "inconsistent",
+                                                        "preference shown", "do not trust"))]
+    console.print(f"judge {c.judge}: {len(c.rows)} measures from {len(c.runs)} run(s); "
+                  f"{len(shown)} finding(s)" + "".join(f"\n  {r.measure}: {r.estimate:+.3f} "
+                                                     f"(n = {r.n}; {r.verdict})"
+                                                     for r in shown
+                                                     if r.estimate is not None))
+    console.print(f"wrote {folder}")

@@ -479,3 +479,45 @@ def test_a_second_judge_is_the_quality_reference_when_no_answer_is_known(tmp_pat
         ref.write_text('{"id": "p0", "reference": "c"}\n')
         with pytest.raises(Exception, match="line 1: field reference must be"):
             judgekit.run(cfg, client=client)
+
+
+def test_judge_card_from_a_probe_and_an_audit_of_one_judge(tmp_path):
+    """The packaged probe and audit (both the local Gemma) on one card; a run of another
+    judge is refused with a one-line error (exit 2)."""
+    import judgekit
+
+    for name in ("probe_local", "nodata_west_frisian"):
+        judgekit.run(name, cassette_mode="none", out=str(tmp_path / name))
+    env = {"PATH": "", "HOME": str(tmp_path), "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")}
+    cli = [sys.executable, "-m", "judgekit.cli", "card"]
+    r = subprocess.run(cli + [str(tmp_path / "probe_local"), str(tmp_path / "nodata_west_frisian"),
+                              "--out", str(tmp_path / "card")],
+                       capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    card = json.loads((tmp_path / "card" / "card.json").read_text())
+    assert card["judge"] == "local/gemma-3-270m"
+    assert card["runs"] == ["probe_local", "nodata_west_frisian"]
+    sections = [row["section"] for row in card["rows"]]
+    assert sections == sorted(sections, key=["bias", "consistency", "people", "audit"].index)
+    pos = next(x for x in card["rows"] if x["measure"].startswith("swap: P(first"))
+    assert pos["verdict"] == "biased" and pos["estimate"] == 0.5 and pos["n"] == 16
+    audit = next(x for x in card["rows"] if x["section"] == "audit")
+    assert audit["verdict"].startswith("inconclusive") and audit["ci"] is not None
+    assert all(x["ci"] is not None and x["n"] > 0 for x in card["rows"]
+               if x["estimate"] is not None)
+    assert "swap: P(first slot chosen)" in r.stdout
+    html = (tmp_path / "card" / "report.html").read_text()
+    assert "Judge card" in html and "card.png" in html
+    # another judge's probe cannot share the card
+    other = tmp_path / "other"
+    other.mkdir()
+    res = json.loads((tmp_path / "probe_local" / "results.json").read_text())
+    res["judge"] = "openai/gpt-4o"
+    (other / "results.json").write_text(json.dumps(res))
+    for f in (tmp_path / "probe_local").glob("*.jsonl"):
+        (other / f.name).write_text(f.read_text())
+    bad = subprocess.run(cli + [str(tmp_path / "probe_local"), str(other), "--out",
+                                str(tmp_path / "c2")], capture_output=True, text=True,
+                         env=env, cwd=tmp_path)
+    assert bad.returncode == 2 and "one judge" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

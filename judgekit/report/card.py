@@ -1,0 +1,67 @@
+"""The judge card's page: one table per section, and a figure of every difference with
+its interval against zero (the card itself is built in judgekit.card)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from judgekit.report.document import Doc
+
+SECTIONS = {"bias": "Biases (direction)", "consistency": "Consistency against the placebo",
+            "people": "Agreement with people and known answers",
+            "audit": "Audit without labels (No-Data)"}
+
+
+def _ci(ci: Any) -> str:
+    return "n/a" if not ci or ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _num(v: Any) -> str:
+    return "n/a" if v is None else f"{v:+.3f}" if v < 0 else f"{v:.3f}"
+
+
+def doc(card: Any) -> Doc:
+    d = Doc(f"Judge card: {card.judge}")
+    d.h(1, f"Judge card: `{card.judge}`")
+    flagged = [r for r in card.rows if r.verdict.startswith(("biased", "inconsistent",
+                                                              "preference shown",
+                                                              "do not trust"))]
+    d.p(f"From {len(card.runs)} run(s): {', '.join(card.runs)}. " + (
+        f"{len(flagged)} finding(s): " + "; ".join(f"{r.measure} {_num(r.estimate)} "
+                                                  f"{_ci(r.ci)} (n = {r.n})"
+                                                  for r in flagged) + "."
+        if flagged else "No bias, inconsistency or distrust was shown.") +
+        " Each row: estimate, interval at its run's level, n, and the decision taken on it.")
+    for key, title in SECTIONS.items():
+        rows = [r for r in card.rows if r.section == key]
+        if not rows:
+            continue
+        d.h(2, title)
+        d.table(["measure", "estimate", "interval", "n", "units", "decision", "run"],
+                [[r.measure, _num(r.estimate), _ci(r.ci), r.n, r.units, r.verdict, r.source]
+                 for r in rows], key)
+    return d
+
+
+def figure(card: Any, out: Path) -> None:
+    """card.png: every difference (biases, consistency) with its interval against 0."""
+    from judgekit.report.figures import pyplot, save
+
+    rows = [r for r in card.rows if r.section in ("bias", "consistency") and r.ci
+            and r.estimate is not None and r.units.startswith("difference")]
+    if not rows:
+        return
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2))
+    ax.axvline(0.0, color="0.5", lw=1)
+    for i, r in enumerate(rows):
+        bad = r.verdict.startswith(("biased", "inconsistent", "preference shown"))
+        ax.errorbar(r.estimate, i, xerr=[[r.estimate - r.ci[0]], [r.ci[1] - r.estimate]],
+                    fmt="o", color="C3" if bad else "C0", capsize=3)
+    ax.set_yticks(range(len(rows)), [f"{r.measure[:48]} (n={r.n})" for r in rows],
+                  fontsize=7)
+    ax.set_xlim(-1.02, 1.02)
+    ax.set_xlabel("difference (interval at the run's level); red: shown")
+    ax.set_title(f"{card.judge}: biases and consistency")
+    save(fig, out / "card.png")
