@@ -147,7 +147,7 @@ register(Method(
     "judgekit.results:NoDataSyntheticResults", "judgekit.nodata.synthetic:execute",
     "judgekit.report.nodata:build_synthetic", "judgekit.nodata.synthetic:headline",
     "judgekit.report.nodata:synthetic_figures", title="No-Data Algorithm: synthetic study",
-    uses_client=False, details={"items": "generic"}))
+    uses_client=False, details={"items": "synthetic"}))
 register(Method(
     "probe", None, "judgekit.probe.config:ProbeConfig",
     "judgekit.results:ProbeResults", "judgekit.probe.runner:execute",

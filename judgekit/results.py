@@ -176,6 +176,9 @@ class VBDataset(_Open):
     accuracy_ci: list[float | None] | None = None
     p_value: float | None = None
     reliable: bool = True
+    # keyed by alpha, a number in Python (JSON keys are strings: "0.5")
+    vb_by_alpha: dict[float, float] | None = None
+    vb_ci_by_alpha: dict[float, list[float | None]] | None = None
 
 
 class VBScoreResults(RunResult):

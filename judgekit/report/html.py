@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,14 +33,24 @@ img{max-width:100%;border:1px solid #ddd;margin:.4em 0}
 """
 
 _JS = """
+var jkRest=null;
 function jkFilter(){
   var q=document.getElementById('jk-q').value.toLowerCase();
   var k=document.getElementById('jk-k').value;var n=0;
-  document.querySelectorAll('.item').forEach(function(el){
+  document.querySelectorAll('.item:not(.rest)').forEach(function(el){
     var ok=(!q||el.textContent.toLowerCase().indexOf(q)>=0)&&(!k||el.dataset.kind===k);
     el.style.display=ok?'':'none'; if(ok){n++;}});
+  if(jkRest===null){var d=document.getElementById('jk-rest-data');
+    jkRest=d?JSON.parse(d.textContent):[];}
+  var box=document.getElementById('jk-rest');var html=[];var more=0;
+  if(box&&(q||k)){jkRest.forEach(function(r){
+    if((!q||r[2].indexOf(q)>=0)&&(!k||r[0]===k)){n++;
+      if(html.length<MAX_REST){html.push("<details class='item rest'><summary>"+r[1]+
+        "</summary><p>Full record: line "+r[3]+" of the JSONL.</p></details>");}
+      else{more++;}}});}
+  if(box){box.innerHTML=html.join('')+(more?'<p>'+more+' more match; narrow the search.</p>':'');}
   document.getElementById('jk-n').textContent=n;}
-"""
+""".replace("MAX_REST", "300")  # = MAX_REST_SHOWN
 
 
 def _figures(folder: Path) -> str:
@@ -50,6 +61,14 @@ def _figures(folder: Path) -> str:
                      f"src='data:image/png;base64,{data}'><figcaption>"
                      f"{html.escape(png.name)}</figcaption></figure>")
     return "\n".join(parts)
+
+
+_TAGS = re.compile(r"<[^>]+>")
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside <script>: a "</" in the data cannot close the element."""
+    return _js(obj).replace("</", "<\\/")
 
 
 def _js(obj: Any) -> str:
@@ -64,7 +83,8 @@ def _pre(obj: Any) -> str:
 
 _SINGULAR = {"queries": "query", "items": "item", "replica_failures": "failed replica"}
 MAX_REPLICAS = 5  # replicas shown per query; the rest stay in queries.jsonl
-MAX_ITEMS = 5000  # items on the page; a larger run links to its JSONL for the rest
+MAX_ITEMS = 2000  # items rendered on the page; the rest are searchable as compact rows
+MAX_REST_SHOWN = 300  # rows beyond MAX_ITEMS listed at once for a search
 Item = tuple[str, str, str]  # (kind for the filter, summary line, body HTML)
 
 
@@ -151,6 +171,26 @@ def probe_item(rec: dict[str, Any]) -> Item:
     return kind, summary, body
 
 
+def synthetic_item(rec: dict[str, Any]) -> Item:
+    """A synthetic bit-string item: outcome, set, evaluator and phi in the filter; the
+    item, its true and claimed labels, the challenge strings, where it failed."""
+    outcome = "success" if rec.get("success") else "failure"
+    kind = f"{outcome} · {rec.get('phenomenon')} · {rec.get('evaluator')}"
+    fail = "" if rec.get("failed_round") is None else (
+        f"; failed at round {rec['failed_round']} (challenge {rec.get('failed_challenge')})")
+    summary = (f"<b class='{'pass' if rec.get('success') else 'fail'}'>{outcome}</b> "
+               f"{html.escape(str(rec.get('phenomenon')))} · "
+               f"{html.escape(str(rec.get('evaluator')))} · phi {rec.get('phi')}: x "
+               f"<code>{html.escape(str(rec.get('x')))}</code>, true label {rec.get('true')},"
+               f" judged {rec.get('label')}, final {rec.get('final_label')}"
+               + (" (flipped)" if rec.get("flipped") else "") + fail)
+    rows = "".join(f"<tr><td>{i + 1}</td><td><code>{html.escape(str(xp))}</code></td></tr>"
+                   for i, xp in enumerate(rec.get("x_primes") or []))
+    body = ("<table><tr><th>round</th><th>challenge x'</th></tr>" + rows + "</table>"
+            if rows else "<p>No challenge was asked.</p>")
+    return kind, summary, body
+
+
 def generic_item(rec: dict[str, Any]) -> Item:
     if "success" in rec:
         kind = "pass" if rec["success"] else "fail"
@@ -170,7 +210,8 @@ def _ci(ci: Any) -> str:
 
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], Item]] = {
-    "audit": audit_item, "vb": vb_query, "probe": probe_item, "generic": generic_item}
+    "audit": audit_item, "vb": vb_query, "probe": probe_item, "synthetic": synthetic_item,
+    "generic": generic_item}
 
 
 def write_report_html(out: Path, doc: Doc, details: dict[str, list[dict[str, Any]]],
@@ -181,9 +222,16 @@ def write_report_html(out: Path, doc: Doc, details: dict[str, list[dict[str, Any
     for name, rows in details.items():
         render = RENDERERS[(views or {}).get(name, "generic")]
         items = [render(r) for r in rows[:MAX_ITEMS]]
-        more = (f"<p>The first {MAX_ITEMS} of {len(rows)} are shown; all are in "
-                f"{html.escape(name)}.jsonl.</p>" if len(rows) > MAX_ITEMS else "")
-        kinds = sorted({k for k, _, _ in items})
+        rest = [render(r) for r in rows[MAX_ITEMS:]]
+        # beyond MAX_ITEMS: [kind, summary HTML, search text, line in the JSONL]
+        rest_rows: list[tuple[str, str, str, int]] = [
+            (k, s, html.unescape(_TAGS.sub("", s)).lower(), i)
+                     for i, (k, s, _) in enumerate(rest, start=MAX_ITEMS + 1)]
+        more = (f"<p>{MAX_ITEMS} of {len(rows)} are shown in full; the search and the filter "
+                f"cover all {len(rows)} (matches beyond these are listed below them, "
+                f"{MAX_REST_SHOWN} at a time, with their line in {html.escape(name)}.jsonl)."
+                "</p>" if rest else "")
+        kinds = sorted({k for k, _, _ in items} | {r[0] for r in rest_rows})
         options = "".join(f"<option value='{html.escape(k)}'>{html.escape(k)}</option>"
                           for k in kinds)
         cards = "\n".join(
@@ -194,7 +242,9 @@ def write_report_html(out: Path, doc: Doc, details: dict[str, list[dict[str, Any
             "<div class='controls'><input id='jk-q' type='search' placeholder='search text' "
             "oninput='jkFilter()'> <select id='jk-k' onchange='jkFilter()'>"
             f"<option value=''>all</option>{options}</select> "
-            f"showing <span id='jk-n'>{len(items)}</span></div>{more}{cards}")
+            f"showing <span id='jk-n'>{len(items)}</span></div>{more}{cards}"
+            f"<div id='jk-rest'></div><script type='application/json' id='jk-rest-data'>"
+            f"{_script_json(rest_rows)}</script>")
         break  # one filterable list per page keeps the controls unambiguous
     page = ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
            f"<title>{html.escape(doc.title)}</title><style>{_CSS}</style>"

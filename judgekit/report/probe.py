@@ -17,8 +17,15 @@ def build(cfg: ProbeConfig, r: dict[str, Any]) -> Doc:
              f"{t['p_adjusted']:.3g}", t["verdict"], t["n"]] for t in r["transforms"]]
     bias = [[b["name"], b["what"], f"{b['bias']:+.3f} {_ci(b['ci'])}", f"{b['p_value']:.3g}",
              f"{b['p_adjusted']:.3g}", b["verdict"], b["n"]] for b in r["biases"]]
+    shown = [f"{b['name']} {b['bias']:+.3f} {_ci(b['ci'])} (n = {b['n']})"
+             for b in r["biases"] if b["verdict"] == "biased"] + [
+             f"{t['name']} flips {t['excess']:+.3f} {_ci(t['excess_ci'])} above the placebo "
+             f"(n = {t['n']})" for t in r["transforms"] if t["verdict"].startswith("incons")]
     parts: list[Any] = [
         Heading(1, f"Probe of `{r['judge']}`"),
+        Para("Headline: " + ("; ".join(shown) if shown else "no bias or inconsistency shown")
+             + f" ({lv} intervals; noise floor {_pct(nf['rate'])} {_ci(nf['ci'])}, "
+             f"n = {nf['n']})."),
         Para(f"{r['n_pairs']} items, {r['repeats']} identical runs each, then one verdict per "
         f"transform and one under the placebo; seed {r['seed']}. Intervals: {lv} (Newcombe's "
         "paired score interval for differences, Wilson for rates). Decisions: "

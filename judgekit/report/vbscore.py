@@ -40,13 +40,7 @@ def build(cfg: VBScoreConfig, res: dict[str, Any]) -> Doc:
                   for name, s in calls["per_stage"].items()]
     n_rep = sum(q["replicas"] for q in res["queries"]) or 1
     doc = Doc("VB-Score case study")
-    doc.h(1, "VB-Score case study").p(
-        f"System under test: `{cfg.models['system']}`; judge (interpretations, tagging, "
-        f"correctness): `{cfg.models['judge']}`. B = {cfg.replicas} replicas, "
-        f"{cfg.interpretations} interpretations, k = {cfg.k}, alpha = {a}, seed = {cfg.seed}. "
-        f"Intervals: {cfg.level:.0%} percentile bootstrap ({cfg.resamples} resamples); "
-        "collection level resamples queries with their replicas. VB is reported raw (it "
-        "can be negative).")
+    doc.h(1, "VB-Score case study")
     check = res.get("self_check") or {}
     if check and not check.get("reliable", True):
         doc.warn("the VB headline below is unreliable: " + "; ".join(check["reasons"]) +
@@ -54,21 +48,30 @@ def build(cfg: VBScoreConfig, res: dict[str, Any]) -> Doc:
     doc.p("Headline: " + "; ".join(
         f"{d['name']}: VB = {_f(d['vb'])} {_ci(d['vb_ci'])}, ES = {_f(d['es'])} "
         f"{_ci(d['es_ci'])}, n = {d['n_queries']} queries" for d in res["datasets"]) + ".")
-    doc.h(2, "Table 1").table(
-        ["dataset", f"VB (alpha={a})", "95% CI", "ES", "ES 95% CI", "accuracy",
-         "accuracy 95% CI", "p (VB vs ES, paired t)", "queries", "B"], t1, "datasets")
+    doc.p(
+        f"System under test: `{cfg.models['system']}`; judge (interpretations, tagging, "
+        f"correctness): `{cfg.models['judge']}`. B = {cfg.replicas} replicas, "
+        f"{cfg.interpretations} interpretations, k = {cfg.k}, alpha = {a}, seed = {cfg.seed}. "
+        f"Intervals: {cfg.level:.0%} percentile bootstrap ({cfg.resamples} resamples); "
+        "collection level resamples queries with their replicas. VB is reported raw (it "
+        "can be negative).")
+    lv = f"{cfg.level:.0%}"
+    doc.h(2, "Per dataset (the paper's Table 1)").table(
+        ["dataset", f"VB (alpha={a})", f"{lv} CI", "ES", f"ES {lv} CI", "accuracy",
+         f"accuracy {lv} CI", "p (VB vs ES, paired t)", "queries", "B"], t1, "datasets")
     doc.h(2, "VB over the alpha grid").table(["dataset", *[f"VB_{x}" for x in alphas]], grid,
                                              "vb_by_alpha")
     doc.h(2, "Per query" + (f" ({FOREST_ROWS} lowest and highest VB of "
                             f"{len(res['queries'])}; all are in queries.jsonl)"
                             if hidden else ""))
-    doc.table(["dataset", "query", "replicas", "ES", "VB", "VB 95% CI", "VB(mean ES)",
+    doc.table(["dataset", "query", "replicas", "ES", "VB", f"VB {lv} CI", "VB(mean ES)",
                "accuracy", "diversity"], pq)
     if check:
         _self_check(doc, check, cfg.level)
     doc.h(2, "Calls and failures").p(
         f"Total calls {calls['total']} (provider {calls['provider_calls']}, cached "
-        f"{calls['cached']}), failed after 5 attempts {calls['failed']}; "
+        f"{calls['cached']}), failed {calls['failed']} (each after its last allowed attempt; "
+        "see failures.jsonl); "
         f"{calls['total'] / n_rep:.2f} calls per scored replica. Tokens: prompt "
         f"{calls['prompt_tokens']}, completion {calls['completion_tokens']}; cost "
         f"{_cost(calls['cost_usd'])}.")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from judgekit.errors import ConfigError, DataError, JudgekitError, describe_validation
 from judgekit.vbscore.distribution import Candidate, build, normalise_surface
@@ -131,25 +131,64 @@ def score_file(path: Path, *, alphas: list[float], k: int | None, seed: int, gai
                   normalize=normalize)
 
 
+class QueryScores(BaseModel):
+    """One query's scores; VB dictionaries are keyed by alpha (a number)."""
+
+    model_config = ConfigDict(extra="forbid")
+    query_id: str
+    replicas: int
+    es: float
+    es_ci: list[float]
+    vb: dict[float, float]
+    vb_of_mean_es: dict[float, float]
+    vb_ci: dict[float, list[float]]
+    vb_ci_normal: dict[float, list[float]]
+    accuracy: float | None
+    replicas_agree: bool
+
+
+class CollectionScores(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n_queries: int
+    es: float
+    es_ci: list[float]
+    vb: dict[float, float]
+    vb_ci: dict[float, list[float]]
+    paired_t_vb_vs_es: dict[float, dict[str, Any]]
+    accuracy: float | None
+
+
+class VBScores(BaseModel):
+    """What :func:`score` returns (``model_dump(mode="json")`` is the `judgekit vbscore`
+    file, whose JSON keys are strings)."""
+
+    model_config = ConfigDict(extra="forbid")
+    settings: dict[str, Any]
+    queries: list[QueryScores]
+    collection: CollectionScores
+
+
 def score(records: Iterable[dict[str, Any]], *, alphas: Sequence[float] = ALPHA_GRID,
           k: int | None = None, seed: int = 0, gain: str = "binary",
           variance: str = "bernoulli", resamples: int = 10_000, clip: bool = False,
-          normalize: bool = False) -> dict[str, Any]:
+          normalize: bool = False) -> VBScores:
     """ES and VB_alpha per query and for the collection, with intervals, from tagged
     replica records (dicts in the `judgekit vbscore` JSONL format).
 
     Example::
 
-        judgekit.vbscore.score([{"query_id": "q1", "replica": 0,
-                                 "interpretations": [{"id": "Paris", "prob": 0.7},
-                                                     {"id": "Paris, Texas", "prob": 0.3}],
-                                 "outputs": [{"tag": "Paris"}]}], alphas=[0.5])
+        s = judgekit.vbscore.score([{"query_id": "q1", "replica": 0,
+                                     "interpretations": [{"id": "Paris", "prob": 0.7},
+                                                         {"id": "Paris, Texas", "prob": 0.3}],
+                                     "outputs": [{"tag": "Paris"}]}], alphas=[0.5])
+        s.collection.vb[0.5]
     """
     alphas = list(alphas)
     _check_options(alphas, k, gain, variance, resamples)
     lines = iter_replicas(enumerate(records, start=1), "records", normalize=normalize)
-    return _score(lines, alphas=alphas, k=k, seed=seed, gain=gain, variance=variance,
-                  resamples=resamples, clip=clip, normalize=normalize)
+    return VBScores.model_validate(_score(lines, alphas=alphas, k=k, seed=seed, gain=gain,
+                                          variance=variance, resamples=resamples, clip=clip,
+                                          normalize=normalize))
 
 
 def _score(lines: Iterable[ReplicaLine], *, alphas: list[float], k: int | None,

@@ -1,0 +1,65 @@
+"""Reports a researcher reads at a glance: the synthetic item view with search over all
+items, plain headings, typed scores with numeric alpha keys."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import judgekit
+from judgekit.report import html as rhtml
+
+
+def test_synthetic_report_searches_every_item(tmp_path, monkeypatch):
+    monkeypatch.setattr(rhtml, "MAX_ITEMS", 300)  # this small run has 996 items
+    res = judgekit.run("nodata_synthetic", evaluators=["dt_decimal"], phi=[0.5],
+                       escape_rounds=[1], out=str(tmp_path / "syn"))
+    items = [json.loads(x) for x in (tmp_path / "syn" / "items.jsonl").read_text()
+             .splitlines()]
+    assert len(items) > rhtml.MAX_ITEMS
+    page = (tmp_path / "syn" / "report.html").read_text()
+    assert page.count("<details class='item'") == rhtml.MAX_ITEMS
+    data = re.search(r"<script type='application/json' id='jk-rest-data'>(.*?)</script>",
+                     page, re.S).group(1)
+    rest = json.loads(data.replace("<\\/", "</"))
+    assert len(rest) == len(items) - rhtml.MAX_ITEMS
+    kind, summary, search, line = rest[0]
+    rec = items[line - 1]
+    assert kind == (f"{'success' if rec['success'] else 'failure'} · {rec['phenomenon']} · "
+                    f"{rec['evaluator']}")
+    assert rec["x"] in search and "<" not in search  # plain text, searchable
+    assert f"<option value='{kind}'>" in page
+    # plain words beside the paper's names; no empty seed-sweep column at seeds = 1
+    assert "Table 3 layout" not in page and "Thm 5.2 bound" not in page
+    assert "error bound (Thm 5.2)" in page and "successes over 1 seeds" not in page
+    assert res.method == "nodata"
+
+
+def test_script_json_cannot_close_its_element():
+    assert rhtml._script_json(["</script><b>"]) == '["<\\/script><b>"]'
+
+
+def test_vbscore_score_is_typed_with_numeric_alpha_keys(tmp_path):
+    from judgekit.vbscore.scorefile import score_file
+
+    records = [{"query_id": "q1", "replica": r,
+                "interpretations": [{"id": "Paris", "prob": 0.7},
+                                    {"id": "Paris, Texas", "prob": 0.3}],
+                "outputs": [{"tag": "Paris" if r < 2 else "none"}]} for r in range(3)]
+    s = judgekit.vbscore.score(records, alphas=[0.5, 1.0], resamples=200)
+    assert isinstance(s, judgekit.vbscore.VBScores)
+    assert set(s.collection.vb) == {0.5, 1.0} and set(s.queries[0].vb_ci) == {0.5, 1.0}
+    es = (0.7 + 0.7 + 0.0) / 3
+    assert abs(s.collection.es - es) < 1e-12
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert s.model_dump(mode="json") == json.loads(json.dumps(score_file(
+        path, alphas=[0.5, 1.0], k=None, seed=0, resamples=200)))
+
+
+def test_run_results_key_alphas_by_number():
+    res = judgekit.run("demo", cassette_mode="none", save=False)
+    d = res.datasets[0]
+    assert set(d.vb_by_alpha) == {0.0, 0.25, 0.5, 0.75, 1.0}
+    assert set(res.model_dump(mode="json")["datasets"][0]["vb_by_alpha"]) == {
+        "0.0", "0.25", "0.5", "0.75", "1.0"}
