@@ -566,6 +566,13 @@ def _self_checks() -> Any:
         "plan": plan(probe_like, 0.8, (0.05, 0.1, 0.3)),
         "plan_default": plan(probe_like),
         "audit_plan": audit_plan(0.7, 0.9),
+        "logistic": [pf.logistic_slope([int(b < 50) for b in bits[i: i + 60]],
+                                       [(b % 17) / 8 - 1 for b in bits[i + 60: i + 120]],
+                                       [[(b % 3) - 1.0 for b in bits[i + 120: i + 180]]]
+                                       if i % 2 else [], lv)
+                     for i, lv in ((0, 0.95), (200, 0.9), (300, 0.99))],
+        "logistic_default": pf.logistic_slope([0, 1, 1, 0, 1, 0, 1, 1],
+                                              [0.1, 0.5, 0.9, 0.2, 0.4, 0.3, 0.1, 0.8]),
     }
 
 

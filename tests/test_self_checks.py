@@ -521,3 +521,31 @@ def test_judge_card_from_a_probe_and_an_audit_of_one_judge(tmp_path):
                          env=env, cwd=tmp_path)
     assert bad.returncode == 2 and "one judge" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_logistic_slope_matches_statsmodels(seed):
+    sm = pytest.importorskip("statsmodels.api")
+    from judgekit.stats.preference import logistic_slope
+
+    rng = np.random.default_rng(seed)
+    n = [40, 120, 300][seed % 3]
+    x = np.tanh(rng.normal(size=n))
+    q = rng.choice([-1.0, 0.0, 1.0], size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(0.3 * seed - 0.5 + 1.2 * x + 0.9 * q)))).astype(int)
+    level = [0.9, 0.95, 0.99][seed % 3]
+    s = logistic_slope(y, x, [q], level)
+    m = sm.Logit(y, np.column_stack([np.ones(n), x, q])).fit(disp=0)
+    assert s.slope == pytest.approx(m.params[1], abs=1e-8)
+    assert s.p_value == pytest.approx(m.pvalues[1], rel=1e-6)
+    assert s.ci == pytest.approx(list(m.conf_int(alpha=1 - level)[1]), abs=1e-8)
+
+
+def test_logistic_slope_refuses_separated_data():
+    from judgekit.stats.preference import logistic_slope
+
+    q = [1.0, -1.0] * 10
+    y = [1, 0] * 10
+    s = logistic_slope(y, np.linspace(-1, 1, 20), [q])
+    assert s.slope is None and "separated" in s.note
+    assert logistic_slope([1, 1, 1], [0.1, 0.2, 0.3]).slope is None

@@ -153,11 +153,14 @@ def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
         feature.append("a" if la >= min_ratio * max(lb, 1) and la > lb else
                        "b" if lb >= min_ratio * max(la, 1) and lb > la else None)
     refs = [_reference(p) for p in pairs]
+    reg = _length_regression(pairs, chosen, refs, level)
     if any(f and r for f, r in zip(feature, refs)):
         pref = feature_preference(feature, refs, chosen, level)
         if pref.preference is not None:
-            return _with_verdict(pref, level, "P(longer picked when worse) - P(shorter "
-                                 "picked when longer is better)", _reference_note(pairs))
+            out = _with_verdict(pref, level, "P(longer picked when worse) - P(shorter "
+                                "picked when longer is better)", _reference_note(pairs))
+            out["regression"] = reg
+            return out
     have = [(f, c) for f, c in zip(feature, chosen) if f and c in ("a", "b")]
     if not have:
         return None
@@ -165,7 +168,31 @@ def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
     return {"what": "P(longer answer chosen), not controlled for quality (no reference)",
             "preference": None if rate is None else rate - 0.5,
             "ci": None if ci is None else [ci[0] - 0.5, ci[1] - 0.5], "p_value": None,
-            "n": n, "reference": None, "verdict": "not controlled: descriptive only"}
+            "n": n, "reference": None, "verdict": "not controlled: descriptive only",
+            "regression": reg}
+
+
+def _length_regression(pairs: list[Pair], chosen: list[str | None], refs: list[str | None],
+                       level: float) -> dict[str, Any]:
+    """In the spirit of alpaca_eval's length-controlled win rate: a logistic regression of
+    "answer A picked" on tanh of the log length ratio (words), with the quality reference
+    (+1 A better, -1 B better, 0 unknown) as a covariate; the slope is the length effect
+    on the log-odds, over every pair (not only those 10% apart)."""
+    import math
+
+    from judgekit.stats.preference import logistic_slope
+
+    rows = [(c == "a", math.tanh(math.log(max(len(p.a.split()), 1) /
+                                          max(len(p.b.split()), 1))),
+             {"a": 1.0, "b": -1.0}.get(r or "", 0.0))
+            for p, c, r in zip(pairs, chosen, refs) if c in ("a", "b")]
+    if not rows:
+        return {"slope": None, "ci": None, "p_value": None, "n": 0, "note": "no verdicts"}
+    y, x, q = zip(*rows)
+    cov = [q] if any(q) else []
+    s = logistic_slope([int(v) for v in y], list(x), cov, level)
+    return {**s._asdict(), "x": "tanh(log(words in A / words in B))",
+            "controls": "quality reference" if cov else "none"}
 
 
 EFFECTS = (0.05, 0.10, 0.20)

@@ -160,3 +160,50 @@ def rate_n_needed(rate: float, halfwidth: float, level: float = 0.95) -> int:
     z = float(ndtri(0.5 + level / 2))
     v = max(float(rate) * (1 - float(rate)), 0.01)
     return int(math.ceil(z * z * v / (halfwidth * halfwidth)))
+
+
+class Slope(NamedTuple):
+    slope: float | None  # log-odds per unit of x; None when the fit separates
+    ci: list[float] | None
+    p_value: float | None
+    n: int
+    note: str
+
+
+def logistic_slope(y: Sequence[int], x: Sequence[float],
+                   covariates: Sequence[Sequence[float]] = (), level: float = 0.95
+                   ) -> Slope:
+    """The coefficient of ``x`` in a logistic regression of ``y`` (0/1) on an intercept,
+    ``x`` and ``covariates`` (each a column), by iteratively reweighted least squares,
+    with a Wald interval and p-value. Separated data (a covariate predicting every y)
+    has no finite estimate: slope None, with a note."""
+    from scipy.special import expit, ndtri
+    from scipy.stats import norm
+
+    yy = np.asarray(y, float)
+    cols = [np.ones_like(yy), np.asarray(x, float), *[np.asarray(c, float)
+                                                      for c in covariates]]
+    design = np.column_stack(cols)
+    n, k = design.shape
+    if n <= k or np.ptp(design[:, 1]) == 0 or yy.min() == yy.max():
+        return Slope(None, None, None, n, "too few pairs, or x or the picks do not vary")
+    beta = np.zeros(k)
+    for _ in range(100):
+        p = expit(design @ beta)
+        w = np.clip(p * (1 - p), 1e-10, None)
+        info = design.T @ (design * w[:, None])
+        try:
+            step = np.linalg.solve(info, design.T @ (yy - p))
+        except np.linalg.LinAlgError:
+            return Slope(None, None, None, n, "singular design (collinear columns)")
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    if not np.all(np.isfinite(beta)) or np.max(np.abs(beta)) > 15:
+        return Slope(None, None, None, n, "separated: the reference predicts the picks")
+    cov = np.linalg.inv(info)
+    se = float(math.sqrt(cov[1, 1]))
+    z = float(ndtri(0.5 + level / 2))
+    b = float(beta[1])
+    return Slope(b, [b - z * se, b + z * se], float(2 * norm.sf(abs(b) / se)), n,
+                 "log-odds of picking answer A per unit of x")
