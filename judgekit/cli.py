@@ -340,6 +340,16 @@ def local_serve(
     serve_forever(port=port, model_path=model_path, threads=threads, console=console)
 
 
+@local_app.command("info")
+def local_info() -> None:
+    """Check the local extra: llama-cpp-python's version and CPU features (a portable
+    build lists no AVX512 or AMX), and the packaged model file."""
+    from judgekit.local.server import build_info
+
+    for line in build_info():
+        print(line)
+
+
 def _usage_error(exc: BaseException) -> bool:
     """Click's usage and parameter errors, from whichever copy of click typer uses
     (typer 0.29 vendors its own): they carry ``exit_code`` and ``show``."""

@@ -252,6 +252,7 @@ def test_demo_replay_marks_the_headline_unreliable(tmp_path):
     assert "UNRELIABLE" in r.stdout and "position" in r.stdout
     res = json.loads((tmp_path / "d" / "results.json").read_text())
     assert res["self_check"]["reliable"] is False
+    assert res["self_check"]["headline"] == "unreliable: the tagger follows position, not content"
     assert res["self_check"]["tagger"]["decision"] == "position"
     assert res["datasets"][0]["reliable"] is False
     html = (tmp_path / "d" / "report.html").read_text()
@@ -549,3 +550,12 @@ def test_logistic_slope_refuses_separated_data():
     s = logistic_slope(y, np.linspace(-1, 1, 20), [q])
     assert s.slope is None and "separated" in s.note
     assert logistic_slope([1, 1, 1], [0.1, 0.2, 0.3]).slope is None
+
+
+def test_local_info_reports_the_build(tmp_path):
+    pytest.importorskip("llama_cpp")
+    env = {"PATH": "", "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "local", "info"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("llama-cpp-python ") and "build: " in r.stdout

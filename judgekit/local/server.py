@@ -165,3 +165,26 @@ def serve_forever(*, port: int, model_path: Path | None, threads: int, console: 
                 time.sleep(0.5)
         except KeyboardInterrupt:
             console.print("stopping")
+
+
+def build_info() -> list[str]:
+    """Lines describing the local extra; MissingDependencyError when it is absent."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise MissingDependencyError("the local extra is not installed: pip install "
+                                     "--no-cache-dir "
+                                     "\".[local]\" with the README's CMAKE_ARGS") from exc
+    info = llama_cpp.llama_print_system_info()
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    native = [f for f in ("AVX512", "AMX") if f"{f} = 1" in text or f"{f}_INT8 = 1" in text]
+    lines = [f"llama-cpp-python {getattr(llama_cpp, '__version__', '?')}",
+             f"CPU features: {text.strip()}",
+             "build: portable (no AVX512/AMX kernels)" if not native else
+             f"build: native ({', '.join(native)}); if the first evaluation segfaults, "
+             "rebuild with the README's CMAKE_ARGS and pip install --no-cache-dir"]
+    try:
+        lines.append(f"model: {default_model_path()}")
+    except Exception as exc:  # the model package is missing or not assembled
+        lines.append(f"model: unavailable ({exc})")
+    return lines

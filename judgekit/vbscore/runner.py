@@ -242,7 +242,10 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
             "replicas": cfg.replicas, "k": cfg.k, "datasets": datasets, "queries": per_query,
             "replica_failures": failures,
             "failures_by_stage": _count(failures),
-            "self_check": {"reliable": reliable, "reasons": reasons, "tagger": tagger,
+            "self_check": {"reliable": reliable, "reasons": reasons,
+                           "headline": "reliable" if reliable else (
+                               "unreliable: the tagger follows position, not content"),
+                           "tagger": tagger,
                            "interpretations": interpretation_stability(readings, cfg.level)}}
 
 

@@ -364,5 +364,8 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def make_provider(model: str, base_url: str | None = None) -> Provider:
+    """The provider object of a model string, once its optional package is found (a run
+    replayed from a cassette never makes one, so it needs no extra)."""
     provider, name = parse_model_string(model)
+    check_requirements(model, base_url)
     return _REGISTRY[provider](name, base_url=base_url)
