@@ -69,8 +69,8 @@ def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
 
 
 def check_judged(items: list[JudgedItem], criteria: list[str], aggregate: Any,
-                 positions: list[int], source: str, *, strict: bool = False
-                 ) -> dict[str, Any]:
+                 positions: list[int], source: str, *, strict: bool = False,
+                 known: list[str] | None = None) -> dict[str, Any]:
     """Items whose Label disagrees with their own rubric values under the rubric's
     aggregator, and rubric fields the rubric does not define. Returned as counts and
     item positions (and logged once as a warning); ``strict`` makes either an error."""
@@ -78,7 +78,7 @@ def check_judged(items: list[JudgedItem], criteria: list[str], aggregate: Any,
     unknown: dict[str, list[int]] = {}
     for pos, it in zip(positions, items):
         vals = it.criterion_values()
-        extra = sorted(set(vals) - set(criteria))
+        extra = sorted(set(vals) - set(criteria) - set(known or []))
         for f in extra:
             unknown.setdefault(f, []).append(pos)
         if it.Label is not None and all(c in vals for c in criteria) and \

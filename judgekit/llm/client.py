@@ -122,6 +122,8 @@ class Client:
             prov.bind(key)
         self._limits: dict[tuple[int, str], asyncio.Semaphore] = {}
         self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._given = set(self.providers)  # provider objects passed in need no package
+        self._required: set[str] = set()
 
     # Storage and statistics, as attributes (kept for existing callers).
     @property
@@ -180,18 +182,21 @@ class Client:
     def preflight(self, stages: Sequence[Stage], models: Sequence[str] = ()) -> None:
         """Check, before any call is paid, every template the run will use (syntax and
         names) and every model string (provider known, base URL valid)."""
-        from judgekit.errors import MissingDependencyError
-
         for stage in stages:
             self.templates.check(stage.template, stage.variables or None)
         for model in models:
-            try:
-                self.provider(model)
-            except MissingDependencyError:
-                # a cassette that replays may answer every call: the extra is needed (and
-                # the error raised) only when a call misses it
-                if self.cassette is None or self.settings.cassette_mode == "all":
-                    raise
+            self.provider(model)
+            if self.cassette is None or self.settings.cassette_mode == "all":
+                self.require(model)  # else only a call that misses the cassette needs it
+
+    def require(self, model: str) -> None:
+        """The model's optional package is installed, else MissingDependencyError (a usage
+        error naming the extra); checked once per model."""
+        if model not in self._required and model not in self._given:
+            from judgekit.llm.providers import check_requirements
+
+            check_requirements(model, self.settings.base_urls.get(parse_model_string(model)[0]))
+            self._required.add(model)
 
     def dry_run(self, stage: Stage, calls: Sequence[Call]) -> DryRun:
         """How many of ``calls`` are not yet answered, and what they would cost: prompt
@@ -348,6 +353,7 @@ class Client:
         """Ask the provider once per key, even when several callers ask at once; keep the
         answer. Returns (record, source)."""
         key = prep.key
+        self.require(prep.model)
         shared = self._inflight.get(key)
         if shared is not None:
             return await asyncio.shield(shared), "inflight"

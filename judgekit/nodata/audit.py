@@ -269,7 +269,8 @@ def execute(cfg: NoDataConfig, client: Client) -> dict[str, Any]:
     ev_rubric, ver_rubric = load_rubric(cfg.rubric), load_rubric(cfg.verifier_rubric)
     positions = list(cfg.indices or range(cfg.start, cfg.start + len(items)))
     data_checks = check_judged(items, ver_rubric.ids(), ver_rubric.aggregate, positions,
-                               str(cfg.data_path), strict=cfg.strict)
+                               str(cfg.data_path), strict=cfg.strict,
+                               known=ver_rubric.data_fields)
     raw = client.run_until_complete(_audit(cfg, client, items, ev_rubric, ver_rubric))
     recs = raw["records"]
     kept = sorted(recs)

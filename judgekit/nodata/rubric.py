@@ -47,6 +47,9 @@ class Rubric(BaseModel):
     description: str = ""
     criteria: list[Criterion]
     aggregator: Literal["all", "majority"] = "all"
+    # rubric fields the data carries that are not criteria (the West Frisian file's c2
+    # combines c2a and c2b): not reported as unknown by the data check
+    data_fields: list[str] = []
 
     @model_validator(mode="after")
     def _unique(self) -> Rubric:

@@ -364,8 +364,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def make_provider(model: str, base_url: str | None = None) -> Provider:
-    """The provider object of a model string, once its optional package is found (a run
-    replayed from a cassette never makes one, so it needs no extra)."""
+    """The provider object of a model string. It identifies calls without its optional
+    package; the client checks the package before the first call it actually sends."""
     provider, name = parse_model_string(model)
-    check_requirements(model, base_url)
     return _REGISTRY[provider](name, base_url=base_url)
