@@ -63,3 +63,16 @@ def test_run_results_key_alphas_by_number():
     assert set(d.vb_by_alpha) == {0.0, 0.25, 0.5, 0.75, 1.0}
     assert set(res.model_dump(mode="json")["datasets"][0]["vb_by_alpha"]) == {
         "0.0", "0.25", "0.5", "0.75", "1.0"}
+
+
+def test_demo_report_shows_each_figure_once_and_its_headline_first(tmp_path):
+    judgekit.run("demo", cassette_mode="none", out=str(tmp_path / "d"))
+    page = (tmp_path / "d" / "report.html").read_text()
+    assert page.count("alt='four_panel.png'") == 1 and page.count("alt='forest.png'") == 1
+    assert "alt='vb_vs_es.png'" not in page and "alt='vb_vs_alpha.png'" not in page
+    assert (tmp_path / "d" / "vb_vs_es.png").exists()  # still saved on its own
+    # the warning, then the headline with its interval and n, before any table
+    first_table = page.index("<table>")
+    assert page.index("class='warning'") < page.index("Headline: demo: VB = 1.000 [1.000, "
+                                                      "1.000]") < first_table
+    assert "n = 4 queries" in page[:first_table]

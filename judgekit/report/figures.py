@@ -34,5 +34,6 @@ def lines(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence[float
     if ylim:
         ax.set_ylim(*ylim)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    # beside the axes, never over the lines (savefig's tight box keeps it in the file)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     save(fig, path)

@@ -53,9 +53,16 @@ function jkFilter(){
 """.replace("MAX_REST", "300")  # = MAX_REST_SHOWN
 
 
+# a figure whose panels are also saved alone: the page shows the whole figure once
+PANELS = {"four_panel.png": ("vb_vs_es.png", "vb_vs_alpha.png")}
+
+
 def _figures(folder: Path) -> str:
     parts = []
-    for png in sorted(folder.glob("*.png")):
+    pngs = sorted(folder.glob("*.png"))
+    hidden = {p for whole, panels in PANELS.items() if (folder / whole).exists()
+              for p in panels}
+    for png in [p for p in pngs if p.name not in hidden]:
         data = base64.b64encode(png.read_bytes()).decode("ascii")
         parts.append(f"<figure><img alt='{html.escape(png.name)}' "
                      f"src='data:image/png;base64,{data}'><figcaption>"
