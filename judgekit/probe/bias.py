@@ -129,7 +129,9 @@ def self_preference(pairs: list[Pair], chosen: list[str | None], family: str,
     fam = family.lower()
     feature: list[str | None] = []
     for p in pairs:
-        own = [bool(m and fam in m.lower()) for m in (p.model_a, p.model_b)]
+        # a model is the judge's own when its family (or its whole string) is the judge's
+        own = [bool(m and (family_of(m) == fam or m.lower() == fam))
+               for m in (p.model_a, p.model_b)]
         feature.append("a" if own == [True, False] else "b" if own == [False, True] else None)
     if not any(feature):
         return None
@@ -144,12 +146,13 @@ def self_preference(pairs: list[Pair], chosen: list[str | None], family: str,
 def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
                       min_ratio: float = 1.1) -> dict[str, Any] | None:
     """A preference for the longer of two natural answers (no padding), over pairs whose
-    lengths differ by at least ``min_ratio``: with a known correct answer (or human
+    lengths (characters) differ by at least ``min_ratio``: with a known correct answer (or human
     preference) as the asymmetry of errors; without one, the longer answer's win rate
     (which also carries quality: longer answers are often better), labelled as such."""
     feature: list[str | None] = []
     for p in pairs:
-        la, lb = len(p.a.split()), len(p.b.split())
+        # characters, not words: the same measure in languages written without spaces
+        la, lb = len(p.a.strip()), len(p.b.strip())
         feature.append("a" if la >= min_ratio * max(lb, 1) and la > lb else
                        "b" if lb >= min_ratio * max(la, 1) and lb > la else None)
     refs = [_reference(p) for p in pairs]
@@ -175,15 +178,15 @@ def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
 def _length_regression(pairs: list[Pair], chosen: list[str | None], refs: list[str | None],
                        level: float) -> dict[str, Any]:
     """In the spirit of alpaca_eval's length-controlled win rate: a logistic regression of
-    "answer A picked" on tanh of the log length ratio (words), with the quality reference
+    "answer A picked" on tanh of the log length ratio (characters), with the quality reference
     (+1 A better, -1 B better, 0 unknown) as a covariate; the slope is the length effect
     on the log-odds, over every pair (not only those 10% apart)."""
     import math
 
     from judgekit.stats.preference import logistic_slope
 
-    rows = [(c == "a", math.tanh(math.log(max(len(p.a.split()), 1) /
-                                          max(len(p.b.split()), 1))),
+    rows = [(c == "a", math.tanh(math.log(max(len(p.a.strip()), 1) /
+                                          max(len(p.b.strip()), 1))),
              {"a": 1.0, "b": -1.0}.get(r or "", 0.0))
             for p, c, r in zip(pairs, chosen, refs) if c in ("a", "b")]
     if not rows:
@@ -191,7 +194,7 @@ def _length_regression(pairs: list[Pair], chosen: list[str | None], refs: list[s
     y, x, q = zip(*rows)
     cov = [q] if any(q) else []
     s = logistic_slope([int(v) for v in y], list(x), cov, level)
-    return {**s._asdict(), "x": "tanh(log(words in A / words in B))",
+    return {**s._asdict(), "x": "tanh(log(characters in A / characters in B))",
             "controls": "quality reference" if cov else "none"}
 
 
