@@ -32,6 +32,7 @@ _LAZY = {
     "probe_judge": "judgekit.api",
     "load_results": "judgekit.results",
     "compare": "judgekit.compare",
+    "judge_card": "judgekit.card",
     "RunResult": "judgekit.results",
 }
 
@@ -51,6 +52,7 @@ __all__ = [
     "__version__",
     "audit",
     "compare",
+    "judge_card",
     "load_results",
     "probe_judge",
     "run",

@@ -111,6 +111,15 @@ def _audit_rows(d: dict[str, Any], src: str) -> list[CardRow]:
     return rows
 
 
+def judge_card(runs: list[str | Path], out: str | Path | None = None) -> JudgeCard:
+    """The card of one judge from its probe and audit runs (folders or results.json),
+    written to ``out`` when given (card.json, report.md, report.html, card.png)."""
+    card = build(runs)
+    if out is not None:
+        write(card, out)
+    return card
+
+
 def build(paths: list[str | Path]) -> JudgeCard:
     """A card from result folders (or results.json files) of one judge."""
     from judgekit.compare import load

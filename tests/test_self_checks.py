@@ -522,6 +522,8 @@ def test_judge_card_from_a_probe_and_an_audit_of_one_judge(tmp_path):
                          env=env, cwd=tmp_path)
     assert bad.returncode == 2 and "one judge" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+    again = judgekit.judge_card([tmp_path / "probe_local"])
+    assert again.judge == "local/gemma-3-270m" and again.runs == ["probe_local"]
 
 
 @pytest.mark.parametrize("seed", range(6))

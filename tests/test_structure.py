@@ -123,8 +123,8 @@ def test_methods_build_no_markdown(method):
 EXPORTS = {
     "judgekit": {"Call", "CassetteMissError", "Client", "ClientSettings", "ConfigError",
                  "DataError", "JudgekitError", "ProviderError", "RunResult", "Stage",
-                 "StageResult", "StatsError", "__version__", "audit", "compare", "load_results",
-                 "probe_judge", "run"},
+                 "StageResult", "StatsError", "__version__", "audit", "compare", "judge_card",
+                 "load_results", "probe_judge", "run"},
 }
 
 
