@@ -190,6 +190,12 @@ def build_synthetic(cfg: NoDataConfig, res: dict[str, Any]) -> Doc:
                      _pct(b["majority"]["accuracy"])])
     return Doc("No-Data Algorithm: synthetic bitstrings", [
         Heading(1, "No-Data Algorithm: synthetic bitstrings"),
+        Para("Headline (success rate, percent, with its interval and n" + (
+            f", at the paper's phi = {PAPER_PHI}" if _at_paper_phi(res["runs"]) != res["runs"]
+            else "") + "): " + "; ".join(
+            f"{r['phenomenon']} {r['evaluator']}: "
+            f"{_pci(r['success_rate'], r['success_ci'])}, n = {r['n_items']}"
+            for r in _at_paper_phi(res["runs"])) + "."),
         Para(f"Data: {_sources(res['data'])}. r = {cfg.rounds}, seed = {cfg.seed}. "
              "phi is the paper's (flip on failure with probability phi); the authors' code "
              "used 1 - phi."),
@@ -211,6 +217,11 @@ def build_synthetic(cfg: NoDataConfig, res: dict[str, Any]) -> Doc:
         Table(["set", "judges", "mean kappa", "percent agreement", "average acc",
                "majority acc"], base, "baselines"),
     ])
+
+
+def _at_paper_phi(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    at = [r for r in runs if abs(r["phi"] - PAPER_PHI) < 1e-9]
+    return at or runs
 
 
 def _phi_figure(path: Path, runs: list[dict[str, Any]]) -> None:
