@@ -274,7 +274,8 @@ def test_declared_public_surface():
     assert set(judgekit.__all__) == {
         "Call", "CassetteMissError", "Client", "ClientSettings", "ConfigError", "DataError",
         "JudgekitError", "ProviderError", "RunResult", "Stage", "StageResult", "StatsError",
-        "__version__", "audit", "compare", "load_results", "probe_judge", "run"}
+        "__version__", "audit", "compare", "judge_card", "load_results", "probe_judge",
+        "run"}
     for mod in (judgekit, judgekit.vbscore, judgekit.ondemand, judgekit.testing):
         for name in mod.__all__:
             assert getattr(mod, name) is not None, f"{mod.__name__}.{name}"
