@@ -561,3 +561,36 @@ def test_local_info_reports_the_build(tmp_path):
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("llama-cpp-python ") and "build: " in r.stdout
+
+
+def test_self_preference_names_an_unmatched_family(tmp_path):
+    r = _probe(tmp_path, _oracle(), transforms=[], judge_family="mistral")
+    sp = r["self_preference"]
+    assert sp["preference"] is None and sp["n"] == 0
+    assert "no pair has exactly one answer from the judge's family 'mistral'" in sp["verdict"]
+
+
+def test_sequential_pointwise_probe(tmp_path):
+    items = [{"Prompt": f"Freech {i}", "Output": f"Antwurd {i}", "Label": i % 2}
+             for i in range(60)]
+    data = tmp_path / "items.json"
+    data.write_text(json.dumps(items))
+
+    def always_pass(req):
+        return {"label": 1, "criteria": [{"id": "c1", "value": 1}]}
+
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    with Client(ClientSettings(use_cache=False, progress=False),
+                providers={"mock/pw": mock.FunctionProvider(always_pass)}) as client:
+        res = judgekit.run({"method": "probe", "judge_mode": "pointwise",
+                            "data_path": str(data), "transforms": ["pad"],
+                            "sequential": True, "sequential_batch": 20,
+                            "sequential_margin": 0.2,
+                            "models": {"judge": "mock/pw"}, "resamples": 300}, client=client)
+    seq = res.sequential
+    # a judge that never changes its label: every decision is ruled out inside +-0.2
+    assert seq["stopped"] == "settled" and seq["units_asked"] < 60
+    assert all(d["decision"] == "ruled out" for d in seq["decisions"])
+    assert res.n_pairs == seq["units_asked"] and res.pass_rate["n"] == seq["units_asked"]

@@ -134,7 +134,12 @@ def self_preference(pairs: list[Pair], chosen: list[str | None], family: str,
                for m in (p.model_a, p.model_b)]
         feature.append("a" if own == [True, False] else "b" if own == [False, True] else None)
     if not any(feature):
-        return None
+        if not any(p.model_a or p.model_b for p in pairs):
+            return None
+        return {"what": "self-preference", "preference": None, "ci": None, "p_value": None,
+                "n": 0, "reference": None, "family": family, "pairs_with_one_own": 0,
+                "verdict": f"not measured: no pair has exactly one answer from the judge's "
+                           f"family {family!r} (set judge_family)"}
     pref = feature_preference(feature, [_reference(p) for p in pairs], chosen, level)
     out = _with_verdict(pref, level, f"P(own family picked when worse) - P(other picked "
                         f"when own is better); family {family!r}", _reference_note(pairs))
