@@ -279,3 +279,29 @@ def test_declared_public_surface():
     for mod in (judgekit, judgekit.vbscore, judgekit.ondemand, judgekit.testing):
         for name in mod.__all__:
             assert getattr(mod, name) is not None, f"{mod.__name__}.{name}"
+
+
+@pytest.mark.parametrize("name", ["demo", "probe_local", "nodata_west_frisian"])
+def test_report_screenshots_in_a_headless_browser(tmp_path, cache_env, name):
+    """Where Chromium exists: each packaged report renders to a non-blank screenshot, and
+    its DOM after the scripts ran has the headline before the first table."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("no chromium on this machine (apt-get install chromium)")
+    r = jk("run", name, "--cassette-mode", "none", "--out", "r", cwd=tmp_path, env=cache_env)
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "r" / "report.html").as_uri()
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                    "--window-size=1280,1600", f"--screenshot={shot}", page],
+                   capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(shot))
+    assert pixels.shape[0] >= 800 and pixels.shape[1] >= 1000
+    assert float(pixels[..., :3].std()) > 0.02  # not a blank page
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--dump-dom", page], capture_output=True, text=True, timeout=120)
+    body = dom.stdout
+    assert "<table" in body and "<h1>" in body
+    assert body.index("<h1>") < body.index("<table")
