@@ -158,8 +158,9 @@ def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
     for p in pairs:
         # characters, not words: the same measure in languages written without spaces
         la, lb = len(p.a.strip()), len(p.b.strip())
-        feature.append("a" if la >= min_ratio * max(lb, 1) and la > lb else
-                       "b" if lb >= min_ratio * max(la, 1) and lb > la else None)
+        # (a tolerance so that "exactly 10% longer" holds despite 1.1 * 100 > 110)
+        feature.append("a" if la >= min_ratio * max(lb, 1) - 1e-9 and la > lb else
+                       "b" if lb >= min_ratio * max(la, 1) - 1e-9 and lb > la else None)
     refs = [_reference(p) for p in pairs]
     reg = _length_regression(pairs, chosen, refs, level)
     if any(f and r for f, r in zip(feature, refs)):
