@@ -4,7 +4,6 @@ over Monte Carlo replicas, scored with ES / VB_alpha and bootstrap intervals."""
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any
 
 import numpy as np
@@ -22,11 +21,7 @@ from judgekit.vbscore.replicas import (
     aggregate_query,
     batch_query_intervals,
 )
-from judgekit.vbscore.selfcheck import TagCheck, rotation, tag_key
-
-_TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
-
-
+from judgekit.vbscore.selfcheck import TagCheck, parse_tag, rotation, tag_key
 
 
 def execute(cfg: VBScoreConfig, client: Client) -> dict[str, Any]:
@@ -140,15 +135,6 @@ async def _check_answers(cfg: VBScoreConfig, client: Client, queries: list[Query
                    "answer": wanted[(qi, norm)]}, judge) for qi, norm in keys]
     res = await client.map(stages.correctness_stage(128), calls, description="correctness")
     return {k: (r.output.correct if r.ok else None) for k, r in zip(keys, res)}
-
-
-def parse_tag(tag: str, n: int) -> int | None:
-    """'E2', 'e2', '2', 'E2: ...' -> index 1; 'none' or out of range -> None."""
-    m = _TAG.match(tag)
-    if not m:
-        return None
-    i = int(m.group(1)) - 1
-    return i if 0 <= i < n else None
 
 
 def score_replica(cfg: VBScoreConfig, interp: Any, answers: list[str], tags: list[str]

@@ -30,13 +30,19 @@ from judgekit.stats.preference import clustered_rate, sign_test
 _TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
 
 
-def tag_key(tag: str, n: int) -> str:
-    """A tag as its interpretation index ('E2: x' -> '1'), or 'none'."""
+def parse_tag(tag: str, n: int) -> int | None:
+    """'E2', 'e2', '2', 'E2: ...' -> index 1; 'none' or out of range -> None."""
     m = _TAG.match(str(tag))
     if not m:
-        return "none"
+        return None
     i = int(m.group(1)) - 1
-    return str(i) if 0 <= i < n else "none"
+    return i if 0 <= i < n else None
+
+
+def tag_key(tag: str, n: int) -> str:
+    """A tag as its interpretation index ('E2: x' -> '1'), or 'none'."""
+    i = parse_tag(tag, n)
+    return "none" if i is None else str(i)
 
 
 def rotation(seed: int, k: int) -> list[int]:
