@@ -43,17 +43,11 @@ def script(req):  # noqa: ANN001, ANN201 - the mock provider's callable
 
 
 def worker(work: Path) -> None:
-    from judgekit.config import resolve
+    import judgekit
     from judgekit.llm.providers import mock
 
     mock.register_script("scale", script)
-    cfg, runner = resolve(work / "cfg.yaml", [], [], {})
-    out = work / "out"
-    if out.exists():
-        import shutil
-
-        shutil.rmtree(out)
-    runner(cfg, out)
+    judgekit.run(work / "cfg.yaml", out=work / "out", overwrite=True)
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from judgekit.runguard import FolderBusy, claim_folder, failed_run
 def run(config: str | Path | dict[str, Any], *, client: Any = None,
         out: str | Path | None = None, overwrite: bool = False,
         sets: list[str] | None = None, models: dict[str, str] | None = None,
-        save: bool | None = None, **overrides: Any) -> RunResult:
+        save: bool | None = None, **overrides: Any) -> RunResult[Any]:
     """Run an experiment in memory and return its typed result.
 
     Args:
@@ -66,18 +66,19 @@ def resolve_config(config: str | Path | dict[str, Any], *, sets: list[str] | Non
 
     model_args = [f"{k}={v}" for k, v in (models or {}).items()]
     if isinstance(config, dict):
-        return resolve_dict(config, sets or [], model_args, overrides)[0]
-    return resolve(config, sets or [], model_args, overrides)[0]
+        return resolve_dict(config, sets or [], model_args, overrides)
+    return resolve(config, sets or [], model_args, overrides)
 
 
 def run_config(config: str | Path | dict[str, Any], *, out: str | Path | None = None,
                overwrite: bool = False, sets: list[str] | None = None,
                models: dict[str, str] | None = None, client: Any = None, **overrides: Any
-               ) -> tuple[RunResult, dict[str, Any], Path]:
+               ) -> tuple[RunResult[Any], dict[str, Any], Path]:
     """Run and write the folder (what ``judgekit run`` does): the result, what the
     console shows (headline, failed calls by kind) and the folder written."""
     from judgekit.config import out_dir
-    from judgekit.pipeline import compute, headline, save
+    from judgekit.pipeline import compute
+    from judgekit.runfolder import write
     from judgekit.runio import prepare_out
 
     cfg = resolve_config(config, sets=sets, models=models,
@@ -105,12 +106,12 @@ def run_config(config: str | Path | dict[str, Any], *, out: str | Path | None = 
             if failed is None:
                 raise
             raise failed from None
-        save(result, directory, overwrite=True)
+        write(result, directory, overwrite=True)
     kinds: dict[str, int] = {}
     for f in result.failures:
         kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
-    result._path = directory / "results.json"
-    return result, {"headline": headline(result), "failed_calls": kinds,
+    result.bind(folder=directory)
+    return result, {"headline": result.headline(), "failed_calls": kinds,
                     "unused_cassette_entries": result.unused_cassette_entries}, directory
 
 
@@ -138,7 +139,7 @@ def audit(items: list[dict[str, Any]] | str | Path, rubric: str | Path | dict[st
           evaluator: str, verifier: str, generator: str | None = None,
           verifier_rubric: str | Path | dict[str, Any] | None = None,
           out: str | Path | None = None, overwrite: bool = False, client: Any = None,
-          **settings: Any) -> RunResult:
+          **settings: Any) -> RunResult[Any]:
     """Audit a judge with the No-Data Algorithm (check ``both`` by default).
 
     Args:
@@ -188,7 +189,7 @@ def _rubric_path(rubric: str | Path | dict[str, Any], target: Path) -> str:
 
 def probe_judge(data: list[dict[str, Any]] | str | Path, *, judge: str,
                 mode: str = "pairwise", out: str | Path | None = None,
-                overwrite: bool = False, client: Any = None, **settings: Any) -> RunResult:
+                overwrite: bool = False, client: Any = None, **settings: Any) -> RunResult[Any]:
     """Probe a judge's reliability (``method: probe``) without writing YAML.
 
     Args:

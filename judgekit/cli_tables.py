@@ -70,7 +70,7 @@ def data_list() -> None:
         source = d.url or "shipped / your own file"
         if d.hf:
             source += f"  (hf: {d.hf[0]})"
-        rows.append((d.name, ",".join(d.uses), "/".join(d.formats), d.licence, cached, source))
+        rows.append((d.name, d.kind, "/".join(d.formats), d.licence, cached, source))
     for g, members in groups().items():
         rows.append((g, "group", "", "", "", "fetches " + ", ".join(members)))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]

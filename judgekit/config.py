@@ -2,65 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError
 
 from judgekit.errors import ConfigError, DataError, describe_validation
+from judgekit.settings import RunSettings
 from judgekit.textio import decode
-
-
-class RunSettings(BaseModel):
-    """Fields every experiment config shares."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    method: str
-    name: str = "experiment"
-    seed: int = 0
-    out: str = "runs/{name}"
-    models: dict[str, str] = Field(default_factory=dict)
-    cassette: str | None = None
-    cassette_mode: Literal["none", "new", "all"] = "new"
-    retry_failed: bool = False  # ask again where the cassette recorded a failed answer
-    cache_dir: str | None = None
-    use_cache: bool = True
-    concurrency: int = Field(8, ge=1)
-    timeout: float = Field(120.0, gt=0)
-    call_deadline: float = Field(600.0, gt=0)
-    prompts: str | None = None  # a folder of templates searched before the packaged ones
-    execution: Literal["online", "batch"] = "online"
-    batch_fallback: Literal["online", "fail"] = "online"
-    batch_poll_interval: float = Field(10.0, gt=0)
-    dry_run: bool = False
-    strict: bool = False  # data-check warnings (e.g. labels vs rubric values) become errors
-    max_failures: int | float | None = 0.25
-    base_urls: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("max_failures")
-    @classmethod
-    def _check_budget(cls, v: Any) -> Any:
-        from judgekit.llm.ledger import normalise_budget
-
-        try:
-            return normalise_budget(v)
-        except ConfigError as exc:
-            raise ValueError(str(exc)) from exc
-
-    @field_validator("models")
-    @classmethod
-    def _check_models(cls, v: dict[str, str]) -> dict[str, str]:
-        from judgekit.llm.providers import parse_model_string
-
-        for role, model in v.items():
-            try:
-                parse_model_string(model)
-            except ConfigError as exc:
-                raise ValueError(f"role {role}: {exc}") from exc
-        return v
 
 
 def set_dotted(doc: dict[str, Any], dotted: str, value: Any) -> None:
@@ -161,17 +111,14 @@ def validate(model: type[BaseModel], doc: dict[str, Any], source: str) -> Any:
         raise ConfigError(f"config {source}: {describe_validation(exc)}") from exc
 
 
-Runner = Callable[[Any, Path], dict[str, Any]]
-
-
 def resolve(path: str | Path, sets: list[str], models: list[str], overrides: dict[str, Any]
-            ) -> tuple[Any, Runner]:
-    """Load, override and validate a config; return it with its method's runner."""
+            ) -> RunSettings:
+    """Load, override and validate a config (its method's config model)."""
     return _finish(load_raw(path), str(path), sets, models, overrides)
 
 
 def resolve_dict(doc: dict[str, Any], sets: list[str], models: list[str],
-                 overrides: dict[str, Any]) -> tuple[Any, Runner]:
+                 overrides: dict[str, Any]) -> RunSettings:
     """As :func:`resolve` for a config given as a dict (paths relative to the cwd)."""
     import copy
 
@@ -181,7 +128,7 @@ def resolve_dict(doc: dict[str, Any], sets: list[str], models: list[str],
 
 
 def _finish(doc: dict[str, Any], path: str, sets: list[str], models: list[str],
-            overrides: dict[str, Any]) -> tuple[Any, Runner]:
+            overrides: dict[str, Any]) -> RunSettings:
     for s in sets:
         k, v = parse_assignment(s, "--set")
         set_dotted(doc, k, v)
@@ -203,13 +150,17 @@ def _finish(doc: dict[str, Any], path: str, sets: list[str], models: list[str],
     if method not in methods.names():
         raise ConfigError(f"config {path}: field method: {method!r} is not one of "
                           f"{', '.join(methods.names())}")
-    cfg = validate(methods.find(str(method)).config(), doc, str(path))
-    methods.find(cfg.method, getattr(cfg, "experiment", None))  # the variant exists
+    experiment = doc.get("experiment")
+    try:
+        spec = methods.find(str(method), experiment if isinstance(experiment, str) else None)
+    except ConfigError as exc:
+        raise ConfigError(f"config {path}: field experiment: {exc}") from None
+    if experiment is not None and not isinstance(experiment, str):
+        raise ConfigError(f"config {path}: field experiment: {experiment!r} is not a name")
+    cfg = validate(spec.config, doc, str(path))
     if not replayable(cfg):
         check_models(cfg.models, str(path), getattr(cfg, "base_urls", None))
-    from judgekit.pipeline import run_and_save
-
-    return cfg, run_and_save
+    return cfg
 
 
 def replayable(cfg: RunSettings) -> bool:

@@ -1,169 +1,130 @@
-"""The method registry: one registration per method (or sub-experiment) names its
-config model, results model, ``execute``, report, templates and detail views.
+"""The method registry: every method (and sub-experiment) is one
+:class:`~judgekit.spec.MethodSpec` exported by its package, listed here by where it
+lives. Adding a method is its package plus one line in ``BUILTIN``; a third-party
+package registers its specs under the ``judgekit.methods`` entry point group (the value
+names a MethodSpec, or a list of them), or calls :func:`register` at import.
 
-Adding a method is its package plus one ``register(...)`` line below. Everything
-that lists methods (config dispatch, ``judgekit schema``, ``prompts list``, the
-results loader) reads this registry. Imports are lazy: naming a method loads nothing.
+Everything that lists methods (config dispatch, ``judgekit schema``, ``prompts list``,
+the results loader, compare, export, the judge card) reads this registry. Imports are
+lazy: naming a method loads nothing; a spec is imported when it is first looked up.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from importlib.metadata import entry_points
+from typing import Any, NamedTuple
 
 from judgekit.errors import ConfigError
+from judgekit.spec import MethodSpec
 
-__all__ = ["Method", "all_methods", "find", "register", "stages"]
+__all__ = ["ENTRY_POINT_GROUP", "all_methods", "experiments", "find", "names", "register",
+           "stages"]
 
-
-def _lazy(path: str) -> Callable[[], Any]:
-    module, _, attr = path.partition(":")
-
-    def get() -> Any:
-        return getattr(importlib.import_module(module), attr)
-    get.__qualname__ = path
-    return get
+ENTRY_POINT_GROUP = "judgekit.methods"
 
 
-@dataclass(frozen=True)
-class Method:
-    """A method's parts, each ``module:attribute`` (imported on first use).
-
-    ``execute(cfg, client) -> dict`` computes the payload (``client`` is None when
-    ``uses_client`` is False); ``report(cfg, payload) -> Doc`` builds its report;
-    ``figures(cfg, payload, folder)`` draws its figures (optional); ``headline`` is
-    one line for the console. ``details`` are the payload's per-record lists (written
-    as JSONL) with the HTML view of each; ``templates`` maps each packaged template the
-    method renders to the stage it serves.
-    """
-
+class _Entry(NamedTuple):
     name: str
     experiment: str | None
-    config_path: str
-    result_path: str
-    execute_path: str
-    report_path: str
-    headline_path: str
-    figures_path: str | None = None
-    title: str = ""
-    uses_client: bool = True
-    details: dict[str, str] = field(default_factory=dict)
-    templates: dict[str, str] = field(default_factory=dict)
-
-    def config(self) -> Any:
-        return _lazy(self.config_path)()
-
-    def result(self) -> Any:
-        return _lazy(self.result_path)()
-
-    def execute(self) -> Any:
-        return _lazy(self.execute_path)()
-
-    def report(self) -> Any:
-        return _lazy(self.report_path)()
-
-    def headline(self) -> Any:
-        return _lazy(self.headline_path)()
-
-    def figures(self) -> Any:
-        return _lazy(self.figures_path)() if self.figures_path else None
-
-    @property
-    def key(self) -> str:
-        return self.name if self.experiment is None else f"{self.name}/{self.experiment}"
+    where: str  # module:attribute of the MethodSpec
 
 
-_REGISTRY: dict[tuple[str, str | None], Method] = {}
+# The default experiment of a method comes first among its entries.
+BUILTIN = (
+    _Entry("vbscore", None, "judgekit.vbscore.spec:SPEC"),
+    _Entry("nodata", "synthetic", "judgekit.nodata.spec:SYNTHETIC"),
+    _Entry("nodata", "llm", "judgekit.nodata.spec:AUDIT"),
+    _Entry("probe", None, "judgekit.probe.spec:SPEC"),
+    _Entry("ondemand", "simulation", "judgekit.ondemand.spec:SIMULATION"),
+    _Entry("ondemand", "label", "judgekit.ondemand.spec:LABEL"),
+)
+
+_LOADED: dict[tuple[str, str | None], MethodSpec[Any, Any]] = {}
+_INDEX: dict[tuple[str, str | None], str] = {(e.name, e.experiment): e.where for e in BUILTIN}
+_PLUGINS_READ = False
 
 
-def register(method: Method) -> Method:
-    _REGISTRY[(method.name, method.experiment)] = method
-    return method
+def register(spec: MethodSpec[Any, Any]) -> MethodSpec[Any, Any]:
+    """Register ``spec`` (a method of your own package); returns it."""
+    if not isinstance(spec, MethodSpec):
+        raise ConfigError(f"register() takes a judgekit.MethodSpec, not {type(spec).__name__}")
+    _LOADED[(spec.name, spec.experiment)] = spec
+    _INDEX.setdefault((spec.name, spec.experiment), "")
+    return spec
 
 
-def all_methods() -> list[Method]:
-    return list(_REGISTRY.values())
+def _plugins() -> None:
+    """Read the entry points once: each names a MethodSpec or a list of them."""
+    global _PLUGINS_READ
+    if _PLUGINS_READ:
+        return
+    _PLUGINS_READ = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            got = ep.load()
+        except Exception as exc:  # a broken plugin names itself, it does not hide others
+            raise ConfigError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINT_GROUP}) "
+                              f"cannot be loaded: {exc}") from exc
+        for spec in got if isinstance(got, (list, tuple)) else [got]:
+            register(spec)
+
+
+def _load(key: tuple[str, str | None]) -> MethodSpec[Any, Any]:
+    spec = _LOADED.get(key)
+    if spec is None:
+        module, _, attr = _INDEX[key].partition(":")
+        spec = getattr(importlib.import_module(module), attr)
+        if not isinstance(spec, MethodSpec) or (spec.name, spec.experiment) != key:
+            raise ConfigError(f"{_INDEX[key]} is not the MethodSpec of {key}")
+        _LOADED[key] = spec
+    return spec
+
+
+def _keys() -> list[tuple[str, str | None]]:
+    _plugins()
+    return list(_INDEX)
+
+
+def all_methods() -> list[MethodSpec[Any, Any]]:
+    """Every registered spec (imports them all)."""
+    return [_load(k) for k in _keys()]
 
 
 def names() -> list[str]:
-    return sorted({m.name for m in _REGISTRY.values()})
+    return sorted({name for name, _ in _keys()})
 
 
 def experiments() -> list[str]:
     """Every registration as METHOD or METHOD/EXPERIMENT (what `judgekit schema` takes)."""
-    return sorted(f"{m.name}/{m.experiment}" if m.experiment else m.name
-                  for m in _REGISTRY.values())
+    return sorted(f"{n}/{e}" if e else n for n, e in _keys())
 
 
-def find(name: str, experiment: str | None = None) -> Method:
-    """The registration for a method and sub-experiment (the method's default when the
-    experiment is not given)."""
-    m = _REGISTRY.get((name, experiment))
-    if m is None and experiment is None:
-        m = next((x for x in _REGISTRY.values() if x.name == name), None)
-    if m is None:
-        if any(x.name == name for x in _REGISTRY.values()):
-            known = ", ".join(sorted(str(x.experiment) for x in _REGISTRY.values()
-                                     if x.name == name))
-            raise ConfigError(f"method {name}: experiment {experiment!r} is not one of "
-                              f"{known}")
-        raise ConfigError(f"method {name!r} is not one of {', '.join(names())}")
-    return m
+def find(name: str, experiment: str | None = None) -> MethodSpec[Any, Any]:
+    """The spec of a method and sub-experiment (the method's default when the experiment
+    is not given)."""
+    keys = _keys()
+    if (name, experiment) in _INDEX:
+        return _load((name, experiment))
+    mine = [k for k in keys if k[0] == name]
+    if experiment is None and mine:
+        specs = [_load(k) for k in mine]
+        return next((s for s in specs if s.default), specs[0])
+    if mine:
+        known = ", ".join(sorted(str(e) for _, e in mine))
+        raise ConfigError(f"method {name}: experiment {experiment!r} is not one of {known}")
+    raise ConfigError(f"method {name!r} is not one of {', '.join(names())}")
 
 
 def stages() -> dict[str, str]:
     """Packaged template -> the method stage that renders it."""
     out: dict[str, str] = {}
-    for m in _REGISTRY.values():
+    for m in all_methods():
         for template, what in m.templates.items():
             out.setdefault(template, f"{m.name}: {what}")
     return out
 
 
-register(Method(
-    "vbscore", None, "judgekit.vbscore.config:VBScoreConfig",
-    "judgekit.results:VBScoreResults", "judgekit.vbscore.runner:execute",
-    "judgekit.report.vbscore:build", "judgekit.vbscore.runner:headline",
-    "judgekit.report.vbscore:figures", title="VB-Score case study",
-    details={"queries": "vb", "replica_failures": "generic"},
-    templates={"interpretations.j2": "interpretation generator",
-               "system.j2": "system under test", "tagger.j2": "open-world entity tagger",
-               "correctness.j2": "correctness judge"}))
-register(Method(
-    "nodata", "llm", "judgekit.nodata.config:NoDataConfig",
-    "judgekit.results:NoDataResults", "judgekit.nodata.audit:execute",
-    "judgekit.report.nodata:build_audit", "judgekit.nodata.audit:headline",
-    "judgekit.report.nodata:audit_figures", title="No-Data audit",
-    details={"items": "audit"},
-    templates={"nodata_evaluator.j2": "evaluator (all criteria)",
-               "nodata_evaluator_one.j2": "evaluator (one criterion)",
-               "nodata_generator.j2": "generator (paraphraser)",
-               "nodata_verifier.j2": "verifier (all criteria)",
-               "nodata_verifier_one.j2": "verifier (one criterion)"}))
-register(Method(
-    "nodata", "synthetic", "judgekit.nodata.config:NoDataConfig",
-    "judgekit.results:NoDataSyntheticResults", "judgekit.nodata.synthetic:execute",
-    "judgekit.report.nodata:build_synthetic", "judgekit.nodata.synthetic:headline",
-    "judgekit.report.nodata:synthetic_figures", title="No-Data Algorithm: synthetic study",
-    uses_client=False, details={"items": "synthetic"}))
-register(Method(
-    "probe", None, "judgekit.probe.config:ProbeConfig",
-    "judgekit.results:ProbeResults", "judgekit.probe.runner:execute",
-    "judgekit.report.probe:build", "judgekit.probe.runner:headline",
-    "judgekit.report.probe:figures", title="Probe",
-    details={"items": "probe"},
-    templates={"probe_pairwise.j2": "pairwise judge"}))
-register(Method(
-    "ondemand", "simulation", "judgekit.ondemand.config:OnDemandConfig",
-    "judgekit.results:OnDemandResults", "judgekit.ondemand.runner:execute_simulation",
-    "judgekit.report.ondemand:build_simulation", "judgekit.ondemand.runner:headline_simulation",
-    "judgekit.report.ondemand:simulation_figures", title="On-demand estimators: simulation",
-    uses_client=False))
-register(Method(
-    "ondemand", "label", "judgekit.ondemand.config:OnDemandConfig",
-    "judgekit.results:OnDemandLabelResults", "judgekit.ondemand.runner:execute_labelling",
-    "judgekit.report.ondemand:build_labelling", "judgekit.ondemand.runner:headline_labelling",
-    title="On-demand precision from sampled labels",
-    templates={"ondemand_judge.j2": "labelling judge"}))
+def json_schema(name: str, experiment: str | None = None) -> dict[str, Any]:
+    """The JSON schema of a method's results.json."""
+    return find(name, experiment).result_model().model_json_schema()

@@ -1,118 +1,201 @@
-"""Typed, versioned run results: a :class:`RunResult` base (schema version, method,
-the resolved config, one :class:`CallSummary` shape for every method) and one payload
-model per method that forbids unknown fields.
+"""Typed, versioned run results: :class:`RunResult` ``[P]``, generic over the method's
+payload model ``P`` (schema version, method, the resolved config, the seed, one
+:class:`CallSummary` shape for every method, typed call failures, the payload).
 
-Large per-item detail (a VB query with its replicas, an audited item with its
-challenges) is held in memory by the result and written to a JSONL file beside
-results.json by :meth:`RunResult.save`, one line per query or item, so results.json
-stays small; results.json names the file and its line count. ``load_results(path)``
-returns the method's model; ``.detail()`` streams the records (from memory or from the
-JSONL). No timestamps inside: the same seed and cassette give the same bytes.
+results.json keeps the payload's fields at its top level beside the shared ones, as
+schema 1 did; schema 2 is closed all the way down (an unknown field is an error, nested
+too). A result holds no file handle and writes nothing: :mod:`judgekit.runfolder`
+writes and reads a run's folder. No timestamps inside: the same seed and cassette give
+the same bytes.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    JsonValue,
+    PrivateAttr,
+    model_serializer,
+    model_validator,
+)
 
-from judgekit.errors import DataError, describe_validation
+from judgekit.llm.ledger import CallSummary, StageCalls
+from judgekit.payload import DetailFile, Json, Payload, Record, absent
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 
-__all__ = ["SCHEMA_VERSION", "CallSummary", "DetailFile", "NoDataResults",
-           "NoDataSyntheticResults", "OnDemandLabelResults", "OnDemandResults",
-           "ProbeResults", "RunResult", "StageCalls", "VBScoreResults", "load_results",
-           "model_for", "json_schema", "save"]
+__all__ = ["READABLE_SCHEMAS", "SCHEMA_VERSION", "CallFailure", "CallSummary", "DetailFile",
+           "RunResult", "StageCalls"]
 
-
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+P = TypeVar("P", bound=Payload)
 
 
-class _Closed(BaseModel):
+class CallFailure(Record):
+    """One failed call of a run, with its transcript (a line of failures.jsonl)."""
+
+    stage: str
+    key: str
+    kind: str
+    model: str | None = None
+    attempts: int = 0
+    error: str | None = None
+    source: str | None = None
+    transcript: list[dict[str, JsonValue]] | None = None
+
+
+class _Spec(Protocol):
+    """What a result needs of its method's spec (judgekit.spec.MethodSpec)."""
+
+    def headline(self, payload: Any, /) -> str: ...  # pragma: no cover
+
+
+class RunResult(BaseModel, Generic[P]):
+    """Fields every method's results share, and the method's payload. A failed run's
+    results.json says why (``status``, ``error``, ``failed_calls``) and has no payload."""
+
     model_config = ConfigDict(extra="forbid")
-
-
-class DetailFile(_Closed):
-    """Where a run's per-query or per-item records are: a JSONL file beside results.json."""
-
-    file: str
-    count: int
-
-
-class StageCalls(_Closed):
-    """One stage's calls: how many, from where, how they ended, what they used."""
-
-    calls: int = 0
-    provider_calls: int = 0
-    cached: int = 0
-    failed: int = 0
-    attempts: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    failed_by_kind: dict[str, int] = Field(default_factory=dict)
-
-
-class CallSummary(_Closed):
-    """The same shape for every method (all zero for a method that makes no call).
-    ``cost_usd`` counts what this run paid a provider for (None: a price is unknown)."""
-
-    total: int = 0
-    provider_calls: int = 0
-    cached: int = 0
-    failed: int = 0
-    attempts: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    failed_by_kind: dict[str, int] = Field(default_factory=dict)
-    per_stage: dict[str, StageCalls] = Field(default_factory=dict)
-
-    @classmethod
-    def from_summary(cls, s: dict[str, Any]) -> CallSummary:
-        """From a client's ``summary()``."""
-        stages = {name: StageCalls(**{k: v.get(k, 0) for k in StageCalls.model_fields})
-                  for name, v in s.get("stages", {}).items()}
-        return cls(total=s["total"], provider_calls=s["provider_calls"], cached=s["cached"],
-                   failed=s["failed"], attempts=sum(x.attempts for x in stages.values()),
-                   prompt_tokens=s["prompt_tokens"], completion_tokens=s["completion_tokens"],
-                   cost_usd=s["cost_usd"], failed_by_kind=s["failed_by_kind"],
-                   per_stage=stages)
-
-
-class RunResult(_Open):
-    """Fields every method's results share. A method's payload model subclasses it and
-    forbids unknown fields; the base reads any results.json (a failed run's too)."""
 
     schema_version: int = SCHEMA_VERSION
     method: str
     experiment: str | None = None
     seed: int | None = None
-    config: dict[str, Any] | None = None
+    config: dict[str, JsonValue] | None = None
     calls: CallSummary | None = None
-    _path: Path | None = PrivateAttr(default=None)
-    _details: dict[str, list[dict[str, Any]]] = PrivateAttr(default_factory=dict)
-    _failures: list[dict[str, Any]] = PrivateAttr(default_factory=list)
-    _settings: Any = PrivateAttr(default=None)
-    _unused: list[str] = PrivateAttr(default_factory=list)
+    payload: P | None = None
+    status: Literal["failed"] | None = absent()
+    error: str | None = absent()
+    failed_calls: dict[str, int] | None = absent()
 
+    _folder: Path | None = PrivateAttr(default=None)
+    _failures: list[CallFailure] | None = PrivateAttr(default=None)
+    _settings: Any = PrivateAttr(default=None)
+    _spec: Any = PrivateAttr(default=None)
+    _unused: list[str] = PrivateAttr(default_factory=list)
+    _writer: Callable[[RunResult[Any], Path, bool], Path] | None = PrivateAttr(default=None)
+    _reader: Callable[[str], Iterator[Json]] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_payload(cls, data: Any) -> Any:
+        """results.json keeps the payload's fields at the top level."""
+        if not isinstance(data, dict) or "payload" in data:
+            return data
+        shared = set(RunResult.model_fields)
+        body = {k: v for k, v in data.items() if k not in shared}
+        out = {k: v for k, v in data.items() if k in shared}
+        if data.get("status") != "failed":
+            out["payload"] = body
+        elif body:
+            out.update(body)  # an unknown field of a failed run: rejected below
+        return out
+
+    @model_validator(mode="after")
+    def _check_version(self) -> RunResult[P]:
+        if self.schema_version not in READABLE_SCHEMAS:
+            raise ValueError(f"schema_version {self.schema_version} is not one this judgekit "
+                             f"reads ({', '.join(map(str, READABLE_SCHEMAS))}); upgrade "
+                             "judgekit")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+        d = handler(self)
+        for k in ("status", "error", "failed_calls"):
+            if k not in self.model_fields_set:
+                d.pop(k, None)
+        body = d.pop("payload", None) or {}
+        return {**d, **body}
+
+    # ---- binding (by the pipeline and the folder reader) -------------------------------
+    def bind(self, *, spec: Any = None, settings: Any = None,
+             failures: list[Json] | None = None, unused: list[str] | None = None,
+             folder: Path | None = None,
+             writer: Callable[[RunResult[Any], Path, bool], Path] | None = None,
+             reader: Callable[[str], Iterator[Json]] | None = None) -> RunResult[P]:
+        """Attach what the result knows beyond its JSON: its method's spec and config, the
+        run's failed calls and unused cassette entries, its folder, how to write and read
+        it. Returns the result."""
+        if spec is not None:
+            self._spec = spec
+        if settings is not None:
+            self._settings = settings
+        if failures is not None:
+            self._failures = [CallFailure.model_validate(f) for f in failures]
+        if unused is not None:
+            self._unused = list(unused)
+        if folder is not None:
+            self._folder = folder
+        if writer is not None:
+            self._writer = writer
+        if reader is not None:
+            self._reader = reader
+            for ref in self.details().values():
+                ref.attach(reader)
+        return self
+
+    # ---- reading --------------------------------------------------------------------
     @property
-    def failures(self) -> list[dict[str, Any]]:
+    def failures(self) -> list[Json]:
         """Every failed call of the run, with its transcript (failures.jsonl)."""
-        if self._failures or self._path is None:
-            return list(self._failures)
-        p = self._path.parent / "failures.jsonl"
-        return list(_jsonl(p)) if p.exists() else []
+        if self._failures is not None:
+            return [f.model_dump(mode="json") for f in self._failures]
+        if self._reader is None:
+            return []
+        return list(self._reader("failures.jsonl"))
 
     @property
     def folder(self) -> Path | None:
         """The folder this result was loaded from or saved to (None: in memory only)."""
-        return self._path.parent if self._path is not None else None
+        return self._folder
+
+    @property
+    def settings(self) -> Any:
+        """The validated config the result was computed with."""
+        return self._settings
+
+    @property
+    def spec(self) -> Any:
+        """The method's :class:`~judgekit.spec.MethodSpec`."""
+        return self._spec
+
+    @property
+    def unused_cassette_entries(self) -> list[str]:
+        """Cassette entries this run did not use (known for runs made in this process)."""
+        return list(self._unused)
+
+    def report_json(self) -> Json:
+        """The result as JSON with its detail records inline (what report builders that
+        read JSON take)."""
+        doc = self.model_dump(mode="json")
+        for name, ref in self.details().items():
+            doc[name] = list(ref.rows())
+        return doc
+
+    def details(self) -> dict[str, DetailFile]:
+        return self.payload.detail_files() if self.payload is not None else {}
+
+    def detail_names(self) -> list[str]:
+        return list(self.details())
+
+    def detail(self, name: str | None = None) -> Iterator[Json]:
+        """The per-query / per-item records (in memory, or the JSONL beside results.json)."""
+        refs = self.details()
+        key = name or next(iter(refs), None)
+        if key is None or key not in refs:
+            return iter(())
+        return refs[key].rows()
+
+    def headline(self) -> str:
+        """One line for the console (the method's headline)."""
+        if self.payload is None or self._spec is None:
+            return f"{self.method}: {self.status or 'no payload'}: {self.error or ''}".strip()
+        return self._spec.headline(self.payload)
 
     def detail_frame(self, name: str | None = None) -> Any:
         """The per-item / per-query records as a pandas DataFrame, one row per record:
@@ -123,294 +206,31 @@ class RunResult(_Open):
         return frame(list(self.detail(name)))
 
     def to_pandas(self) -> Any:
-        """The headline rows as a pandas DataFrame (see judgekit.export.headline_rows)."""
+        """The headline rows as a pandas DataFrame (the method's ``rows`` hook)."""
         from judgekit.export import frame, headline_rows
 
         return frame(headline_rows(self))
 
-    @property
-    def unused_cassette_entries(self) -> list[str]:
-        """Cassette entries this run did not use (known for runs made in this process)."""
-        return list(self._unused)
+    def __getattr__(self, name: str) -> Any:
+        # results of schema 1 were flat: ``result.datasets`` reads the payload's field
+        try:
+            return super().__getattr__(name)  # type: ignore[misc]
+        except AttributeError:
+            payload = self.__dict__.get("payload")
+            if payload is not None and not name.startswith("_") and \
+                    name in type(payload).model_fields:
+                return getattr(payload, name)
+            raise
 
-    def detail_names(self) -> list[str]:
-        names = [k for k, v in self.__dict__.items() if isinstance(v, DetailFile)]
-        names += [k for k, v in (self.model_extra or {}).items()
-                  if isinstance(v, dict) and set(v) == {"file", "count"}]
-        return names
-
-    def detail(self, name: str | None = None) -> Iterator[dict[str, Any]]:
-        """The per-query / per-item records (in memory, or the JSONL beside results.json)."""
-        names = self.detail_names()
-        key = name or (names[0] if names else None)
-        if key is None:
-            return iter(())
-        if key in self._details:
-            return iter(self._details[key])
-        ref = getattr(self, key, None)
-        if isinstance(ref, dict):
-            ref = DetailFile(**ref)
-        if ref is None or self._path is None:
-            return iter(())
-        return _jsonl(self._path.parent / ref.file)
-
+    # ---- writing --------------------------------------------------------------------
     def save(self, out: str | Path, *, overwrite: bool = False) -> Path:
         """Write the run's folder: results.json, the detail JSONL files, failures.jsonl,
         figures, report.md and report.html. Returns the folder (also ``.folder`` from
         then on)."""
-        folder = save(self, Path(out), overwrite=overwrite)
-        if self._path is None:
-            self._path = folder / "results.json"
+        if self._writer is None:
+            raise RuntimeError("this result was built by hand; write it with "
+                               "judgekit.runfolder.write(result, folder)")
+        folder = self._writer(self, Path(out), overwrite)
+        if self._folder is None:
+            self._folder = folder
         return folder
-
-
-class VBDataset(_Open):
-    name: str
-    n_queries: int
-    replicas: int
-    vb: float | None
-    vb_ci: list[float | None]
-    es: float | None
-    es_ci: list[float | None] | None = None
-    accuracy: float | None = None
-    accuracy_ci: list[float | None] | None = None
-    p_value: float | None = None
-    reliable: bool = True
-    # keyed by alpha, a number in Python (JSON keys are strings: "0.5")
-    vb_by_alpha: dict[float, float] | None = None
-    vb_ci_by_alpha: dict[float, list[float | None]] | None = None
-
-
-class VBScoreResults(RunResult):
-    model_config = ConfigDict(extra="forbid")
-    method: Literal["vbscore"] = "vbscore"
-    alpha: float
-    alphas: list[float]
-    replicas: int
-    k: int
-    datasets: list[VBDataset]
-    queries: DetailFile
-    replica_failures: DetailFile
-    failures_by_stage: dict[str, int]
-    self_check: dict[str, Any] | None = None
-
-
-class NoDataRun(_Open):
-    phi: float
-    rounds: int
-    n_items: int
-    success_rate: float
-    success_ci: list[float] | None
-    flip_rate: float
-    flip_ci: list[float] | None = None
-    accuracy: float | None = None
-    accuracy_ci: list[float] | None = None
-    claim_agreement: float | None = None
-    evaluator: str
-
-
-class Verdict(_Open):
-    decision: Literal["trust", "do not trust", "inconclusive"]
-    reason: str
-    success_rate: float | None
-    success_ci: list[float] | None
-    n_items: int
-    rule: str | None = None  # which rule decided (judgekit.nodata.decision)
-
-
-class NoDataResults(RunResult):
-    model_config = ConfigDict(extra="forbid")
-    method: Literal["nodata"] = "nodata"
-    experiment: Literal["llm"] = "llm"
-    runs: list[NoDataRun]
-    verdict: Verdict | None = None
-    items: DetailFile | None = None
-    data: str
-    start: int
-    sample_size: int
-    indices: list[int] | None
-    rubric: str
-    verifier_rubric: str
-    models: dict[str, str]
-    known: dict[str, Any]
-    problems_by_stage: dict[str, dict[str, int]]
-    excluded_items: dict[str, str]
-    verifier_note: str
-    baseline: dict[str, Any] | None
-    data_checks: dict[str, Any]
-    claim_agreement: dict[str, Any]
-
-
-class NoDataSyntheticResults(RunResult):
-    model_config = ConfigDict(extra="forbid")
-    method: Literal["nodata"] = "nodata"
-    experiment: Literal["synthetic"] = "synthetic"
-    runs: list[dict[str, Any]]
-    items: DetailFile
-    data: dict[str, Any]
-    escape: list[dict[str, Any]]
-    baselines: dict[str, Any]
-    phi_meaning: str
-
-
-class OnDemandResults(RunResult):
-    model_config = ConfigDict(extra="forbid")
-    method: Literal["ondemand"] = "ondemand"
-    experiment: Literal["simulation"] = "simulation"
-    repeats: int
-    level: float
-    estimators: dict[str, dict[str, Any]]
-    truth: dict[str, Any]
-    joint_to_simple_width_ratio: dict[str, float]
-    adaptive: list[int]
-    adaptive_new_labels: list[int]
-    adaptive_total: float
-    fixed_total: int
-
-
-class OnDemandLabelResults(RunResult):
-    model_config = ConfigDict(extra="forbid")
-    method: Literal["ondemand"] = "ondemand"
-    experiment: Literal["label"] = "label"
-    samples_per_system: int
-    estimates: dict[str, dict[str, float | None]]
-    labels_used: int
-    samples_drawn: int
-
-
-class ProbeTransform(_Open):
-    name: str
-    n: int
-    flip_rate: float
-    noise_floor: float
-    excess: float
-    excess_ci: list[float]
-    p_value: float
-    p_adjusted: float
-    verdict: str
-
-
-class ProbeResults(RunResult):
-    model_config = ConfigDict(extra="forbid")
-    method: Literal["probe"] = "probe"
-    judge: str
-    n_pairs: int
-    transforms: list[ProbeTransform]
-    mode: str = "pairwise"
-    position_bias: dict[str, Any] | None
-    biases: list[dict[str, Any]] = []
-    items: DetailFile
-    level: float
-    repeats: int
-    accuracy: dict[str, Any] | None = None
-    human: dict[str, Any] | None = None
-    noise_floor: dict[str, Any]
-    order_consistency: dict[str, Any] | None = None
-    padding_bias: dict[str, Any] | None = None
-    reliability: dict[str, Any] | None = None
-    rerun_flips: dict[str, Any] | None = None
-    pass_rate: dict[str, Any] | None = None
-    self_preference: dict[str, Any] | None = None
-    length_bias: dict[str, Any] | None = None
-    plan: dict[str, Any] | None = None
-    sequential: dict[str, Any] | None = None
-
-
-def model_for(method: str, experiment: str | None = None) -> type[RunResult]:
-    """The results model of a method (and sub-experiment), from the method registry."""
-    from judgekit.methods import find
-
-    return find(method, experiment).result()
-
-
-def json_schema(method: str, experiment: str | None = None) -> dict[str, Any]:
-    return model_for(method, experiment).model_json_schema()
-
-
-def load_results(path: str | Path) -> RunResult:
-    """Load a run's results.json (or its folder) as the method's typed model."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "results.json"
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"{p}: not a readable results.json ({exc})") from exc
-    if not isinstance(doc, dict) or "method" not in doc:
-        raise DataError(f"{p}: no 'method' field; is it a judgekit results.json?")
-    try:
-        # A failed run's results.json says why (status, error, calls), nothing more.
-        model = RunResult if doc.get("status") == "failed" else \
-            model_for(doc["method"], doc.get("experiment"))
-        res = model.model_validate(doc)
-    except ValidationError as exc:
-        raise DataError(f"{p}: {describe_validation(exc)}") from exc
-    except Exception as exc:
-        if type(exc).__name__ != "ConfigError":
-            raise
-        raise DataError(f"{p}: {exc}") from None
-    res._path = p
-    return res
-
-
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
-def _method(result: RunResult) -> Any:
-    from judgekit.methods import find
-
-    return find(result.method, result.experiment)
-
-
-def settings_of(result: RunResult) -> Any:
-    """The validated config a result was computed with (rebuilt from results.json)."""
-    if result._settings is None:
-        method = _method(result)
-        result._settings = method.config().model_validate(
-            {**(result.config or {}), "method": result.method})
-    return result._settings
-
-
-def payload_of(result: RunResult) -> dict[str, Any]:
-    """The result as the dict a report reads, detail records included."""
-    doc = result.model_dump(mode="json")
-    for name in result.detail_names():
-        doc[name] = list(result.detail(name))
-    return doc
-
-
-def headline(result: RunResult) -> str:
-    method = _method(result)
-    return str(method.headline()(payload_of(result)))
-
-
-def report_doc(result: RunResult) -> Any:
-    method = _method(result)
-    return method.report()(settings_of(result), payload_of(result))
-
-
-def save(result: RunResult, out: Path, *, overwrite: bool = False) -> Path:
-    """Write ``result``'s folder (see the module docstring)."""
-    from judgekit.report.document import to_markdown
-    from judgekit.report.html import write_report_html
-    from judgekit.runio import jsonl_line, prepare_out, write_failures, write_json, write_text
-
-    method = _method(result)
-    prepare_out(out, overwrite=overwrite)
-    cfg, payload = settings_of(result), payload_of(result)
-    details = {name: payload[name] for name in result.detail_names()}
-    for name, rows in details.items():
-        write_text(out / f"{name}.jsonl", "".join(jsonl_line(r) for r in rows))
-    write_json(out / "results.json", result.model_dump(mode="json", exclude_none=False))
-    figures = method.figures()
-    if figures is not None:
-        figures(cfg, payload, out)
-    doc = method.report()(cfg, payload)
-    write_text(out / "report.md", to_markdown(doc))
-    write_report_html(out, doc, details, method.details)
-    write_failures(out, result.failures)
-    return out

@@ -435,7 +435,8 @@ def _protocol() -> Any:
 def _probe() -> Any:
     from judgekit.probe.analysis import analyse
     from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.pairs import PLACEBO, Pair
+    from judgekit.judging.placebo import PLACEBO
+from judgekit.probe.pairs import Pair
 
     n = 24
     pairs = [Pair(f"p{i}", f"q{i}", f"a{i}", f"b{i}", "a" if i % 3 else "b",

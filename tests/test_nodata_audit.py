@@ -136,7 +136,7 @@ def test_judged_loader_reads_shipped_excerpt_and_rejects_bad_items(tmp_path):
 
 
 def test_rubric_files_ship_and_validate():
-    from judgekit.nodata.rubric import load_rubric
+    from judgekit.judging.rubric import load_rubric
 
     ip = load_rubric(ROOT / "rubrics" / "west_frisian_ip.yaml")
     oop = load_rubric("west_frisian_oop.yaml")

@@ -66,13 +66,12 @@ def test_joint_and_simple_unbiased_small():
 
 
 def test_simulation_contract(tmp_path):
-    from judgekit.config import resolve
+    import judgekit
 
     from .conftest import ROOT
 
-    cfg, runner = resolve(ROOT / "experiments" / "ondemand_simulation.yaml",
-                          ["repeats=40", "adaptive_orders=2"], [], {"out": str(tmp_path)})
-    runner(cfg, tmp_path)
+    judgekit.run(ROOT / "experiments" / "ondemand_simulation.yaml",
+                 sets=["repeats=40", "adaptive_orders=2"], out=tmp_path, overwrite=True)
     res = json.loads((tmp_path / "results.json").read_text())
     for k in ("pooled", "simple", "joint"):
         assert set(res["estimators"][k]) >= {"precision_bias", "recall_bias",
@@ -111,7 +110,7 @@ def test_labelling_loop_with_mock_judge_labels_each_instance_once(tmp_path):
 
 
 def test_label_experiment_from_files(tmp_path):
-    from judgekit.config import resolve
+    import judgekit
 
     for name, ids in (("a", range(0, 8)), ("b", range(4, 12))):
         (tmp_path / f"{name}.jsonl").write_text("\n".join(
@@ -122,8 +121,7 @@ def test_label_experiment_from_files(tmp_path):
            "system_outputs": {"a": str(tmp_path / "a.jsonl"), "b": str(tmp_path / "b.jsonl")},
            "labels_file": str(tmp_path / "labels.jsonl"), "out": str(tmp_path / "o")}
     (tmp_path / "c.yaml").write_text(json.dumps(cfg))
-    c, runner = resolve(tmp_path / "c.yaml", [], [], {})
-    runner(c, tmp_path / "o")
+    judgekit.run(tmp_path / "c.yaml", out=tmp_path / "o")
     res = json.loads((tmp_path / "o" / "results.json").read_text())
     assert res["labels_used"] <= 12 and set(res["estimates"]) == {"a", "b"}
     assert abs(res["estimates"]["a"]["joint"] - 0.5) < 0.25

@@ -169,8 +169,7 @@ def test_a_dataset_is_one_decorated_loader(tmp_path, monkeypatch):
 
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._loaded()))
 
-    @registry.dataset("tiny_tsv", formats=("tsv",), uses=("vbscore", "probe"),
-                      licence="CC0-1.0")
+    @registry.dataset("tiny_tsv", formats=("tsv",), rejected=True, licence="CC0-1.0")
     def load_tiny(path):
         """Tab-separated question and answer."""
         rows = [ln.split("\t") for ln in path.read_text().splitlines() if ln]
@@ -183,11 +182,11 @@ def test_a_dataset_is_one_decorated_loader(tmp_path, monkeypatch):
     qs = load_dataset_queries("tiny_tsv", f)
     assert [q.gold for q in qs] == ["Paris", "four"]
     assert registry.get("tiny_tsv").description == "Tab-separated question and answer."
-    assert "tiny_tsv" in registry.names("probe")
+    assert "tiny_tsv" in registry.names("questions")
     with pytest.raises(ValueError, match="unknown dataset 'nope'"):
         DatasetSpec(name="nope")
     with pytest.raises(ValueError, match="registered twice"):
-        registry.dataset("tiny_tsv", formats=("csv",), uses=(), licence="x")(load_tiny)
+        registry.dataset("tiny_tsv", formats=("csv",), licence="x")(load_tiny)
 
 
 def test_data_list_reads_the_registry():

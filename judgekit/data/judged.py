@@ -33,7 +33,7 @@ class JudgedItem(BaseModel):
                 if not k.endswith("_reason") and isinstance(v, int)}
 
 
-@dataset("west_frisian", formats=("json",), uses=("nodata",), licence="MIT",
+@dataset("west_frisian", formats=("json",), kind="judged", licence="MIT",
          url="https://raw.githubusercontent.com/adewynter/no_data_algorithm/main/"
              "west_frisian_dataset_with_rubric_shuffled.json",
          filename="west_frisian_dataset_with_rubric_shuffled.json",

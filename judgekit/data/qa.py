@@ -61,7 +61,7 @@ def _arc_row(r: dict[str, Any], i: int) -> Query:
         accepted=arc_accepted(ch, r["answerKey"]), rejected=[v for v in ch.values() if v != gold])
 
 
-@dataset("truthfulqa", formats=("csv",), uses=("vbscore", "probe"), licence="Apache-2.0",
+@dataset("truthfulqa", formats=("csv",), rejected=True, licence="Apache-2.0",
          url="https://raw.githubusercontent.com/sylinrl/TruthfulQA/main/TruthfulQA.csv",
          filename="TruthfulQA.csv", hf=("truthful_qa", "generation", "validation"),
          hf_row=_truthfulqa_row)
@@ -98,7 +98,7 @@ def winograd_letter(raw: str) -> int:
     return 0 if letter == "A" else 1
 
 
-@dataset("winograd", formats=("xml",), uses=("vbscore",), licence="CC BY 4.0",
+@dataset("winograd", formats=("xml",), licence="CC BY 4.0",
          url="https://cs.nyu.edu/~davise/papers/WinogradSchemas/WSCollection.xml",
          filename="WSCollection.xml", hf=("winograd_wsc", "wsc273", "test"),
          hf_row=_winograd_row)
@@ -140,7 +140,7 @@ def wsc_question(sentence: str, pron: str, quote: ET.Element | None) -> str:
     return base + "?"
 
 
-@dataset("arc", formats=("jsonl",), uses=("vbscore", "probe"), licence="CC BY-SA 4.0",
+@dataset("arc", formats=("jsonl",), rejected=True, licence="CC BY-SA 4.0",
          url="https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
          filename="ARC-Challenge-Test.jsonl",
          member="ARC-V1-Feb2018-2/ARC-Challenge/ARC-Challenge-Test.jsonl",
@@ -173,7 +173,7 @@ def arc_accepted(choices: dict[str, str], key: str) -> list[str]:
     return [gold] if normalise_answer(key) in texts else [gold, key]
 
 
-@dataset("demo", formats=("yaml",), uses=("vbscore",), licence="MIT (judgekit)")
+@dataset("demo", formats=("yaml",), licence="MIT (judgekit)")
 def load_demo(path: Path) -> list[Query]:
     """Our own ambiguous entity queries (YAML list of {id, query, note})."""
     doc = yaml.safe_load(read_text(_require(path)))
@@ -205,9 +205,9 @@ def load_dataset_queries(name: str, path: str | Path | None, hf: bool = False) -
     """A dataset's queries from ``path``, the Hugging Face hub (``hf``), or, with neither,
     the file `judgekit data fetch NAME` put in the data cache."""
     ds = get(name)
-    if "vbscore" not in ds.uses and "probe" not in ds.uses:
+    if ds.kind != "questions":
         raise DataError(f"dataset {name} holds no queries; use one of "
-                        f"{', '.join(names('vbscore'))}")
+                        f"{', '.join(names('questions'))}")
     if hf and ds.hf is not None:
         return load_hf(name)
     if path is None:

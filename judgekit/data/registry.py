@@ -1,7 +1,7 @@
 """One registration per dataset: a decorated loader names the dataset, the formats it
 reads, its Hugging Face id, its canonical URL and its licence.
 
-    @dataset("arc", formats=("jsonl",), uses=("vbscore", "probe"), licence="CC BY-SA 4.0",
+    @dataset("arc", formats=("jsonl",), licence="CC BY-SA 4.0",
              url="https://.../ARC-V1-Feb2018.zip", filename="ARC-Challenge-Test.jsonl",
              member="ARC-V1-Feb2018-2/ARC-Challenge/ARC-Challenge-Test.jsonl",
              hf=("allenai/ai2_arc", "ARC-Challenge", "test"), hf_row=_arc_row)
@@ -22,7 +22,8 @@ from typing import Any
 from judgekit.errors import DataError
 
 # modules whose decorated loaders register datasets; imported on first lookup
-MODULES = ("judgekit.data.qa", "judgekit.data.judged", "judgekit.nodata.bitstrings")
+MODULES = ("judgekit.data.qa", "judgekit.data.judged")
+# A method's own datasets (e.g. generated ones) register when its package is imported.
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,9 @@ class Dataset:
     name: str
     load: Callable[..., Any]  # path -> records (queries, judged items, labelled strings)
     formats: tuple[str, ...]  # file formats the loader reads
-    uses: tuple[str, ...]  # methods that read it: vbscore, probe, nodata, nodata/synthetic
     licence: str
+    kind: str = "questions"  # questions (text + gold), judged (rubric-judged items), ...
+    rejected: bool = False  # its questions carry incorrect answers too (pairs can be built)
     description: str = ""
     url: str | None = None  # canonical location `judgekit data fetch` downloads
     filename: str | None = None  # name in the data cache
@@ -55,6 +57,7 @@ def dataset(name: str, **fields: Any) -> Callable[[Callable[..., Any]], Callable
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         doc = (fn.__doc__ or "").strip().split("\n")[0]
+        fields.pop("uses", None)  # judgekit <= 0.1: the methods that read it (now ``kind``)
         add(Dataset(name=name, load=fn, description=fields.pop("description", "") or doc,
                     **fields))
         return fn
@@ -85,13 +88,13 @@ def get(name: str) -> Dataset:
     return reg[name]
 
 
-def all_datasets(use: str | None = None) -> list[Dataset]:
-    """Every registered dataset, or those a method (``use``) reads, in registration order."""
-    return [d for d in _loaded().values() if use is None or use in d.uses]
+def all_datasets(kind: str | None = None) -> list[Dataset]:
+    """Every registered dataset, or those of one ``kind``, in registration order."""
+    return [d for d in _loaded().values() if kind is None or d.kind == kind]
 
 
-def names(use: str | None = None) -> list[str]:
-    return [d.name for d in all_datasets(use)]
+def names(kind: str | None = None) -> list[str]:
+    return [d.name for d in all_datasets(kind)]
 
 
 def groups() -> dict[str, list[str]]:

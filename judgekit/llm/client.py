@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,7 +45,8 @@ from judgekit.llm.calls import (
     request_for,
     validated,
 )
-from judgekit.llm.ledger import BATCH_PRICE, Ledger, Progress, StageStats, normalise_budget
+from judgekit.llm.ledger import BATCH_PRICE, CallSummary, Ledger, Progress, StageStats, normalise_budget
+from judgekit.llm.options import RunOptions
 from judgekit.llm.pricing import cost_usd
 from judgekit.llm.providers import Provider, make_provider, parse_model_string
 from judgekit.llm.retry import RetryPolicy
@@ -59,58 +59,23 @@ from judgekit.llm.types import Completion, ProviderRequest, StageResult, Usage
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)  # a stage's output model
 
-__all__ = ["BATCH_PRICE", "Client", "ClientSettings", "StageStats", "normalise_budget",
-           "persisted_calls"]
+__all__ = ["BATCH_PRICE", "Client", "ClientSettings", "RunOptions", "StageStats",
+           "normalise_budget", "persisted_calls"]
 
 
-@dataclass
-class ClientSettings:
-    """Operational settings. None of these enter the request identity.
-
-    ``max_failures`` is the failure budget per stage: a whole number is a count, a
-    fraction in (0, 1) a share of the stage's calls, checked once the stage has
-    made ``failure_budget_min_calls`` calls; None disables it.
-    """
-
-    cache_dir: str | Path | None = None
-    use_cache: bool = True
-    cassette: str | Path | None = None
-    cassette_mode: str = "new"
-    retry_failed: bool = False  # call again where a cassette recorded a failed answer
-    concurrency: int = 8
-    timeout: float = 120.0
-    call_deadline: float = 600.0
-    transport_attempts: int = 6
-    max_parse_attempts: int = 5
-    backoff_base: float = 1.0
-    max_wait: float = 60.0
-    max_failures: int | float | None = 0.25
-    failure_budget_min_calls: int = 50
-    base_urls: dict[str, str] = field(default_factory=dict)
-    progress: bool = True
-    execution: str = "online"  # online | batch (the providers' batch services)
-    batch_fallback: str = "online"  # errored/expired batch requests: online | fail
-    batch_poll_interval: float = 10.0
-    batch_max_poll_interval: float = 300.0
-    batch_max_requests: int | None = None  # below the provider's limit, e.g. for tests
-    batch_stuck_deadline: float = 3600.0  # longest wait in cancelling / finalizing
-    dry_run: bool = False  # price a stage's uncached calls, then stop before any is sent
+# The client's settings are the run's operational options (declared once).
+ClientSettings = RunOptions
 
 
 class Client:
     """Runs stages against providers with caching, cassettes, retries and limits."""
 
-    def __init__(self, settings: ClientSettings | None = None, *,
+    def __init__(self, settings: RunOptions | None = None, *,
                  templates: TemplateLibrary | None = None,
                  sleep: Callable[[float], Awaitable[None]] | None = None,
                  providers: dict[str, Provider] | None = None) -> None:
-        self.settings = s = settings or ClientSettings()
-        self.templates = templates or TemplateLibrary()
-        if s.execution not in ("online", "batch"):
-            raise ConfigError(f"execution {s.execution!r} is not online or batch")
-        if s.batch_fallback not in ("online", "fail"):
-            raise ConfigError(f"batch_fallback {s.batch_fallback!r} is not online or fail")
-        s.max_failures = normalise_budget(s.max_failures)
+        self.settings = s = (settings or RunOptions()).options()
+        self.templates = templates or TemplateLibrary(user=s.prompts)
         self.retry = RetryPolicy(attempts=s.transport_attempts, backoff_base=s.backoff_base,
                                  max_wait=s.max_wait, sleep=sleep or asyncio.sleep,
                                  rng=random.Random())
@@ -156,6 +121,10 @@ class Client:
 
     def summary(self) -> dict[str, Any]:
         return self.ledger.summary()
+
+    def calls(self) -> CallSummary:
+        """The run's calls, as results.json records them."""
+        return self.ledger.calls()
 
     # ---- public API -------------------------------------------------------------
     async def run(self, stage: Stage[M], variables: dict[str, Any], *, model: str, draw: int = 0,

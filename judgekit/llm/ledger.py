@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from judgekit.errors import ConfigError, RunAborted
 from judgekit.llm.pricing import cost_usd
 from judgekit.llm.secrets import clip
@@ -17,7 +19,41 @@ from judgekit.llm.types import StageResult
 
 BATCH_PRICE = 0.5  # the providers' batch services bill half the online price
 
-__all__ = ["BATCH_PRICE", "Ledger", "Progress", "StageStats", "normalise_budget"]
+__all__ = ["BATCH_PRICE", "CallSummary", "Ledger", "Progress", "StageCalls", "StageStats",
+           "normalise_budget"]
+
+
+class StageCalls(BaseModel):
+    """One stage's calls: how many, from where, how they ended, what they used."""
+
+    model_config = ConfigDict(extra="forbid")
+    calls: int = 0
+    provider_calls: int = 0
+    cached: int = 0
+    failed: int = 0
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    failed_by_kind: dict[str, int] = Field(default_factory=dict)
+
+
+class CallSummary(BaseModel):
+    """A run's calls, the same shape for every method (all zero for a method that makes
+    no call); the ledger counts them and results.json carries them. ``cost_usd`` counts
+    what this run paid a provider for (None: a price is unknown)."""
+
+    model_config = ConfigDict(extra="forbid")
+    total: int = 0
+    provider_calls: int = 0
+    cached: int = 0
+    failed: int = 0
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    failed_by_kind: dict[str, int] = Field(default_factory=dict)
+    per_stage: dict[str, StageCalls] = Field(default_factory=dict)
 
 
 @dataclass
@@ -115,6 +151,19 @@ class Ledger:
                 f"stage {stage}: {what}: {kinds}; stopping so a broken prompt or endpoint "
                 f"does not pay for every item (last error: {clip(str(last), 200)}); "
                 "fix it and rerun (answers so far are kept), or raise max_failures")
+
+    def calls(self) -> CallSummary:
+        """Every stage's calls in the shape results.json records."""
+        fields = StageCalls.model_fields
+        stages = {name: StageCalls(**{k: getattr(s, k) for k in fields})
+                  for name, s in self.stats.items()}
+        d = self.summary()
+        return CallSummary(total=d["total"], provider_calls=d["provider_calls"],
+                           cached=d["cached"], failed=d["failed"],
+                           attempts=sum(x.attempts for x in stages.values()),
+                           prompt_tokens=d["prompt_tokens"],
+                           completion_tokens=d["completion_tokens"], cost_usd=d["cost_usd"],
+                           failed_by_kind=d["failed_by_kind"], per_stage=stages)
 
     def summary(self) -> dict[str, Any]:
         stats = self.stats.values()

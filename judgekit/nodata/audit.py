@@ -18,12 +18,14 @@ import numpy as np
 
 from judgekit.data.judged import JudgedItem, check_judged, load_judged
 from judgekit.llm import Call, Client
-from judgekit.nodata import llm_stages as st
+from judgekit.judging import stages as st
 from judgekit.nodata.baselines import ensemble
-from judgekit.nodata.config import NoDataConfig
+from judgekit.nodata.config import AuditConfig, NoDataConfig
+from judgekit.nodata.payload import AuditPayload, RestsOn, Verdict
+from judgekit.payload import payload_from
 from judgekit.nodata.decision import DecisionSettings, ItemEvidence, decide
 from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
-from judgekit.nodata.rubric import Rubric, load_rubric
+from judgekit.judging.rubric import Rubric, load_rubric
 from judgekit.stats.proportions import rate_with_interval
 
 REFUSAL = re.compile(r"\b(I can(?:no|')t|I'm sorry|I am sorry|as an AI|I am unable|"
@@ -263,8 +265,8 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
             "problems": problems.counts, "ensemble": ens}
 
 
-def execute(cfg: NoDataConfig, client: Client) -> dict[str, Any]:
-    """Audit the evaluator on the judged items; the payload of NoDataResults."""
+def execute(cfg: AuditConfig, client: Client) -> AuditPayload:
+    """Audit the evaluator on the judged items."""
     items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size, cfg.indices, cfg)
     ev_rubric, ver_rubric = load_rubric(cfg.rubric), load_rubric(cfg.verifier_rubric)
     positions = list(cfg.indices or range(cfg.start, cfg.start + len(items)))
@@ -316,13 +318,14 @@ def execute(cfg: NoDataConfig, client: Client) -> dict[str, Any]:
                                              for c, (r, ci, n) in by_crit.items()}},
     }
     results["verdict"] = verdict(cfg, runs[0], raw, items, ev_rubric, ver_rubric)
-    return results
+    return payload_from(AuditPayload, results, ("items",))
 
 
-def headline(res: dict[str, Any]) -> str:
-    r0 = res["runs"][0]
-    return (f"{r0['rubric']}: success {r0['success_rate']:.1%} over {r0['n_items']} items; "
-            f"verdict: {res['verdict']['decision']}")
+def headline(res: AuditPayload) -> str:
+    r0 = res.runs[0]
+    decision = res.verdict.decision if res.verdict is not None else "none"
+    return (f"{r0.rubric}: success {r0.success_rate:.1%} over {r0.n_items} items; "
+            f"verdict: {decision}")
 
 
 def evidence(raw: dict[str, Any], items: list[JudgedItem], ev_rubric: Rubric,
@@ -350,8 +353,7 @@ def evidence(raw: dict[str, Any], items: list[JudgedItem], ev_rubric: Rubric,
 
 
 def verdict(cfg: NoDataConfig, run: dict[str, Any], raw: dict[str, Any],
-            items: list[JudgedItem], ev_rubric: Rubric, ver_rubric: Rubric
-            ) -> dict[str, Any]:
+            items: list[JudgedItem], ev_rubric: Rubric, ver_rubric: Rubric) -> Verdict:
     """trust / do not trust / inconclusive against the perfect-judge reference under the
     measured verifier noise and against uninformed judges on the same items; the rule
     that decided and what the conclusion rests on."""
@@ -360,15 +362,15 @@ def verdict(cfg: NoDataConfig, run: dict[str, Any], raw: dict[str, Any],
         trust_threshold=cfg.trust_threshold, distrust_threshold=cfg.distrust_threshold,
         min_reference=cfg.min_reference, resamples=cfg.resamples, seed=cfg.seed,
         self_check=cfg.models["verifier"] == cfg.models["evaluator"]))
-    return {**d, "items_excluded": len(items) - d["n_items"],
-            "measures": "success = the judge's whole claimed breakdown (every criterion and "
-                        "the label) confirmed by the verifier on x and on every paraphrase; "
-                        "not label accuracy",
-            "rests_on": {"verifier": cfg.models["verifier"], "verifier_rubric":
-                         cfg.verifier_rubric, "judge_rubric": cfg.rubric, "rounds": cfg.rounds,
-                         "check": cfg.check, "thresholds": [cfg.distrust_threshold,
-                                                            cfg.trust_threshold],
-                         "thresholds_of": "the perfect-judge reference"}}
+    d.items_excluded = len(items) - d.n_items
+    d.measures = ("success = the judge's whole claimed breakdown (every criterion and the "
+                  "label) confirmed by the verifier on x and on every paraphrase; not label "
+                  "accuracy")
+    d.rests_on = RestsOn(verifier=cfg.models["verifier"], verifier_rubric=cfg.verifier_rubric,
+                         judge_rubric=cfg.rubric, rounds=cfg.rounds, check=cfg.check,
+                         thresholds=[cfg.distrust_threshold, cfg.trust_threshold],
+                         thresholds_of="the perfect-judge reference")
+    return d
 
 
 def _item_record(i: int, position: int, item: JudgedItem, raw: dict[str, Any]

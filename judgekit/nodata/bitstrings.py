@@ -11,7 +11,7 @@ import numpy as np
 
 from judgekit.data.registry import dataset, get
 from judgekit.errors import DataError
-from judgekit.nodata.rubric import RuleRubric
+from judgekit.judging.rubric import RuleRubric
 from judgekit.textio import read_text
 
 N_BITS = 12
@@ -75,7 +75,7 @@ def load_authors_file(path: Path) -> list[tuple[str, int]]:
 _ND = "https://raw.githubusercontent.com/adewynter/no_data_algorithm/main/"
 for _p, _ph in (("good", "IP"), ("other", "OOP")):
     for _s in ("train", "test"):
-        dataset(f"nodata_{_p}_{_s}", formats=("json",), uses=("nodata/synthetic",),
+        dataset(f"nodata_{_p}_{_s}", formats=("json",), kind="bitstrings",
                 licence="MIT", url=f"{_ND}{_p}_data_{_s}_with_xor.json",
                 filename=f"{_p}_data_{_s}_with_xor.json", group="nodata_bitstrings",
                 description=f"the authors' {_ph} bit strings, {_s} split "

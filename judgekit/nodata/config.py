@@ -6,11 +6,14 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from judgekit.config import RunSettings
+from judgekit.settings import RunSettings
 from judgekit.data.external import JudgedInput
 
 
 class NoDataConfig(RunSettings, JudgedInput):
+    """The fields of both No-Data experiments (every field is kept by each, so a run's
+    resolved config reads as before); each experiment's config below checks its own."""
+
     method: Literal["nodata"] = "nodata"
     experiment: Literal["synthetic", "llm"] = "synthetic"
     rounds: int = Field(3, ge=1)
@@ -52,22 +55,42 @@ class NoDataConfig(RunSettings, JudgedInput):
     generator_max_tokens: int = Field(1024, ge=16)
 
     @model_validator(mode="after")
-    def _check(self) -> NoDataConfig:
+    def _check_phi(self) -> NoDataConfig:
         if any(not 0 <= p <= 1 for p in self.phi):
             raise ValueError(f"every phi must lie in [0, 1], got {self.phi}")
-        known = {"dt_decimal", "dt_bits", "lie_sigma", "lie_f", "lie_generator"}
-        bad = [e for e in self.evaluators if e not in known]
-        if self.experiment == "synthetic" and bad:
-            raise ValueError(f"unknown evaluator {bad[0]!r}; use {', '.join(sorted(known))}")
-        if self.experiment == "llm":
-            for role in ("evaluator", "verifier"):
-                if role not in self.models:
-                    raise ValueError(f"models.{role} is required for the LLM audit")
-            unknown = set(self.models) - {"evaluator", "verifier", "generator",
-                                          "second_verifier"}
-            if unknown:
-                raise ValueError(f"unknown role {sorted(unknown)[0]!r}; roles are evaluator, "
-                                 "verifier, generator and second_verifier")
-            if not self.data_path:
-                raise ValueError("data_path (the judged-items JSON) is required")
+        return self
+
+
+EVALUATORS = ("dt_decimal", "dt_bits", "lie_sigma", "lie_f", "lie_generator")
+
+
+class SyntheticConfig(NoDataConfig):
+    """``experiment: synthetic``: the bit-string study (decision trees and liars)."""
+
+    experiment: Literal["synthetic"] = "synthetic"
+
+    @model_validator(mode="after")
+    def _check_evaluators(self) -> SyntheticConfig:
+        bad = [e for e in self.evaluators if e not in EVALUATORS]
+        if bad:
+            raise ValueError(f"unknown evaluator {bad[0]!r}; use {', '.join(sorted(EVALUATORS))}")
+        return self
+
+
+class AuditConfig(NoDataConfig):
+    """``experiment: llm``: the audit of an LLM judge against a rubric."""
+
+    experiment: Literal["llm"] = "llm"
+
+    @model_validator(mode="after")
+    def _check_roles(self) -> AuditConfig:
+        for role in ("evaluator", "verifier"):
+            if role not in self.models:
+                raise ValueError(f"models.{role} is required for the LLM audit")
+        unknown = set(self.models) - {"evaluator", "verifier", "generator", "second_verifier"}
+        if unknown:
+            raise ValueError(f"unknown role {sorted(unknown)[0]!r}; roles are evaluator, "
+                             "verifier, generator and second_verifier")
+        if not self.data_path:
+            raise ValueError("data_path (the judged-items JSON) is required")
         return self

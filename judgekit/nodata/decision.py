@@ -27,10 +27,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
+from judgekit.nodata.payload import (
+    LabelAccuracy,
+    LabelAgreement,
+    Uninformed,
+    VerifierNoise,
+    Verdict,
+)
+from judgekit.payload import Rate
 from judgekit.stats.agreement import agreement
 from judgekit.stats.proportions import rate_with_interval, wilson_interval
 
@@ -110,74 +116,104 @@ def _baselines(items: Sequence[ItemEvidence]) -> tuple[np.ndarray, np.ndarray, s
     return const, rand, "constant" if const.mean() >= rand.mean() else "random"
 
 
-def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> dict[str, Any]:
-    """trust / do not trust / inconclusive, the rule that decided, and its evidence."""
-    n = len(items)
-    lvl = s.level
-    out: dict[str, Any] = {"n_items": n, "level": lvl, "success_rate": None,
-                           "success_ci": None}
-    if n == 0:
-        return {**out, "decision": INCONCLUSIVE, "rule": "no_items",
-                "reason": "no item completed the protocol"}
-    succ = np.array([float(it.success) for it in items])
-    claims = np.array([float(it.claims_agree) for it in items])
-    rate, ci, _ = rate_with_interval([bool(x) for x in succ], lvl)
-    out.update(success_rate=rate, success_ci=ci)
-    # -- the verifier, measured before the judge
-    rr = [it for it in items if it.reread_total is not None]
-    crits = list(items[0].verifier_top)
-    width = len(items[0].verifier_total)
-    # per item, did the re-read disagree (NaN rows: items that were not re-read)
-    dis_total = np.full((n, width), np.nan)
-    dis_top = np.full((n, len(crits)), np.nan)
-    for r, it in enumerate(items):
-        if it.reread_total is not None:
-            dis_total[r] = [float(a != b) for a, b in zip(it.verifier_total, it.reread_total)]
-            dis_top[r] = [float(it.verifier_top[c] != (it.reread_top or {}).get(c))
-                          for c in crits]
+@dataclass
+class _Judged:
+    """The evidence a rule reads: the success rate, the verifier's noise, the judge
+    against its perfect-judge reference and against uninformed judges, its labels."""
 
-    # a paraphrase repeated across rounds is read once (the same call): count the
-    # rounds whose paraphrases differed, as observed
-    reached = sum(it.rounds_reached or 0 for it in items)
-    distinct = sum(it.distinct_x_primes or 0 for it in items)
-    rounds = s.rounds * distinct / reached if reached else float(s.rounds)
+    n: int
+    rate: float | None
+    ci: list[float] | None
+    ref: float
+    rho: float
+    rho_ci: list[float]
+    skill: float
+    skill_ci: list[float]
+    claims: float
+    base: float
+    kappa: float | None
+    kappa_ci: list[float] | None
+    acc_ok: bool | None
+    judge_labels: list[int]
+    verifier_labels: list[int]
+    verifier_totals: set[tuple[int, ...]]
+    reread: bool
+    disagreement: float | None
 
-    def ref_of(rows: np.ndarray) -> float:
-        if not rr:
+
+class _Noise:
+    """Per item and criterion, did the verifier's re-read disagree with its reading (NaN
+    where the item was not re-read); the perfect-judge reference of any resample."""
+
+    def __init__(self, items: Sequence[ItemEvidence], rounds: float, check: str) -> None:
+        n = len(items)
+        self.crits = list(items[0].verifier_top)
+        self.width = len(items[0].verifier_total)
+        self.reread = [it for it in items if it.reread_total is not None]
+        self.total = np.full((n, self.width), np.nan)
+        self.top = np.full((n, len(self.crits)), np.nan)
+        for r, it in enumerate(items):
+            if it.reread_total is not None:
+                self.total[r] = [float(a != b) for a, b in zip(it.verifier_total,
+                                                               it.reread_total)]
+                self.top[r] = [float(it.verifier_top[c] != (it.reread_top or {}).get(c))
+                               for c in self.crits]
+        self.rounds, self.check = rounds, check
+
+    def reference(self, rows: np.ndarray) -> float:
+        if not self.reread:
             return 1.0
-        t, p = dis_total[rows], dis_top[rows]
-        keep = ~np.isnan(t[:, 0]) if width else np.zeros(len(rows), bool)
+        t, p = self.total[rows], self.top[rows]
+        keep = ~np.isnan(t[:, 0]) if self.width else np.zeros(len(rows), bool)
         if not keep.any():
             return 1.0
-        return _reference(t[keep].mean(0), p[keep].mean(0), rounds, s.check)
+        return _reference(t[keep].mean(0), p[keep].mean(0), self.rounds, self.check)
 
-    ver: dict[str, Any] = {"rereads": len(rr)}
-    if rr:
-        seen = dis_total[~np.isnan(dis_total[:, 0])] if width else np.zeros((0, 0))
-        k, m = int(seen.sum()), int(seen.size)
-        lo, hi = wilson_interval(k, m, lvl) if m else (0.0, 1.0)
-        tops = dis_top[~np.isnan(dis_top[:, 0])] if crits else np.zeros((0, 0))
-        ver.update(disagreement=k / m if m else None, disagreement_ci=[lo, hi], readings=m,
-                   by_criterion={c: dict(zip(("rate", "ci", "n"), rate_with_interval(
-                       [bool(x) for x in tops[:, j]], lvl))) for j, c in enumerate(crits)})
-    ref = ref_of(np.arange(n))
-    humans = [it for it in items if it.human_criteria]
-    if humans:
-        ver["human_agreement"] = {c: dict(zip(("rate", "ci", "n"), rate_with_interval(
-            [it.verifier_top[c] == it.human_criteria[c] for it in humans
-             if c in it.human_criteria], lvl))) for c in crits}
-    out["verifier"] = ver
-    # -- bootstrap of everything that is a ratio or a paired difference
-    const, rand, which = _baselines(items)
-    base = const if which == "constant" else rand
-    rng = np.random.default_rng(np.random.SeedSequence([s.seed, 18]))
+    def summary(self, items: Sequence[ItemEvidence], level: float) -> VerifierNoise:
+        ver = VerifierNoise(rereads=len(self.reread))
+        if self.reread:
+            seen = self.total[~np.isnan(self.total[:, 0])] if self.width else np.zeros((0, 0))
+            k, m = int(seen.sum()), int(seen.size)
+            lo, hi = wilson_interval(k, m, level) if m else (0.0, 1.0)
+            tops = self.top[~np.isnan(self.top[:, 0])] if self.crits else np.zeros((0, 0))
+            ver = VerifierNoise(rereads=len(self.reread), disagreement=k / m if m else None,
+                                disagreement_ci=[lo, hi], readings=m, by_criterion={
+                                    c: _rate([bool(x) for x in tops[:, j]], level)
+                                    for j, c in enumerate(self.crits)})
+        humans = [it for it in items if it.human_criteria]
+        if humans:
+            ver.human_agreement = {c: _rate(
+                [it.verifier_top[c] == it.human_criteria[c] for it in humans
+                 if c in it.human_criteria], level) for c in self.crits}
+        return ver
+
+
+def _rate(values: list[bool], level: float) -> Rate:
+    return Rate.model_validate(dict(zip(("rate", "ci", "n"), rate_with_interval(values, level))))
+
+
+def _rounds(items: Sequence[ItemEvidence], rounds: int) -> float:
+    """A paraphrase repeated across rounds is read once (the same call): the rounds whose
+    paraphrases differed, as observed."""
+    reached = sum(it.rounds_reached or 0 for it in items)
+    distinct = sum(it.distinct_x_primes or 0 for it in items)
+    return rounds * distinct / reached if reached else float(rounds)
+
+
+def _against_references(succ: np.ndarray, claims: np.ndarray, base: np.ndarray,
+                        noise: _Noise, ref: float, ci: list[float] | None,
+                        s: DecisionSettings, rng: np.random.Generator
+                        ) -> tuple[float, list[float], float, list[float]]:
+    """rho = success / perfect-judge reference and the claims' excess over the better
+    uninformed judge, each with a bootstrap interval over items."""
+    n = len(succ)
     rhos, skills = [], []
     for _ in range(s.resamples):
         i = rng.integers(0, n, n)
-        r_ref = ref_of(i)
+        r_ref = noise.reference(i)
         rhos.append(succ[i].mean() / r_ref if r_ref > 0 else np.nan)
         skills.append(claims[i].mean() - base[i].mean())
-    a = (1 - lvl) / 2
+    a = (1 - s.level) / 2
     rho = float(succ.mean() / ref) if ref > 0 else float("nan")
     rho_ci = [float(v) for v in np.nanquantile(rhos, [a, 1 - a])]
     if rho_ci[0] == rho_ci[1]:  # no spread (every item alike): Wilson on the successes
@@ -185,102 +221,166 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> dict[str, Any]
     skill = float(claims.mean() - base.mean())
     skill_ci = [float(v) for v in np.quantile(skills, [a, 1 - a])]
     if skill_ci[0] == skill_ci[1]:
-        lo, hi = wilson_interval(int(claims.sum()), n, lvl)
+        lo, hi = wilson_interval(int(claims.sum()), n, s.level)
         skill_ci = [lo - float(base.mean()), hi - float(base.mean())]
-    out.update(reference=ref, distinct_rounds=rounds, relative_success=rho,
-               relative_success_ci=rho_ci,
-               claim_agreement=float(claims.mean()),
-               uninformed={"constant_claims": float(const.mean()),
-                           "random_claims": float(rand.mean()), "better": which},
-               skill=skill, skill_ci=skill_ci)
+    return rho, rho_ci, skill, skill_ci
+
+
+def _label_accuracy(items: Sequence[ItemEvidence], s: DecisionSettings,
+                    rng: np.random.Generator) -> LabelAccuracy | None:
+    """Accuracy against the human labels (when every item has one) and its excess over
+    the best uninformed judge (the majority label, or random at the judge's rate)."""
+    n = len(items)
+    hl = [(it.judge_label, it.human_label) for it in items if it.human_label is not None]
+    if not (len(hl) >= 2 and len(hl) == n):
+        return None
+    j_, h_ = np.array(hl).T
+    acc = float(np.mean(j_ == h_))
+    maj = float(max(np.mean(h_), 1 - np.mean(h_)))
+    jr, hr = float(np.mean(j_)), float(np.mean(h_))
+    rand_acc = jr * hr + (1 - jr) * (1 - hr)
+    diffs = []
+    for _ in range(s.resamples):
+        i = rng.integers(0, n, n)
+        hm = h_[i].mean()
+        diffs.append(np.mean(j_[i] == h_[i]) - max(hm, 1 - hm, jr * hm + (1 - jr) * (1 - hm)))
+    a = (1 - s.level) / 2
+    return LabelAccuracy(accuracy=acc, majority_label=maj, random_at_judge_rate=rand_acc,
+                         excess_over_best=acc - max(maj, rand_acc),
+                         excess_ci=[float(v) for v in np.quantile(diffs, [a, 1 - a])], n=n)
+
+
+def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
+    """trust / do not trust / inconclusive, the rule that decided, and its evidence."""
+    n = len(items)
+    if n == 0:
+        return Verdict(n_items=0, level=s.level, success_rate=None, success_ci=None,
+                       decision=INCONCLUSIVE, rule="no_items",
+                       reason="no item completed the protocol")
+    succ = np.array([float(it.success) for it in items])
+    claims = np.array([float(it.claims_agree) for it in items])
+    rate, ci, _ = rate_with_interval([bool(x) for x in succ], s.level)
+    # -- the verifier, measured before the judge
+    rounds = _rounds(items, s.rounds)
+    noise = _Noise(items, rounds, s.check)
+    ver = noise.summary(items, s.level)
+    ref = noise.reference(np.arange(n))
+    # -- against the references: bootstrap of everything that is a ratio or a difference
+    const, rand, which = _baselines(items)
+    base = const if which == "constant" else rand
+    rng = np.random.default_rng(np.random.SeedSequence([s.seed, 18]))
+    rho, rho_ci, skill, skill_ci = _against_references(succ, claims, base, noise, ref, ci,
+                                                       s, rng)
     jl = [it.judge_label for it in items]
     vl = [it.verifier_label for it in items]
-    ag = agreement(jl, vl, seed=s.seed, resamples=s.resamples, level=lvl) if n >= 2 else None
+    ag = agreement(jl, vl, seed=s.seed, resamples=s.resamples, level=s.level) if n >= 2 \
+        else None
     kappa, kappa_ci = (ag.kappa, ag.cis["kappa"]) if ag else (None, None)
-    out["label_agreement"] = {"kappa": kappa, "kappa_ci": kappa_ci,
-                              "percent": None if ag is None else ag.percent,
-                              "undefined": None if ag is None else ag.undefined}
-    hl = [(it.judge_label, it.human_label) for it in items if it.human_label is not None]
-    acc_ok: bool | None = None
-    if len(hl) >= 2 and len(hl) == n:
-        j_, h_ = np.array(hl).T
-        acc = float(np.mean(j_ == h_))
-        maj = float(max(np.mean(h_), 1 - np.mean(h_)))
-        jr, hr = float(np.mean(j_)), float(np.mean(h_))
-        rand_acc = jr * hr + (1 - jr) * (1 - hr)
-        diffs = []
-        for _ in range(s.resamples):
-            i = rng.integers(0, n, n)
-            hm = h_[i].mean()
-            diffs.append(np.mean(j_[i] == h_[i]) - max(hm, 1 - hm, jr * hm + (1 - jr)
-                                                        * (1 - hm)))
-        dci = [float(v) for v in np.quantile(diffs, [a, 1 - a])]
-        acc_ok = dci[0] > 0
-        out["label_accuracy"] = {"accuracy": acc, "majority_label": maj,
-                                 "random_at_judge_rate": rand_acc,
-                                 "excess_over_best": acc - max(maj, rand_acc),
-                                 "excess_ci": dci, "n": n}
+    accuracy = _label_accuracy(items, s, rng)
+    judged = _Judged(n=n, rate=rate, ci=ci, ref=ref, rho=rho, rho_ci=rho_ci, skill=skill,
+                     skill_ci=skill_ci, claims=float(claims.mean()), base=float(base.mean()),
+                     kappa=kappa, kappa_ci=kappa_ci,
+                     acc_ok=None if accuracy is None else accuracy.excess_ci[0] > 0,
+                     judge_labels=jl, verifier_labels=vl,
+                     verifier_totals={tuple(it.verifier_total) for it in items},
+                     reread=bool(noise.reread), disagreement=ver.disagreement)
+    decision, rule, reason = _rule(judged, s)
+    v = Verdict(
+        n_items=n, level=s.level, success_rate=rate, success_ci=ci, verifier=ver,
+        reference=ref, distinct_rounds=rounds, relative_success=rho,
+        relative_success_ci=rho_ci, claim_agreement=float(claims.mean()),
+        uninformed=Uninformed(constant_claims=float(const.mean()),
+                              random_claims=float(rand.mean()), better=which),
+        skill=skill, skill_ci=skill_ci,
+        label_agreement=LabelAgreement(kappa=kappa, kappa_ci=kappa_ci,
+                                       percent=None if ag is None else ag.percent,
+                                       undefined=None if ag is None else ag.undefined),
+        decision=decision, rule=rule, reason=reason)
+    if accuracy is not None:
+        v.label_accuracy = accuracy
+    return v
 
-    def done(decision: str, rule: str, reason: str) -> dict[str, Any]:
-        return {**out, "decision": decision, "rule": rule, "reason": reason}
 
-    pct = f"{lvl:.0%}"
-    flat = {tuple(it.verifier_total) for it in items}
-    if n >= 3 and len(flat) == 1:
-        return done(INCONCLUSIVE, "verifier_constant",
-                    f"the verifier gave every item the same scores {sorted(flat)[0]}: its "
-                    "checks cannot tell texts apart")
-    if rr and ref < s.min_reference:
-        return done(INCONCLUSIVE, "verifier_inconsistent",
-                    f"the verifier disagrees with itself on {ver['disagreement']:.1%} of "
-                    f"readings of the same text: even a perfect judge would succeed only "
-                    f"{ref:.0%} of the time (below {s.min_reference:.0%}), too little to "
-                    "decide; use a steadier verifier (temperature 0, per-criterion mode)")
-    if len(set(jl)) == 1 and len(set(vl)) == 1:
-        return done(INCONCLUSIVE, "one_class",
-                    f"the judge and the verifier give every item label {jl[0]}: the "
-                    "audit cannot tell an informed judge from a constant one; audit "
-                    "items of both classes")
-    if len(set(jl)) == 1:
-        return done(DISTRUST, "constant_judge",
-                    f"the judge gave every item label {jl[0]} while the verifier's "
-                    f"labels vary: its labels carry no information (success "
-                    f"{rate:.3f} is what always saying {jl[0]} scores on these items)")
-    if rho_ci[1] < s.distrust_threshold:
-        return done(DISTRUST, "below_reference",
-                    f"success {rate:.3f} is {rho:.2f} of a perfect judge's {ref:.3f} under "
-                    f"this verifier ({pct} interval [{rho_ci[0]:.2f}, {rho_ci[1]:.2f}], "
-                    f"below {s.distrust_threshold})")
-    if skill_ci[1] <= 0:
-        return done(DISTRUST, "no_better_than_uninformed",
-                    f"its claims agree with the verifier on {claims.mean():.3f} of items, no "
-                    f"more than a judge without information ({base.mean():.3f}; {pct} "
-                    f"interval of the excess [{skill_ci[0]:+.3f}, {skill_ci[1]:+.3f}])")
-    informative = kappa is not None and kappa_ci is not None and kappa_ci[0] > 0
-    if rho_ci[0] >= s.trust_threshold and skill_ci[0] > 0 and informative \
-            and acc_ok is not False:
-        if s.self_check:
-            return done(INCONCLUSIVE, "self_check",
-                        "the success rate is high, but the verifier is the judge itself: a "
-                        "model checking its own claims cannot establish trust; use another "
-                        "verifier")
-        return done(TRUST, "above_reference",
-                    f"success {rate:.3f} is {rho:.2f} of a perfect judge's {ref:.3f} under "
-                    f"this verifier ({pct} interval [{rho_ci[0]:.2f}, {rho_ci[1]:.2f}], "
-                    f"above {s.trust_threshold}), its claims beat a judge without "
-                    f"information by {skill:+.3f}, and its labels agree with the "
-                    f"verifier's beyond chance (kappa {kappa:.2f})")
-    if not informative:
-        why = ("its labels' agreement with the verifier's is undefined" if kappa is None
+def _rule(e: _Judged, s: DecisionSettings) -> tuple[str, str, str]:
+    """The first rule that applies: the verifier cannot decide, the judge is shown
+    worse than the references, shown as good as them, or not shown either way."""
+    return _cannot_decide(e, s) or _distrust(e, s) or _trust(e, s) or _not_shown(e, s)
+
+
+def _cannot_decide(e: _Judged, s: DecisionSettings) -> tuple[str, str, str] | None:
+    if e.n >= 3 and len(e.verifier_totals) == 1:
+        return (INCONCLUSIVE, "verifier_constant",
+                f"the verifier gave every item the same scores {sorted(e.verifier_totals)[0]}: "
+                "its checks cannot tell texts apart")
+    if e.reread and e.ref < s.min_reference:
+        return (INCONCLUSIVE, "verifier_inconsistent",
+                f"the verifier disagrees with itself on {e.disagreement or 0.0:.1%} of "
+                f"readings of the same text: even a perfect judge would succeed only "
+                f"{e.ref:.0%} of the time (below {s.min_reference:.0%}), too little to "
+                "decide; use a steadier verifier (temperature 0, per-criterion mode)")
+    if len(set(e.judge_labels)) == 1 and len(set(e.verifier_labels)) == 1:
+        return (INCONCLUSIVE, "one_class",
+                f"the judge and the verifier give every item label {e.judge_labels[0]}: the "
+                "audit cannot tell an informed judge from a constant one; audit "
+                "items of both classes")
+    return None
+
+
+def _distrust(e: _Judged, s: DecisionSettings) -> tuple[str, str, str] | None:
+    pct = f"{s.level:.0%}"
+    if len(set(e.judge_labels)) == 1:
+        return (DISTRUST, "constant_judge",
+                f"the judge gave every item label {e.judge_labels[0]} while the verifier's "
+                f"labels vary: its labels carry no information (success "
+                f"{e.rate:.3f} is what always saying {e.judge_labels[0]} scores on these "
+                "items)")
+    if e.rho_ci[1] < s.distrust_threshold:
+        return (DISTRUST, "below_reference",
+                f"success {e.rate:.3f} is {e.rho:.2f} of a perfect judge's {e.ref:.3f} under "
+                f"this verifier ({pct} interval [{e.rho_ci[0]:.2f}, {e.rho_ci[1]:.2f}], "
+                f"below {s.distrust_threshold})")
+    if e.skill_ci[1] <= 0:
+        return (DISTRUST, "no_better_than_uninformed",
+                f"its claims agree with the verifier on {e.claims:.3f} of items, no "
+                f"more than a judge without information ({e.base:.3f}; {pct} "
+                f"interval of the excess [{e.skill_ci[0]:+.3f}, {e.skill_ci[1]:+.3f}])")
+    return None
+
+
+def _informative(e: _Judged) -> bool:
+    return e.kappa is not None and e.kappa_ci is not None and e.kappa_ci[0] > 0
+
+
+def _trust(e: _Judged, s: DecisionSettings) -> tuple[str, str, str] | None:
+    if not (e.rho_ci[0] >= s.trust_threshold and e.skill_ci[0] > 0 and _informative(e)
+            and e.acc_ok is not False):
+        return None
+    if s.self_check:
+        return (INCONCLUSIVE, "self_check",
+                "the success rate is high, but the verifier is the judge itself: a "
+                "model checking its own claims cannot establish trust; use another "
+                "verifier")
+    return (TRUST, "above_reference",
+            f"success {e.rate:.3f} is {e.rho:.2f} of a perfect judge's {e.ref:.3f} under "
+            f"this verifier ({s.level:.0%} interval [{e.rho_ci[0]:.2f}, {e.rho_ci[1]:.2f}], "
+            f"above {s.trust_threshold}), its claims beat a judge without "
+            f"information by {e.skill:+.3f}, and its labels agree with the "
+            f"verifier's beyond chance (kappa {e.kappa:.2f})")
+
+
+def _not_shown(e: _Judged, s: DecisionSettings) -> tuple[str, str, str]:
+    pct = f"{s.level:.0%}"
+    if not _informative(e):
+        why = ("its labels' agreement with the verifier's is undefined" if e.kappa is None
                else f"the {pct} interval of its labels' kappa with the verifier's reaches 0 "
-                    f"[{kappa_ci[0]:.2f}, {kappa_ci[1]:.2f}]" if kappa_ci else "")
-        return done(INCONCLUSIVE, "labels_not_shown_informative",
-                    f"{why}: not shown to carry information; audit more items")
-    if acc_ok is False:
-        return done(INCONCLUSIVE, "accuracy_not_above_majority",
-                    "its accuracy against the human labels is not shown above always "
-                    "saying the majority label; audit more items")
-    return done(INCONCLUSIVE, "straddles",
-                f"success {rate:.3f} is {rho:.2f} of a perfect judge's {ref:.3f} under this "
-                f"verifier; the {pct} interval [{rho_ci[0]:.2f}, {rho_ci[1]:.2f}] straddles "
-                f"{s.distrust_threshold}-{s.trust_threshold}; audit more items")
+                    f"[{e.kappa_ci[0]:.2f}, {e.kappa_ci[1]:.2f}]" if e.kappa_ci else "")
+        return (INCONCLUSIVE, "labels_not_shown_informative",
+                f"{why}: not shown to carry information; audit more items")
+    if e.acc_ok is False:
+        return (INCONCLUSIVE, "accuracy_not_above_majority",
+                "its accuracy against the human labels is not shown above always "
+                "saying the majority label; audit more items")
+    return (INCONCLUSIVE, "straddles",
+            f"success {e.rate:.3f} is {e.rho:.2f} of a perfect judge's {e.ref:.3f} under this "
+            f"verifier; the {pct} interval [{e.rho_ci[0]:.2f}, {e.rho_ci[1]:.2f}] straddles "
+            f"{s.distrust_threshold}-{s.trust_threshold}; audit more items")

@@ -18,7 +18,9 @@ from judgekit.nodata.bitstrings import (
     load_split,
     oop_rubric,
 )
-from judgekit.nodata.config import NoDataConfig
+from judgekit.nodata.config import NoDataConfig, SyntheticConfig
+from judgekit.nodata.payload import SyntheticPayload
+from judgekit.payload import payload_from
 from judgekit.nodata.protocol import apply_flips, run_protocol, summarise
 from judgekit.stats.bootstrap import derive_seed
 
@@ -49,7 +51,7 @@ def build_evaluators(cfg: NoDataConfig, train: list[tuple[str, int]]) -> dict[st
                                                                      cfg.generator_lie_p)}
 
 
-def execute(cfg: NoDataConfig, client: Any = None) -> dict[str, Any]:
+def execute(cfg: SyntheticConfig, client: Any = None) -> SyntheticPayload:
     """The synthetic study (no LLM call: ``client`` is unused)."""
     data_dir = Path(cfg.data_dir) if cfg.data_dir else None
     train, train_src = load_split(data_dir, "IP", "train", cfg.seed)
@@ -87,15 +89,16 @@ def execute(cfg: NoDataConfig, client: Any = None) -> dict[str, Any]:
                           for x, y, r in zip(xs, ys, final)]
         baselines[phen] = _ensemble(train, xs, ys)
     escape = escape_rates(cfg, evaluators, data_dir)
-    return {"data": sources, "phi_meaning": "flip with probability phi on failure (paper); "
+    doc = {"data": sources, "phi_meaning": "flip with probability phi on failure (paper); "
             "the authors' code keeps the label with probability phi",
             "runs": runs, "escape": escape, "baselines": baselines, "items": items}
+    return payload_from(SyntheticPayload, doc, ("items",))
 
 
-def headline(res: dict[str, Any]) -> str:
-    ip = next((r for r in res["runs"] if r["phenomenon"] == "IP"
-               and r["evaluator"] == "dt_decimal"), None)
-    return f"IP dt_decimal success {ip['success_rate']:.1%}" if ip else ""
+def headline(res: SyntheticPayload) -> str:
+    ip = next((r for r in res.runs if r.phenomenon == "IP" and r.evaluator == "dt_decimal"),
+              None)
+    return f"IP dt_decimal success {ip.success_rate:.1%}" if ip else ""
 
 
 def _sweep(cfg: NoDataConfig, xs: list[str], evaluator: Any, verifier: Any, pi: int,

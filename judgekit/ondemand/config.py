@@ -6,10 +6,12 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from judgekit.config import RunSettings
+from judgekit.settings import RunSettings
 
 
 class OnDemandConfig(RunSettings):
+    """The fields both on-demand experiments share (each experiment's config below)."""
+
     method: Literal["ondemand"] = "ondemand"
     experiment: Literal["simulation", "label"] = "simulation"
     systems: int = Field(8, ge=2)
@@ -26,11 +28,23 @@ class OnDemandConfig(RunSettings):
     labels_file: str | None = None
     rubric_text: str = "The instance is factually correct."
 
+
+
+class SimulationConfig(OnDemandConfig):
+    """``experiment: simulation``: the estimators on a synthetic population."""
+
+    experiment: Literal["simulation"] = "simulation"
+
+
+class LabelConfig(OnDemandConfig):
+    """``experiment: label``: precision of real system outputs from sampled labels."""
+
+    experiment: Literal["label"] = "label"
+
     @model_validator(mode="after")
-    def _check(self) -> OnDemandConfig:
-        if self.experiment == "label":
-            if len(self.system_outputs) < 1:
-                raise ValueError("system_outputs: give at least one name: path/to/outputs.jsonl")
-            if self.labels_file is None and "judge" not in self.models:
-                raise ValueError("set models.judge (an LLM labeller) or labels_file")
+    def _check(self) -> LabelConfig:
+        if len(self.system_outputs) < 1:
+            raise ValueError("system_outputs: give at least one name: path/to/outputs.jsonl")
+        if self.labels_file is None and "judge" not in self.models:
+            raise ValueError("set models.judge (an LLM labeller) or labels_file")
         return self

@@ -10,11 +10,15 @@ from typing import Any
 
 from judgekit.probe.pairs import Pair
 from judgekit.stats.preference import (
+    audit_plan,
     feature_preference,
     paired_n_needed,
     rate_n_needed,
 )
 from judgekit.stats.proportions import rate_with_interval
+
+__all__ = ["audit_plan", "family_of", "feature_preference", "length_preference", "plan",
+           "self_preference"]
 
 # Planted instructions, several phrasings per language, cycled over items. Pairwise: the
 # answer carrying it asks to be chosen. Pointwise: it asks for a pass ("a") or a fail
@@ -231,10 +235,3 @@ def plan(results: dict[str, Any], power: float = 0.8,
                      "source": source, "pairs_needed": need, "n_now": r["n"]})
     return {"power": power, "level": level, "effects": list(effects), "rows": rows,
             "method": "Connor 1987 sample size for a paired difference of proportions"}
-
-
-def audit_plan(rate: float, level: float, halfwidths: tuple[float, ...] = (0.1, 0.05)
-               ) -> dict[str, Any]:
-    """Items an audit needs for its success rate's interval half-width."""
-    return {"level": level, "rate": rate,
-            "items_needed": {repr(h): rate_n_needed(rate, h, level) for h in halfwidths}}

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit.config import RunSettings
+from judgekit.settings import RunSettings
 from judgekit.data.external import JudgedInput
 
 BUILTIN = ("swap", "rename", "pad", "inject")  # pairwise
@@ -98,9 +98,9 @@ class ProbeConfig(RunSettings, JudgedInput):
         if "paraphrase" in self.transforms and not self.rubric_paraphrase:
             raise ValueError("the paraphrase transform needs rubric_paraphrase (the same "
                              "criteria ids, reworded)")
-        from judgekit.data.registry import names
+        from judgekit.data.registry import all_datasets
 
-        usable = names("probe")
+        usable = [d.name for d in all_datasets("questions") if d.rejected]
         bad = [d for d in self.pairs_from if d not in usable]
         if bad:
             raise ValueError(f"pairs_from: dataset {bad[0]!r} has no incorrect answers to pair "

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from judgekit.errors import DataError
+from judgekit.judging.placebo import PLACEBO, placebo_tag
 from judgekit.textio import read_text
 
 
@@ -114,13 +115,3 @@ def attach_human_labels(pairs: list[Pair], path: str | Path, field: str = "human
         setattr(by_id[key], field, lab)
 
 
-PLACEBO = "placebo"
-
-
-def placebo_tag(seed: int, item_id: str) -> str:
-    """An irrelevant reference id appended to the question: a change that cannot matter,
-    measured exactly like the transforms, so that a deterministic (temperature 0)
-    judge's noise floor is not 0 by construction."""
-    import hashlib
-
-    return f" [ref {hashlib.sha256(f'{seed}|{item_id}'.encode()).hexdigest()[:6]}]"

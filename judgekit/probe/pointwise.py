@@ -15,10 +15,10 @@ from typing import Any
 
 from judgekit.data.judged import JudgedItem
 from judgekit.llm import Call, Client
-from judgekit.nodata import llm_stages as st
-from judgekit.nodata.rubric import Rubric, load_rubric
+from judgekit.judging import stages as st
+from judgekit.judging.rubric import Rubric, load_rubric
 from judgekit.probe.config import ProbeConfig
-from judgekit.probe.pairs import PLACEBO, placebo_tag
+from judgekit.judging.placebo import PLACEBO, placebo_tag
 from judgekit.stats.bootstrap import derive_seed
 
 

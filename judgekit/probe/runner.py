@@ -19,7 +19,9 @@ from pydantic import BaseModel
 
 from judgekit.llm import Call, Client, Stage
 from judgekit.probe.analysis import analyse
+from judgekit.payload import payload_from
 from judgekit.probe.config import ProbeConfig
+from judgekit.probe.payload import ProbePayload
 from judgekit.probe.pairs import (
     PLACEBO,
     Pair,
@@ -127,12 +129,15 @@ async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair], indices:
     return out
 
 
-def execute(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
-    """The probe's payload (ProbeResults), pairwise or pointwise."""
+def execute(cfg: ProbeConfig, client: Client) -> ProbePayload:
+    """The probe's payload, pairwise or pointwise."""
+    doc = _pointwise(cfg, client) if cfg.judge_mode == "pointwise" else _pairwise(cfg, client)
+    return payload_from(ProbePayload, doc, ("items",))
+
+
+def _pairwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
     from judgekit.probe import sequential
 
-    if cfg.judge_mode == "pointwise":
-        return _pointwise(cfg, client)
     pairs = (load_pairs(cfg.data_path) if cfg.data_path else
              pairs_from_datasets(list(cfg.pairs_from), cfg.dataset_paths, cfg.n_pairs, cfg.seed))
     if cfg.human_labels:
@@ -150,14 +155,16 @@ def execute(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
     return results
 
 
-def headline(res: dict[str, Any]) -> str:
-    if res.get("mode") == "pointwise":
-        return (f"placebo flip rate {res['noise_floor']['rate']:.3f}; "
-                + "; ".join(f"{t['name']} excess {t['excess']:+.3f}"
-                            for t in res["transforms"]))
-    pos = res["position_bias"] or {"bias": 0.0, "ci": None, "n": 0, "verdict": "n/a"}
-    return (f"position bias {pos['bias']:+.3f} {_ci(pos['ci'])} over {pos['n']} pairs "
-            f"({pos['verdict']}); placebo flip rate {res['noise_floor']['rate']:.3f}")
+def headline(res: ProbePayload) -> str:
+    floor = res.noise_floor.rate
+    if res.mode == "pointwise":
+        return (f"placebo flip rate {_pct(floor)}; "
+                + "; ".join(f"{t.name} excess {t.excess:+.3f}" for t in res.transforms))
+    pos = res.position_bias
+    if pos is None or pos.bias is None:
+        return f"position bias n/a over 0 pairs (n/a); placebo flip rate {_pct(floor)}"
+    return (f"position bias {pos.bias:+.3f} {_ci(pos.ci)} over {pos.n} pairs "
+            f"({pos.verdict}); placebo flip rate {_pct(floor)}")
 
 
 def _pointwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import base64
 import html
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -75,14 +75,15 @@ _TAGS = re.compile(r"<[^>]+>")
 
 def _script_json(obj: Any) -> str:
     """JSON safe inside <script>: a "</" in the data cannot close the element."""
-    return _js(obj).replace("</", "<\\/")
+    return js(obj).replace("</", "<\\/")
 
 
-def _js(obj: Any) -> str:
+def js(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, default=str)
 
 
-def _pre(obj: Any) -> str:
+def pre(obj: Any) -> str:
+    """``obj`` (text, or JSON of anything else) escaped in a <pre>."""
     text = obj if isinstance(obj, str) else json.dumps(obj, indent=1, ensure_ascii=False,
                                                          default=str)
     return f"<pre>{html.escape(text)}</pre>"
@@ -95,139 +96,32 @@ MAX_REST_SHOWN = 300  # rows beyond MAX_ITEMS listed at once for a search
 Item = tuple[str, str, str]  # (kind for the filter, summary line, body HTML)
 
 
-def audit_item(rec: dict[str, Any]) -> Item:
-    """An audited judged item: outcome, challenges, x and x', judge's and verifier's
-    criterion values with the judge's reasons."""
-    if rec.get("excluded"):
-        kind = "excluded"
-    else:
-        kind = "pass" if rec.get("success") else "fail"
-    ev = rec.get("evaluator") or {}
-    crit = ev.get("criteria") or []
-    claims = (rec.get("claims_agree") or {}).get("criteria", {})
-    rows = "".join(
-        f"<tr><td>{html.escape(str(c.get('id')))}</td><td>{c.get('value')}</td>"
-        f"<td>{'' if c.get('id') not in claims else ('agrees' if claims[c['id']] else 'DISAGREES')}"
-        f"</td><td>{html.escape(str(c.get('reason', '')))}</td></tr>" for c in crit)
-    failed = "" if rec.get("failed_round") is None else (
-        f"; failed at round {rec['failed_round']} (challenge {rec.get('failed_challenge')}"
-        + (": the verifier's reading of x contradicts the judge's claims"
-           if rec.get("failed_challenge") == 0 else "") + ")")
-    why = f" ({html.escape(str(rec['excluded']))})" if rec.get("excluded") else ""
-    summary = (f"item {rec.get('index')}: <b class='{kind[:4]}'>{kind}</b>{why}; judge label "
-               f"{ev.get('label')}; human label {rec.get('label')}; challenges "
-               f"{rec.get('challenges')}{failed}")
-    body = ("<h4>Judge's criteria (and whether the verifier's reading of x agrees)</h4>"
-            "<table><tr><th>criterion</th><th>judge</th><th>verifier on x</th>"
-            f"<th>judge's reason</th></tr>{rows}</table>"
-            f"<p>Verifier's values on x: {html.escape(str(rec.get('verifier_x')))}</p>"
-            f"<h4>x (prompt and response)</h4>{_pre(rec.get('x') or '')}"
-            "<h4>x' per round</h4>" + "".join(_pre(xp) for xp in rec.get("x_primes") or []))
-    return kind, summary, body
-
-
-def vb_query(rec: dict[str, Any]) -> Item:
-    """A VB query: scores with intervals, and each replica's interpretations, outputs,
-    tags and gains."""
-    agree = rec.get("replicas_agree")
-    kind = "agree" if agree else "spread"
-    vb = rec.get("vb") or {}
-    summary = (f"{html.escape(str(rec.get('dataset')))} / {html.escape(str(rec.get('query_id')))}"
-               f": ES {_num(rec.get('es'))} {_ci(rec.get('es_ci'))}; VB "
-               + ", ".join(f"{a}: {_num(v)}" for a, v in vb.items())
-               + f"; B = {rec.get('replicas')}" + (" (all replicas agree)" if agree else ""))
-    replicas = rec.get("replica_records") or []
-    reps = "".join(
-        f"<h4>replica {r.get('replica')}</h4>"
-        f"<p>interpretations: {html.escape(_js(r.get('distribution')))}"
-        f"</p><p>outputs: {html.escape(_js(r.get('outputs')))}</p>"
-        f"<p>tags: {html.escape(_js(r.get('linked')))}; gains "
-        f"{r.get('gains')}; ES {_num(r.get('es'))}</p>"
-        for r in replicas[:MAX_REPLICAS])
-    if len(replicas) > MAX_REPLICAS:
-        reps += (f"<p>... {len(replicas) - MAX_REPLICAS} more replicas in queries.jsonl</p>")
-    body = (f"<p>{html.escape(str(rec.get('query')))}</p>"
-            f"<p>gold: {html.escape(str(rec.get('gold')))}</p>{reps}")
-    return kind, summary, body
-
-
-def probe_item(rec: dict[str, Any]) -> Item:
-    """A probed pair (or judged item): the question, both answers, the known answer, and
-    the verdict under each change, with the changes that flipped it. Filter: "flipped
-    under T" or "consistent"."""
-    flipped = rec.get("flipped_under") or []
-    kind = ("flipped under " + ", ".join(flipped)) if flipped else "consistent"
-    v = rec.get("verdicts") or {}
-    base = v.get("run0")
-    def versus(k: str, val: Any) -> str:
-        if k == "run0" or val is None or base is None:
-            return ""
-        return "same" if val == base else "<b>changed</b>"
-
-    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(val))}</td>"
-                   f"<td>{versus(k, val)}</td></tr>" for k, val in v.items() if ":" not in k)
-    correct = rec.get("correct")
-    summary = (f"{html.escape(str(rec.get('id')))}: <b>{html.escape(kind)}</b>; verdict "
-               f"{html.escape(str(base))}" + (f" (correct: {html.escape(str(correct))})"
-                                              if correct else ""))
-    body = (f"<p><b>Question</b>: {html.escape(str(rec.get('question', '')))}</p>"
-            f"<p><b>Answer A</b>: {html.escape(str(rec.get('a', '')))}</p>"
-            f"<p><b>Answer B</b>: {html.escape(str(rec.get('b', '')))}</p>"
-            "<table><tr><th>condition</th><th>verdict</th><th>vs as given</th></tr>"
-            f"{rows}</table>")
-    return kind, summary, body
-
-
-def synthetic_item(rec: dict[str, Any]) -> Item:
-    """A synthetic bit-string item: outcome, set, evaluator and phi in the filter; the
-    item, its true and claimed labels, the challenge strings, where it failed."""
-    outcome = "success" if rec.get("success") else "failure"
-    kind = f"{outcome} · {rec.get('phenomenon')} · {rec.get('evaluator')}"
-    fail = "" if rec.get("failed_round") is None else (
-        f"; failed at round {rec['failed_round']} (challenge {rec.get('failed_challenge')})")
-    summary = (f"<b class='{'pass' if rec.get('success') else 'fail'}'>{outcome}</b> "
-               f"{html.escape(str(rec.get('phenomenon')))} · "
-               f"{html.escape(str(rec.get('evaluator')))} · phi {rec.get('phi')}: x "
-               f"<code>{html.escape(str(rec.get('x')))}</code>, true label {rec.get('true')},"
-               f" judged {rec.get('label')}, final {rec.get('final_label')}"
-               + (" (flipped)" if rec.get("flipped") else "") + fail)
-    rows = "".join(f"<tr><td>{i + 1}</td><td><code>{html.escape(str(xp))}</code></td></tr>"
-                   for i, xp in enumerate(rec.get("x_primes") or []))
-    body = ("<table><tr><th>round</th><th>challenge x'</th></tr>" + rows + "</table>"
-            if rows else "<p>No challenge was asked.</p>")
-    return kind, summary, body
-
-
 def generic_item(rec: dict[str, Any]) -> Item:
     if "success" in rec:
         kind = "pass" if rec["success"] else "fail"
     else:
         kind = str(rec.get("kind") or rec.get("stage") or "item")
-    return kind, html.escape(json.dumps(rec, ensure_ascii=False)[:160]), _pre(rec)
+    return kind, html.escape(json.dumps(rec, ensure_ascii=False)[:160]), pre(rec)
 
 
-def _num(v: Any) -> str:
+def num(v: Any) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def _ci(ci: Any) -> str:
+def ci_text(ci: Any) -> str:
     if not ci or ci[0] is None:
         return ""
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any]], Item]] = {
-    "audit": audit_item, "vb": vb_query, "probe": probe_item, "synthetic": synthetic_item,
-    "generic": generic_item}
-
-
 def write_report_html(out: Path, doc: Doc, details: dict[str, list[dict[str, Any]]],
-                      views: dict[str, str] | None = None) -> Path:
+                      views: Mapping[str, Callable[[dict[str, Any]], Item]] | None = None
+                      ) -> Path:
     """Write ``out/report.html`` from the report document, the figures in ``out`` and the
     per-item records."""
     sections = []
     for name, rows in details.items():
-        render = RENDERERS[(views or {}).get(name, "generic")]
+        render = (views or {}).get(name, generic_item)
         items = [render(r) for r in rows[:MAX_ITEMS]]
         rest = [render(r) for r in rows[MAX_ITEMS:]]
         # beyond MAX_ITEMS: [kind, summary HTML, search text, line in the JSONL]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -207,3 +207,10 @@ def logistic_slope(y: Sequence[int], x: Sequence[float],
     b = float(beta[1])
     return Slope(b, [b - z * se, b + z * se], float(2 * norm.sf(abs(b) / se)), n,
                  "log-odds of picking answer A per unit of x")
+
+
+def audit_plan(rate: float, level: float, halfwidths: tuple[float, ...] = (0.1, 0.05)
+               ) -> dict[str, Any]:
+    """Items an audit needs for its success rate's interval half-width."""
+    return {"level": level, "rate": rate,
+            "items_needed": {repr(h): rate_n_needed(rate, h, level) for h in halfwidths}}

@@ -167,7 +167,7 @@ def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
 
     from judgekit.llm import Client, ClientSettings
     from judgekit.llm.providers.mock import FunctionProvider
-    from judgekit.nodata.config import NoDataConfig
+    from judgekit.nodata.config import AuditConfig
     from judgekit.pipeline import compute
 
     folder = Path(work)
@@ -177,7 +177,7 @@ def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
         f"mock/para_{para_kind}": FunctionProvider(paraphraser(para_kind)),
         f"mock/{verifier}": FunctionProvider(oracle_verifier if not verifier_noise
                                              else noisy_verifier(verifier_noise))})
-    cfg = NoDataConfig.model_validate({
+    cfg = AuditConfig.model_validate({
         "method": "nodata", "experiment": "llm", "seed": 0, "rounds": 3, "phi": [0.5],
         "data_path": str(folder / "items.json"), "sample_size": n,
         "rubric": str(folder / "rubric.yaml"), "verifier_rubric": str(folder / "rubric.yaml"),

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from judgekit.config import RunSettings
+from judgekit.settings import RunSettings
 
 
 class DatasetSpec(BaseModel):
@@ -21,7 +21,7 @@ class DatasetSpec(BaseModel):
     def _known(cls, v: str) -> str:
         from judgekit.data.registry import names
 
-        known = names("vbscore")
+        known = names("questions")
         if v not in known:
             raise ValueError(f"unknown dataset {v!r}: judgekit loads {', '.join(known)} "
                              "(name says which format the file is in; `judgekit data list`)")

@@ -11,11 +11,13 @@ import numpy as np
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
 from judgekit.llm.secrets import clip
+from judgekit.payload import payload_from
 from judgekit.stats.bootstrap import derive_seed
 from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
 from judgekit.vbscore.distribution import Candidate, build
 from judgekit.vbscore.metric import binary_gains, score
+from judgekit.vbscore.payload import VBScorePayload
 from judgekit.vbscore.replicas import (
     aggregate_collection,
     aggregate_query,
@@ -24,28 +26,29 @@ from judgekit.vbscore.replicas import (
 from judgekit.vbscore.selfcheck import TagCheck, parse_tag, rotation, tag_key
 
 
-def execute(cfg: VBScoreConfig, client: Client) -> dict[str, Any]:
-    """The case study's payload (VBScoreResults): every dataset sampled first (bad data
-    fails before any call), then the calls, then the scores."""
+def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:
+    """The case study's payload: every dataset sampled first (bad data fails before any
+    call), then the calls, then the scores."""
     data: dict[str, list[Query]] = {}
     for spec in cfg.datasets:
         qs = load_dataset_queries(spec.name, spec.path, spec.hf)
         data[spec.name] = sample_queries(qs, spec.n, cfg.seed, spec.name)
     raw = client.run_until_complete(_collect_all(cfg, client, data))
-    return score_all(cfg, data, raw)
+    return payload_from(VBScorePayload, score_all(cfg, data, raw),
+                        ("queries", "replica_failures"))
 
 
-def headline(res: dict[str, Any]) -> str:
-    line = "; ".join(f"{d['name']}: VB {d['vb']:.3f} {_ci(d['vb_ci'])} ES {d['es']:.3f} "
-                     f"{_ci(d['es_ci'])} (n = {d['n_queries']} queries)"
-                     for d in res["datasets"] if d["vb"] is not None)
-    check = res.get("self_check") or {}
-    if check and not check.get("reliable", True):
-        return f"UNRELIABLE: {line} -- {'; '.join(check['reasons'])}"
+def headline(res: VBScorePayload) -> str:
+    line = "; ".join(f"{d.name}: VB {d.vb:.3f} {_ci(d.vb_ci)} ES {d.es or 0.0:.3f} "
+                     f"{_ci(d.es_ci)} (n = {d.n_queries} queries)"
+                     for d in res.datasets if d.vb is not None)
+    check = res.self_check
+    if check is not None and not check.reliable:
+        return f"UNRELIABLE: {line} -- {'; '.join(check.reasons)}"
     return line
 
 
-def _ci(ci: list[float | None]) -> str:
+def _ci(ci: list[float | None] | None) -> str:
     return "" if not ci or ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
@@ -99,7 +102,7 @@ async def _recheck_tags(cfg: VBScoreConfig, client: Client, name: str,
                         ) -> dict[int, tuple[list[int], Any, Any]]:
     """Each successful tagging call asked again with its answers rotated, and as given
     with a placebo reference id in the query (judgekit.vbscore.selfcheck)."""
-    from judgekit.probe.pairs import placebo_tag
+    from judgekit.judging.placebo import placebo_tag
 
     todo, calls, perms = [], [], []
     for i, call in zip(tag_idx, tcalls):

@@ -6,6 +6,18 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.probe.config import ProbeConfig
+from judgekit.probe.payload import ProbePayload
+from judgekit.results import RunResult
+
+
+def report(cfg: ProbeConfig, result: RunResult[ProbePayload]) -> Doc:
+    """The probe's report document."""
+    return build(cfg, result.report_json())
+
+
+def draw(cfg: ProbeConfig, result: RunResult[ProbePayload], out: Path) -> None:
+    """probe.png (see :func:`figures`)."""
+    figures(cfg, result.report_json(), out)
 from judgekit.report.document import Doc, Heading, Para, Table
 
 

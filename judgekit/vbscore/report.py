@@ -7,7 +7,19 @@ from typing import Any
 
 from judgekit.report.document import Doc
 from judgekit.report.figures import pyplot, save
+from judgekit.results import RunResult
 from judgekit.vbscore.config import VBScoreConfig
+from judgekit.vbscore.payload import VBScorePayload
+
+
+def report(cfg: VBScoreConfig, result: RunResult[VBScorePayload]) -> Doc:
+    """The case study's report document."""
+    return build(cfg, result.report_json())
+
+
+def draw(cfg: VBScoreConfig, result: RunResult[VBScorePayload], out: Path) -> None:
+    """The case study's figures."""
+    figures(cfg, result.report_json(), out)
 
 
 def _ci(ci: list[float | None]) -> str:

@@ -1,0 +1,129 @@
+"""What the probe tells the export, the judge card, `judgekit compare` and `judgekit
+plan` (its spec's hooks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judgekit.paired import agreement, paired_rate, rows_by
+from judgekit.payload import Json
+from judgekit.probe.payload import ProbePayload
+from judgekit.results import RunResult
+from judgekit.spec import CardRow, Paired, PlanTable, TableRow
+
+
+def rows(p: ProbePayload) -> list[TableRow]:
+    """One row per transform and per bias (the flipped item ids stay in items.jsonl)."""
+    out: list[TableRow] = []
+    for kind, records in (("transform", p.transforms), ("bias", p.biases)):
+        for r in records:
+            d = r.model_dump(mode="json")
+            d.pop("flipped", None)
+            out.append({"kind": kind, **d})
+    return out
+
+
+def judge(result: RunResult[ProbePayload]) -> str | None:
+    return result.payload.judge if result.payload is not None else None
+
+
+def card_rows(d: ProbePayload, src: str) -> list[CardRow]:
+    """The probe's rows of a judge card: biases, consistency, agreement with people."""
+    out = [CardRow(section="bias", measure=f"{b.name}: {b.what}", estimate=b.bias, ci=b.ci,
+                   n=b.n, verdict=b.verdict or "-", units="difference of shares", source=src)
+           for b in d.biases]
+    out += [CardRow(section="consistency", measure=f"{t.name}: flips above the placebo's",
+                    estimate=t.excess, ci=t.excess_ci, n=t.n, verdict=t.verdict,
+                    units="difference of shares", source=src) for t in d.transforms]
+    for x, what in ((d.self_preference, "prefers its own model family"),
+                    (d.length_bias, "prefers the longer answer (natural pairs)")):
+        if x is not None:
+            out.append(CardRow(section="bias", measure=what, estimate=x.preference, ci=x.ci,
+                               n=x.n, verdict=x.verdict, units="difference of error rates",
+                               source=src))
+    nf = d.noise_floor
+    if nf.n:
+        out.append(CardRow(section="consistency", measure=f"noise floor ({nf.source})",
+                           estimate=nf.rate, ci=nf.ci, n=nf.n, verdict="-",
+                           units="share of verdicts that flip", source=src))
+    if d.accuracy is not None:
+        a = d.accuracy.both_orders
+        out.append(CardRow(section="people", measure="accuracy on pairs with a known answer "
+                           "(both orders agree)", estimate=a.rate, ci=a.ci, n=a.n,
+                           verdict="-", units="share", source=src))
+    return out + _people(d, src)
+
+
+def _people(d: ProbePayload, src: str) -> list[CardRow]:
+    h = d.human
+    if h is None:
+        return []
+    ag = h.agreement
+    out = [CardRow(section="people", measure="agreement with people (Cohen's kappa)",
+                   estimate=ag.kappa, ci=(ag.cis or {}).get("kappa"), n=ag.n,
+                   verdict=f"majority-label baseline {ag.majority_baseline or 0.0:.3f} "
+                   f"(percent agreement {ag.percent or 0.0:.3f})", units="kappa",
+                   source=src)]
+    c = h.a_win_rate
+    if c is not None:
+        what = "pass rate" if d.mode == "pointwise" else "answer A's win rate"
+        out.append(CardRow(section="people", measure=f"corrected {what} (prediction-powered)",
+                           estimate=c.estimate, ci=c.ci, n=c.n_items,
+                           verdict=f"{c.n_labelled} human labels", units="share",
+                           source=src))
+    return out
+
+
+def _flipped(rec: Json, t: str) -> float | None:
+    v = rec.get("verdicts") or {}
+    return None if not v.get("run0") or not v.get(t) else float(v["run0"] != v[t])
+
+
+def paired(ra: RunResult[ProbePayload], rb: RunResult[ProbePayload], level: float
+           ) -> Paired:
+    """Per pair, did the verdict flip when the answers were swapped (order
+    inconsistency); accuracy on pairs with a known answer and the flip rate under every
+    shared transform as secondary rows; agreement of the two judges' verdicts."""
+    ia = rows_by(ra.detail("items"), lambda r: str(r["id"]))
+    ib = rows_by(rb.detail("items"), lambda r: str(r["id"]))
+    both = [k for k in ia if k in ib]
+    keys = [k for k in both if _flipped(ia[k], "swap") is not None
+            and _flipped(ib[k], "swap") is not None]
+    out = []
+    acc = [(float(ia[k]["verdicts"]["run0"] == ia[k]["correct"]),
+            float(ib[k]["verdicts"]["run0"] == ib[k]["correct"])) for k in both
+           if ia[k].get("correct") and (ia[k].get("verdicts") or {}).get("run0")
+           and (ib[k].get("verdicts") or {}).get("run0")]
+    if acc:
+        out.append(paired_rate("accuracy (pairs with a known answer)", acc, level))
+    transforms = sorted({t for k in both for t in (ia[k].get("verdicts") or {})
+                         if ":" not in t and not t.startswith("run") and t != "swap"})
+    for t in transforms:
+        pairs = [(fa, fb) for k in both
+                 if (fa := _flipped(ia[k], t)) is not None and (fb := _flipped(ib[k], t))
+                 is not None]
+        out.append(paired_rate(f"flip rate under {t}", pairs, level))
+    judged = [k for k in both if (ia[k].get("verdicts") or {}).get("run0")
+              and (ib[k].get("verdicts") or {}).get("run0")]
+    va = [int(ia[k]["verdicts"]["run0"] == "a") for k in judged]
+    vb = [int(ib[k]["verdicts"]["run0"] == "a") for k in judged]
+    return Paired("order inconsistency (verdict flips when the answers are swapped)", keys,
+                  [float(_flipped(ia[k], "swap") or 0) for k in keys],
+                  [float(_flipped(ib[k], "swap") or 0) for k in keys], out,
+                  agreement(va, vb, level, ra.seed or 0), (len(ia), len(ib)), binary=True)
+
+
+def plan(result: RunResult[ProbePayload], power: float, effects: tuple[float, ...]
+         ) -> PlanTable:
+    """Pairs each decision needs for ``power`` at the run's level (Connor 1987)."""
+    from judgekit.probe.bias import plan as probe_plan
+
+    data: dict[str, Any] = result.model_dump(mode="json")
+    pl = probe_plan(data, power, effects)
+    head = ["transform", "question", "discordant", "pairs now",
+            *[f"effect {e}" for e in effects]]
+    table = [[x["name"], x["question"], f"{x['discordant']:.3f}", str(x["n_now"]),
+              *[str(x["pairs_needed"][repr(e)] or "n/a") for e in effects]]
+             for x in pl["rows"]]
+    return PlanTable(f"pairs needed for {power:.0%} power at level {pl['level']} "
+                     "(Connor 1987, from {run}):", head, table)
