@@ -33,9 +33,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from judgekit.judging.placebo import PLACEBO  # noqa: E402
 from judgekit.probe.analysis import analyse  # noqa: E402
 from judgekit.probe.config import ProbeConfig  # noqa: E402
-from judgekit.judging.placebo import PLACEBO  # noqa: E402
 from judgekit.probe.pairs import Pair  # noqa: E402
 from judgekit.probe.sequential import gather  # noqa: E402
 from judgekit.vbscore.selfcheck import TagCheck, rotation, tagger_check  # noqa: E402

@@ -249,7 +249,7 @@ def cassette_unused(config: str, set_: list[str] = typer.Option([], "--set")) ->
 def schema(method: str = typer.Argument(..., help="one of " + ", ".join(_methods()))
            ) -> None:
     """Print the JSON Schema of a method's results.json."""
-    from judgekit.results import json_schema
+    from judgekit.methods import json_schema
 
     name, _, experiment = method.partition("/")
     print(json.dumps(json_schema(name, experiment or None), indent=2, sort_keys=True))

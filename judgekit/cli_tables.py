@@ -53,18 +53,24 @@ def data_fetch(name: str = typer.Argument(..., help="dataset name (judgekit data
                                                  help="expected checksum of the file")) -> None:
     """Download a dataset's canonical file into the data cache, checksummed."""
     from judgekit.data.fetch import fetch
+    from judgekit.methods import all_methods
+
+    all_methods()  # a method's own datasets register with its package
 
     path = fetch(name, url=url, sha256=sha256)
     print(path)
 
 
 def data_list() -> None:
-    """Every registered dataset: the methods that read it, its formats, licence, whether
-    `data fetch` has cached it, and its source (a group name fetches all its members)."""
+    """Every registered dataset: its kind, formats, licence, whether `data fetch` has
+    cached it, and its source (a group name fetches all its members)."""
     from judgekit.data.fetch import cached_path
     from judgekit.data.registry import all_datasets, groups
+    from judgekit.methods import all_methods
 
-    rows = [("dataset", "used by", "format", "licence", "cached", "source")]
+    all_methods()  # a method's own datasets register with its package
+
+    rows = [("dataset", "kind", "format", "licence", "cached", "source")]
     for d in all_datasets():
         cached = ("yes" if cached_path(d.name).exists() else "no") if d.fetchable else "-"
         source = d.url or "shipped / your own file"
@@ -87,33 +93,19 @@ def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or result
     """How many pairs (probe) or items (audit) a decision needs, from a pilot run."""
     from judgekit.compare import load
     from judgekit.errors import ConfigError
-    from judgekit.probe.bias import audit_plan
-    from judgekit.probe.bias import plan as probe_plan
+    from judgekit.methods import all_methods
 
     result = load(run)
-    data = result.model_dump()
-    if data["method"] == "probe":
-        pl = probe_plan(data, power, tuple(effect))
-        console.print(f"pairs needed for {power:.0%} power at level {pl['level']} "
-                      f"(Connor 1987, from {run}):")
-        head = ["transform", "question", "discordant", "pairs now",
-                *[f"effect {e}" for e in effect]]
-        rows = [[x["name"], x["question"], f"{x['discordant']:.3f}", str(x["n_now"]),
-                 *[str(x["pairs_needed"][repr(e)] or "n/a") for e in effect]]
-                for x in pl["rows"]]
-    elif data["method"] == "nodata" and data.get("verdict"):
-        v = data["verdict"]
-        if v.get("success_rate") is None:
-            raise ConfigError(f"{run}: the audit scored no item; nothing to plan from")
-        widths = tuple(sorted(set(effect), reverse=True))
-        pl = audit_plan(v["success_rate"], (data.get("config") or {}).get("level", 0.95), widths)
-        console.print(f"items an audit needs for its success rate's interval half-width "
-                      f"(pilot rate {v['success_rate']:.3f}, n = {v['n_items']}):")
-        head = ["half-width", "items needed"]
-        rows = [[repr(h), str(n)] for h, n in pl["items_needed"].items()]
-    else:
-        raise ConfigError(f"{run}: plan reads probe and No-Data audit runs, not "
-                          f"{data['method']}")
+    hook = result.spec.plan if result.spec is not None else None
+    if hook is None:
+        able = ", ".join(s.key for s in all_methods() if s.plan is not None)
+        raise ConfigError(f"{run}: plan reads runs of {able}, not {result.method}")
+    try:
+        table = hook(result, power, tuple(effect))
+    except ConfigError as exc:
+        raise ConfigError(f"{run}: {exc}") from None
+    console.print(table.title.replace("{run}", str(run)))
+    head, rows = table.header, table.rows
     widths_ = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
         console.print("  ".join(str(c).ljust(w) for c, w in zip(r, widths_)))

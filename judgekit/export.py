@@ -3,9 +3,8 @@ names, for pandas and for `judgekit export RUN --format csv|jsonl|parquet`.
 
 Columns: nested fields are joined with "." (``evaluator.label``, ``verdicts.swap``);
 lists (intervals, criteria, replica records) are kept as JSON text in one column, so a
-row is one item whatever its nesting. Headline rows: VB-Score one row per dataset,
-No-Data one row per phi, the probe one row per transform or bias, on-demand one row
-per estimator.
+row is one item whatever its nesting. Headline rows are each method's own (its spec's
+``rows`` hook): one per dataset, per phi, per transform or bias, per estimator.
 """
 
 from __future__ import annotations
@@ -42,23 +41,10 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def headline_rows(result: Any) -> list[dict[str, Any]]:
-    d = result.model_dump(mode="json")
+    """The run's headline rows (its method's ``rows`` hook), flattened."""
     base = {"method": result.method, "experiment": result.experiment}
-    if result.method == "vbscore":
-        rows = d["datasets"]
-    elif result.method == "nodata":
-        rows = d["runs"]
-    elif result.method == "probe":
-        rows = [{"kind": "transform", **r} for r in d.get("transforms") or []] + \
-            [{"kind": "bias", **r} for r in d.get("biases") or []]
-        for r in rows:
-            r.pop("flipped", None)  # item ids: in the per-item rows
-    elif result.method == "ondemand":
-        est = d.get("estimators") or d.get("estimates") or {}
-        rows = [{"estimator": k, **(v if isinstance(v, dict) else {"value": v})}
-                for k, v in est.items()]
-    else:
-        rows = []
+    hook = result.spec.rows if result.spec is not None else None
+    rows = hook(result.payload) if hook is not None and result.payload is not None else []
     return [flatten({**base, **r}) for r in rows]
 
 

@@ -16,6 +16,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple
 
 from judgekit.errors import ConfigError
+from judgekit.results import SCHEMA_VERSION
 from judgekit.spec import MethodSpec
 
 __all__ = ["ENTRY_POINT_GROUP", "all_methods", "experiments", "find", "names", "register",
@@ -126,5 +127,14 @@ def stages() -> dict[str, str]:
 
 
 def json_schema(name: str, experiment: str | None = None) -> dict[str, Any]:
-    """The JSON schema of a method's results.json."""
-    return find(name, experiment).result_model().model_json_schema()
+    """The JSON schema of a method's results.json: the shared fields and the payload's,
+    side by side at the top level (as the file holds them)."""
+    spec = find(name, experiment)
+    base = spec.result_model().model_json_schema()
+    body = spec.payload.model_json_schema()
+    props = {k: v for k, v in base["properties"].items() if k != "payload"}
+    props.update(body["properties"])
+    return {"title": f"{spec.key} results.json (schema {SCHEMA_VERSION})", "type": "object",
+            "properties": props, "additionalProperties": False,
+            "required": sorted(set(base.get("required", [])) | set(body.get("required", []))),
+            "$defs": {**base.get("$defs", {}), **body.get("$defs", {})}}

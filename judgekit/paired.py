@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+
 from judgekit.payload import Json
 from judgekit.spec import CompareRow, PairAgreement
 

@@ -46,7 +46,27 @@ def _drop_unset(model: BaseModel, data: dict[str, Any], only_marked: bool) -> di
     return out
 
 
-class Figures(BaseModel):
+class _ReadsLikeJson(BaseModel):
+    """Read access by key, as the JSON reads (``verdict["decision"]``,
+    ``row.get("ci")``): what readers of schema-1 dicts wrote keeps working. Attribute
+    access is the typed way."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self else default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self.model_dump(mode="json", round_trip=False)
+
+    def keys(self) -> list[str]:
+        return list(self.model_dump(mode="json"))
+
+
+class Figures(_ReadsLikeJson):
     """A closed group of figures whose fields are written even when null, except those
     marked :func:`absent` (written only when set)."""
 
@@ -73,7 +93,7 @@ class Payload(Figures):
         return doc
 
 
-class Record(BaseModel):
+class Record(_ReadsLikeJson):
     """A closed group of figures inside a payload; only the fields it was given are
     written."""
 

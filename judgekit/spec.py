@@ -25,8 +25,8 @@ from judgekit.settings import RunSettings
 if TYPE_CHECKING:
     from judgekit.report.document import Doc
 
-__all__ = ["CardRow", "CompareRow", "ItemView", "MethodSpec", "PairAgreement", "Paired", "PlanTable",
-           "Row", "TableRow"]
+__all__ = ["CardRow", "CompareRow", "ItemView", "MethodSpec", "PairAgreement", "Paired",
+           "PlanTable", "Row", "TableRow"]
 
 C = TypeVar("C", bound=RunSettings)
 P = TypeVar("P", bound=Payload)

@@ -433,10 +433,10 @@ def _protocol() -> Any:
 # ---- probe/analysis.py ---------------------------------------------------------------
 @case("probe_analysis")
 def _probe() -> Any:
+    from judgekit.judging.placebo import PLACEBO
     from judgekit.probe.analysis import analyse
     from judgekit.probe.config import ProbeConfig
-    from judgekit.judging.placebo import PLACEBO
-from judgekit.probe.pairs import Pair
+    from judgekit.probe.pairs import Pair
 
     n = 24
     pairs = [Pair(f"p{i}", f"q{i}", f"a{i}", f"b{i}", "a" if i % 3 else "b",

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from judgekit.errors import ConfigError
+from judgekit.judging.rubric import load_rubric
 from judgekit.nodata.baselines import ensemble
 from judgekit.nodata.bitstrings import (
     LieF,
@@ -28,7 +29,6 @@ from judgekit.nodata.protocol import (
     summarise,
     theorem_5_2_bound,
 )
-from judgekit.judging.rubric import load_rubric
 
 from .conftest import ROOT
 
@@ -129,7 +129,7 @@ def test_regenerated_sets_reproduce_table_2(tmp_path):
     assert "Lemma 5.1" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "success_vs_phi.png").stat().st_size > 0
     first = (tmp_path / "results.json").read_bytes()
-    runner(cfg, tmp_path)
+    judgekit.run(ROOT / "experiments" / "nodata_synthetic.yaml", out=tmp_path, overwrite=True)
     assert (tmp_path / "results.json").read_bytes() == first
 
 

@@ -34,7 +34,10 @@ def test_probe_with_mock_auto_is_typed_and_writes_no_file(tmp_path, monkeypatch)
     cache = Path(os.environ["JUDGEKIT_CACHE_DIR"])
     res = judgekit.run({"method": "probe", "data_path": str(data),
                         "models": {"judge": "mock/auto"}})
-    assert type(res).__name__ == "ProbeResults" and res.n_pairs == 10
+    from judgekit.probe import ProbePayload
+
+    assert isinstance(res.payload, ProbePayload) and res.payload.n_pairs == 10
+    assert res.n_pairs == 10  # schema 1's flat reading still works
     assert res.calls.total == 10 * 7 and res.calls.failed + res.calls.cached >= 0
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
     assert not cache.exists()
@@ -93,7 +96,9 @@ def test_providers_hold_their_own_scripts():
 
 
 def test_payload_models_forbid_unknown_fields():
-    from judgekit.results import ProbeResults
+    from judgekit.methods import find
+
+    ProbeResults = find("probe").result_model()
 
     with pytest.raises(ValidationError, match="typo_field"):
         ProbeResults.model_validate({"method": "probe", "judge": "m", "n_pairs": 0,
@@ -101,6 +106,13 @@ def test_payload_models_forbid_unknown_fields():
                                      "items": {"file": "items.jsonl", "count": 0},
                                      "level": 0.95, "repeats": 2,
                                      "noise_floor": {}, "typo_field": 1})
+    # closed all the way down: a typo inside a nested record is refused too
+    with pytest.raises(ValidationError, match="reate"):
+        ProbeResults.model_validate({"method": "probe", "judge": "m", "n_pairs": 0,
+                                     "transforms": [], "position_bias": None,
+                                     "items": {"file": "items.jsonl", "count": 0},
+                                     "level": 0.95, "repeats": 2,
+                                     "noise_floor": {"reate": 0.1}})
 
 
 @pytest.mark.parametrize("schema,check", [
@@ -191,12 +203,14 @@ def test_a_dataset_is_one_decorated_loader(tmp_path, monkeypatch):
 
 def test_data_list_reads_the_registry():
     from judgekit.data.registry import all_datasets, groups
+    from judgekit.methods import all_methods
 
+    all_methods()  # the No-Data bit-string sets register with their method's package
     proc = _judgekit("data", "list")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["dataset", "used", "by", "format"]
+    assert lines[0].split()[:4] == ["dataset", "kind", "format", "licence"]
     names = [ln.split()[0] for ln in lines[1:]]
     assert names == [d.name for d in all_datasets()] + list(groups())
     assert "nodata_bitstrings" in names and "west_frisian" in names

@@ -168,8 +168,8 @@ def test_plan_rows_by_hand():
 def test_probe_sequential_decisions_by_hand():
     """Two decisions (swap consistency and direction): each at level 1 - alpha/2, p-values
     Bonferroni-scaled, the swap's interval in reported units (half the paired one)."""
-    from judgekit.probe.config import ProbeConfig
     from judgekit.judging.placebo import PLACEBO
+    from judgekit.probe.config import ProbeConfig
     from judgekit.probe.sequential import decisions, differences
     from judgekit.stats.sequential import paired_difference_cs
 
@@ -205,8 +205,8 @@ def test_probe_sequential_decisions_by_hand():
 def test_sequential_gather_and_apply():
     import asyncio
 
-    from judgekit.probe.config import ProbeConfig
     from judgekit.judging.placebo import PLACEBO
+    from judgekit.probe.config import ProbeConfig
     from judgekit.probe.sequential import apply, gather
 
     cfg = ProbeConfig(data_path="x", models={"judge": "mock/x"}, transforms=["swap"],

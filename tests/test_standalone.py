@@ -113,9 +113,17 @@ def test_typed_results_and_schema(tmp_path, cache_env):
     assert len(rows) == 4 and all("replica_records" in r for r in rows)
     again = judgekit.load_results(tmp_path / "o")
     assert again.model_dump() == res.model_dump()
-    r = jk("schema", "nodata", cwd=tmp_path)
+    r = jk("schema", "nodata/llm", cwd=tmp_path)
     schema = json.loads(r.stdout)
     assert r.returncode == 0 and "verdict" in schema["properties"]
+    # the schema describes the file as written (payload fields at the top level)
+    import jsonschema
+
+    r = jk("schema", "vbscore", cwd=tmp_path)
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    jsonschema.validate(doc, json.loads(r.stdout))
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**doc, "typo": 1}, json.loads(r.stdout))
     assert jk("schema", "nope", cwd=tmp_path).returncode == 2
 
 
@@ -273,7 +281,8 @@ def test_declared_public_surface():
 
     assert set(judgekit.__all__) == {
         "Call", "CassetteMissError", "Client", "ClientSettings", "ConfigError", "DataError",
-        "JudgekitError", "ProviderError", "RunResult", "Stage", "StageResult", "StatsError",
+        "JudgekitError", "MethodSpec", "ProviderError", "RunOptions", "RunResult", "Stage",
+        "StageResult", "StatsError",
         "__version__", "audit", "compare", "judge_card", "load_results", "probe_judge",
         "run"}
     for mod in (judgekit, judgekit.vbscore, judgekit.ondemand, judgekit.testing):

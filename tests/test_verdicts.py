@@ -81,7 +81,7 @@ def test_audit_through_the_runner_on_skewed_data(tmp_path):
     assert "whole claimed breakdown" in v["measures"]
     assert v["verifier"]["rereads"] == 60 and v["verifier"]["disagreement"] == 0.0
     from judgekit.report.document import to_markdown
-    from judgekit.results import report_doc
+    from judgekit.runfolder import report_doc
 
     report = to_markdown(report_doc(result))
     assert "Which criterion the judge gets wrong" in report and "constant_judge" in report

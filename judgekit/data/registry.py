@@ -9,7 +9,7 @@ reads, its Hugging Face id, its canonical URL and its licence.
 
 Everything that names datasets (config validation, `judgekit data list|fetch`, the
 probe's ``pairs_from``, the Hugging Face loader) reads this registry, so adding a dataset
-is one decorated function in a module listed in ``MODULES``.
+is one decorated function in a module the package imports.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from typing import Any
 from judgekit.errors import DataError
 
 # modules whose decorated loaders register datasets; imported on first lookup
-MODULES = ("judgekit.data.qa", "judgekit.data.judged")
-# A method's own datasets (e.g. generated ones) register when its package is imported.
+# The package's __init__ imports the modules whose loaders register judgekit's datasets;
+# a method's own datasets (e.g. generated ones) register when its package is imported.
+MODULES = ("judgekit.data",)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -34,7 +33,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from judgekit.errors import ConfigError, DryRun, JudgekitError, ProviderError, RunAborted
+from judgekit.errors import DryRun, JudgekitError, ProviderError, RunAborted
 from judgekit.llm.calls import (
     CallState,
     ParseFailure,
@@ -45,7 +44,14 @@ from judgekit.llm.calls import (
     request_for,
     validated,
 )
-from judgekit.llm.ledger import BATCH_PRICE, CallSummary, Ledger, Progress, StageStats, normalise_budget
+from judgekit.llm.ledger import (
+    BATCH_PRICE,
+    CallSummary,
+    Ledger,
+    Progress,
+    StageStats,
+    normalise_budget,
+)
 from judgekit.llm.options import RunOptions
 from judgekit.llm.pricing import cost_usd
 from judgekit.llm.providers import Provider, make_provider, parse_model_string

@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 
 from judgekit.data.judged import JudgedItem, check_judged, load_judged
-from judgekit.llm import Call, Client
 from judgekit.judging import stages as st
+from judgekit.judging.rubric import Rubric, load_rubric
+from judgekit.llm import Call, Client
 from judgekit.nodata.baselines import ensemble
 from judgekit.nodata.config import AuditConfig, NoDataConfig
-from judgekit.nodata.payload import AuditPayload, RestsOn, Verdict
-from judgekit.payload import payload_from
 from judgekit.nodata.decision import DecisionSettings, ItemEvidence, decide
+from judgekit.nodata.payload import AuditPayload, RestsOn, Verdict
 from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
-from judgekit.judging.rubric import Rubric, load_rubric
+from judgekit.payload import payload_from
 from judgekit.stats.proportions import rate_with_interval
 
 REFUSAL = re.compile(r"\b(I can(?:no|')t|I'm sorry|I am sorry|as an AI|I am unable|"

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from judgekit.settings import RunSettings
 from judgekit.data.external import JudgedInput
+from judgekit.settings import RunSettings
 
 
 class NoDataConfig(RunSettings, JudgedInput):

@@ -27,20 +27,24 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
 import numpy as np
 
 from judgekit.nodata.payload import (
+    Decision,
     LabelAccuracy,
     LabelAgreement,
     Uninformed,
-    VerifierNoise,
     Verdict,
+    VerifierNoise,
 )
 from judgekit.payload import Rate
 from judgekit.stats.agreement import agreement
 from judgekit.stats.proportions import rate_with_interval, wilson_interval
 
-TRUST, DISTRUST, INCONCLUSIVE = "trust", "do not trust", "inconclusive"
+TRUST: Decision = "trust"
+DISTRUST: Decision = "do not trust"
+INCONCLUSIVE: Decision = "inconclusive"
 
 
 @dataclass
@@ -301,13 +305,13 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
     return v
 
 
-def _rule(e: _Judged, s: DecisionSettings) -> tuple[str, str, str]:
+def _rule(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str]:
     """The first rule that applies: the verifier cannot decide, the judge is shown
     worse than the references, shown as good as them, or not shown either way."""
     return _cannot_decide(e, s) or _distrust(e, s) or _trust(e, s) or _not_shown(e, s)
 
 
-def _cannot_decide(e: _Judged, s: DecisionSettings) -> tuple[str, str, str] | None:
+def _cannot_decide(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | None:
     if e.n >= 3 and len(e.verifier_totals) == 1:
         return (INCONCLUSIVE, "verifier_constant",
                 f"the verifier gave every item the same scores {sorted(e.verifier_totals)[0]}: "
@@ -326,7 +330,7 @@ def _cannot_decide(e: _Judged, s: DecisionSettings) -> tuple[str, str, str] | No
     return None
 
 
-def _distrust(e: _Judged, s: DecisionSettings) -> tuple[str, str, str] | None:
+def _distrust(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | None:
     pct = f"{s.level:.0%}"
     if len(set(e.judge_labels)) == 1:
         return (DISTRUST, "constant_judge",
@@ -351,7 +355,7 @@ def _informative(e: _Judged) -> bool:
     return e.kappa is not None and e.kappa_ci is not None and e.kappa_ci[0] > 0
 
 
-def _trust(e: _Judged, s: DecisionSettings) -> tuple[str, str, str] | None:
+def _trust(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | None:
     if not (e.rho_ci[0] >= s.trust_threshold and e.skill_ci[0] > 0 and _informative(e)
             and e.acc_ok is not False):
         return None
@@ -368,7 +372,7 @@ def _trust(e: _Judged, s: DecisionSettings) -> tuple[str, str, str] | None:
             f"verifier's beyond chance (kappa {e.kappa:.2f})")
 
 
-def _not_shown(e: _Judged, s: DecisionSettings) -> tuple[str, str, str]:
+def _not_shown(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str]:
     pct = f"{s.level:.0%}"
     if not _informative(e):
         why = ("its labels' agreement with the verifier's is undefined" if e.kappa is None

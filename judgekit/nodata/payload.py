@@ -62,10 +62,13 @@ class RestsOn(Record):
     thresholds_of: str
 
 
+Decision = Literal["trust", "do not trust", "inconclusive"]
+
+
 class Verdict(Figures):
     """The audit's decision, the rule that took it, and the evidence it rests on."""
 
-    decision: Literal["trust", "do not trust", "inconclusive"]
+    decision: Decision
     reason: str
     success_rate: float | None
     success_ci: list[float] | None

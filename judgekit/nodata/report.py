@@ -8,29 +8,10 @@ from typing import Any
 
 from judgekit.nodata.config import AuditConfig, NoDataConfig, SyntheticConfig
 from judgekit.nodata.payload import AuditPayload, SyntheticPayload
-from judgekit.results import RunResult
-
-
-def audit_report(cfg: AuditConfig, result: RunResult[AuditPayload]) -> Doc:
-    """The audit's report document."""
-    return build_audit(cfg, result.report_json())
-
-
-def audit_draw(cfg: AuditConfig, result: RunResult[AuditPayload], out: Path) -> None:
-    audit_figures(cfg, result.report_json(), out)
-
-
-def synthetic_report(cfg: SyntheticConfig, result: RunResult[SyntheticPayload]) -> Doc:
-    """The synthetic study's report document."""
-    return build_synthetic(cfg, result.report_json())
-
-
-def synthetic_draw(cfg: SyntheticConfig, result: RunResult[SyntheticPayload], out: Path
-                   ) -> None:
-    synthetic_figures(cfg, result.report_json(), out)
 from judgekit.nodata.synthetic import PAPER, PAPER_PHI
 from judgekit.report.document import Doc, Heading, Para, Table
 from judgekit.report.figures import lines
+from judgekit.results import RunResult
 
 
 def audit_figures(cfg: NoDataConfig, res: dict[str, Any], out: Path) -> None:
@@ -255,3 +236,21 @@ def _phi_figure(path: Path, runs: list[dict[str, Any]]) -> None:
     lines(path, series, xlabel="phi", ylabel="success rate", ylim=(-0.02, 1.02),
           title="No-Data success rate against phi")
 
+
+def audit_report(cfg: AuditConfig, result: RunResult[AuditPayload]) -> Doc:
+    """The audit's report document."""
+    return build_audit(cfg, result.report_json())
+
+
+def audit_draw(cfg: AuditConfig, result: RunResult[AuditPayload], out: Path) -> None:
+    audit_figures(cfg, result.report_json(), out)
+
+
+def synthetic_report(cfg: SyntheticConfig, result: RunResult[SyntheticPayload]) -> Doc:
+    """The synthetic study's report document."""
+    return build_synthetic(cfg, result.report_json())
+
+
+def synthetic_draw(cfg: SyntheticConfig, result: RunResult[SyntheticPayload], out: Path
+                   ) -> None:
+    synthetic_figures(cfg, result.report_json(), out)

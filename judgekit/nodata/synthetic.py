@@ -20,8 +20,8 @@ from judgekit.nodata.bitstrings import (
 )
 from judgekit.nodata.config import NoDataConfig, SyntheticConfig
 from judgekit.nodata.payload import SyntheticPayload
-from judgekit.payload import payload_from
 from judgekit.nodata.protocol import apply_flips, run_protocol, summarise
+from judgekit.payload import payload_from
 from judgekit.stats.bootstrap import derive_seed
 
 # Table 2 (DT) was produced at phi = 0.5 (the authors' notebook), where their

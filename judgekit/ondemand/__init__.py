@@ -1,5 +1,6 @@
 """On-demand importance-sampling evaluation (Chaganty et al. 2017): estimators on arrays."""
 
+from judgekit.ondemand.config import LabelConfig, OnDemandConfig, SimulationConfig
 from judgekit.ondemand.estimators import (
     adaptive_sample_size,
     joint_precision,
@@ -12,7 +13,9 @@ from judgekit.ondemand.estimators import (
     stratified_boot_means,
     weights_for,
 )
+from judgekit.ondemand.payload import LabelPayload, SimulationPayload
 
-__all__ = ["adaptive_sample_size", "joint_precision", "joint_precision_variance",
-           "percentile", "pool_relative_recall", "proposals", "simple_precision",
-           "simple_recall", "stratified_boot_means", "weights_for"]
+__all__ = ["LabelConfig", "LabelPayload", "OnDemandConfig", "SimulationConfig",
+           "SimulationPayload", "adaptive_sample_size", "joint_precision",
+           "joint_precision_variance", "percentile", "pool_relative_recall", "proposals",
+           "simple_precision", "simple_recall", "stratified_boot_means", "weights_for"]

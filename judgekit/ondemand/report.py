@@ -3,26 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
+
 from judgekit.ondemand.config import LabelConfig, SimulationConfig
 from judgekit.ondemand.payload import EstimatorFigures, LabelPayload, SimulationPayload
+from judgekit.payload import Payload
 from judgekit.report.document import Doc, Heading, Para, Table
 from judgekit.report.figures import lines
+from judgekit.results import RunResult
+
+P = TypeVar("P", bound=Payload)
 
 
-def simulation_figures(cfg: SimulationConfig, r: SimulationPayload, out: Path) -> None:
+def simulation_figures(cfg: SimulationConfig, result: RunResult[SimulationPayload], out: Path
+                       ) -> None:
+    r = _payload(result)
     est = r.estimators
     xs = list(range(1, cfg.systems + 1))
     lines(out / "adaptive.png", {"samples asked": (xs, r.adaptive),
                                  "new labels": (xs, r.adaptive_new_labels)},
           xlabel="system (order of arrival)", ylabel="labels", title="Adaptive sampling")
-    lines(out / "ci_width.png", {k: ([0, 1], [est[k].precision_ci_width,
-                                              est[k].recall_ci_width])
+    lines(out / "ci_width.png", {k: ([0, 1], [est[k].precision_ci_width or 0.0,
+                                              est[k].recall_ci_width or 0.0])
                                  for k in ("simple", "joint")},
           xlabel="0 = precision, 1 = recall", ylabel=f"median {cfg.level:.0%} CI width",
           title="Interval widths")
 
 
-def build_simulation(cfg: SimulationConfig, r: SimulationPayload) -> Doc:
+def _payload(result: RunResult[P]) -> P:
+    assert result.payload is not None
+    return result.payload
+
+
+def build_simulation(cfg: SimulationConfig, result: RunResult[SimulationPayload]) -> Doc:
+    r = _payload(result)
     rows = [[k, v.precision_bias, v.max_abs_precision_bias, v.unique_system_precision_bias,
              v.recall_bias, v.max_abs_recall_bias, v.precision_ci_width, v.recall_ci_width,
              v.precision_coverage, v.recall_coverage] for k, v in r.estimators.items()]
@@ -59,7 +73,8 @@ def _cov(v: EstimatorFigures | None) -> str:
     return "n/a" if c is None else f"{c:.3f}"
 
 
-def build_labelling(cfg: LabelConfig, r: LabelPayload) -> Doc:
+def build_labelling(cfg: LabelConfig, result: RunResult[LabelPayload]) -> Doc:
+    r = _payload(result)
     rows = [[s, v.simple, v.joint] for s, v in r.estimates.items()]
     return Doc("On-demand precision from sampled labels", [
         Heading(1, "On-demand precision from sampled labels"),

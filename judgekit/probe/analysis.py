@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.judging.placebo import PLACEBO
 from judgekit.probe.config import ProbeConfig
-from judgekit.probe.pairs import PLACEBO, Pair
+from judgekit.probe.pairs import Pair
 from judgekit.stats.agreement import (
     agreement,
     benjamini_hochberg,

@@ -13,7 +13,6 @@ from judgekit.stats.preference import (
     audit_plan,
     feature_preference,
     paired_n_needed,
-    rate_n_needed,
 )
 from judgekit.stats.proportions import rate_with_interval
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit.settings import RunSettings
 from judgekit.data.external import JudgedInput
+from judgekit.settings import RunSettings
 
 BUILTIN = ("swap", "rename", "pad", "inject")  # pairwise
 POINTWISE = ("reorder", "paraphrase", "pad", "inject")

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 from judgekit.errors import DataError
-from judgekit.judging.placebo import PLACEBO, placebo_tag
 from judgekit.textio import read_text
 
 

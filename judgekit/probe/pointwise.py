@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from judgekit.data.judged import JudgedItem
-from judgekit.llm import Call, Client
 from judgekit.judging import stages as st
-from judgekit.judging.rubric import Rubric, load_rubric
-from judgekit.probe.config import ProbeConfig
 from judgekit.judging.placebo import PLACEBO, placebo_tag
+from judgekit.judging.rubric import Rubric, load_rubric
+from judgekit.llm import Call, Client
+from judgekit.probe.config import ProbeConfig
 from judgekit.stats.bootstrap import derive_seed
 
 

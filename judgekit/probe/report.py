@@ -7,18 +7,8 @@ from typing import Any
 
 from judgekit.probe.config import ProbeConfig
 from judgekit.probe.payload import ProbePayload
-from judgekit.results import RunResult
-
-
-def report(cfg: ProbeConfig, result: RunResult[ProbePayload]) -> Doc:
-    """The probe's report document."""
-    return build(cfg, result.report_json())
-
-
-def draw(cfg: ProbeConfig, result: RunResult[ProbePayload], out: Path) -> None:
-    """probe.png (see :func:`figures`)."""
-    figures(cfg, result.report_json(), out)
 from judgekit.report.document import Doc, Heading, Para, Table
+from judgekit.results import RunResult
 
 
 def build(cfg: ProbeConfig, r: dict[str, Any]) -> Doc:
@@ -196,3 +186,13 @@ def figures(cfg: ProbeConfig, r: dict[str, Any], out: Path) -> None:
     ax.set_title("Direction: does a change move verdicts one way?")
     fig.tight_layout()
     save(fig, out / "probe.png")
+
+
+def report(cfg: ProbeConfig, result: RunResult[ProbePayload]) -> Doc:
+    """The probe's report document."""
+    return build(cfg, result.report_json())
+
+
+def draw(cfg: ProbeConfig, result: RunResult[ProbePayload], out: Path) -> None:
+    """probe.png (see :func:`figures`)."""
+    figures(cfg, result.report_json(), out)

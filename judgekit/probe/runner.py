@@ -17,19 +17,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from judgekit.judging.placebo import PLACEBO, placebo_tag
 from judgekit.llm import Call, Client, Stage
-from judgekit.probe.analysis import analyse
 from judgekit.payload import payload_from
+from judgekit.probe.analysis import analyse
 from judgekit.probe.config import ProbeConfig
+from judgekit.probe.pairs import Pair, attach_human_labels, load_pairs, pairs_from_datasets
 from judgekit.probe.payload import ProbePayload
-from judgekit.probe.pairs import (
-    PLACEBO,
-    Pair,
-    attach_human_labels,
-    load_pairs,
-    pairs_from_datasets,
-    placebo_tag,
-)
 from judgekit.stats.bootstrap import derive_seed
 from judgekit.stats.proportions import rate_with_interval
 

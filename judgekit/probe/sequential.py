@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.judging.placebo import PLACEBO
 from judgekit.probe.analysis import bias_inputs, consistency_inputs
 from judgekit.probe.config import ProbeConfig
-from judgekit.probe.pairs import PLACEBO
 from judgekit.stats.sequential import paired_difference_cs
 
 Verdicts = list[dict[str, str | None]]

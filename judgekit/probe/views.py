@@ -6,7 +6,7 @@ import html
 from typing import Any
 
 from judgekit.payload import Json
-from judgekit.report.html import MAX_REPLICAS, Item, ci_text, js, num, pre
+from judgekit.report.html import Item
 
 
 def probe_item(rec: Json) -> Item:

@@ -41,10 +41,10 @@ def build(comp: Any) -> Doc:
         ag = comp.agreement
         doc.h(2, "Agreement between the two runs' labels")
         doc.table(["statistic", "value", f"{pct} interval"], [
-            ["percent agreement", ag["percent"], _ci(ag["cis"].get("percent"))],
-            ["Cohen's kappa", ag["kappa"], _ci(ag["cis"].get("kappa"))],
-            ["Gwet's AC1", ag["ac1"], _ci(ag["cis"].get("ac"))]], name="agreement")
-        doc.p(f"n = {ag['n']} items labelled by both.")
+            ["percent agreement", ag.percent, _ci(ag.cis.get("percent"))],
+            ["Cohen's kappa", ag.kappa, _ci(ag.cis.get("kappa"))],
+            ["Gwet's AC1", ag.ac1, _ci(ag.cis.get("ac"))]], name="agreement")
+        doc.p(f"n = {ag.n} items labelled by both.")
     doc.p("Intervals: Newcombe's paired score interval with the exact McNemar test for "
           "rates; a percentile bootstrap over queries with a paired t test for VB-Score. "
           "Per-item outcomes are in differences.csv.")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from judgekit.payload import Json
-from judgekit.report.html import MAX_REPLICAS, Item, ci_text, js, num, pre
+from judgekit.report.html import MAX_REPLICAS, Item, ci_text, js, num
 
 
 def vb_query(rec: Json) -> Item:
