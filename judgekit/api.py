@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import ConfigError, DataError, RunAborted, StatsError
+from judgekit.jsontypes import JSONObject
 from judgekit.results import RunResult
 from judgekit.runguard import FolderBusy, claim_folder, failed_run
 
 
-def run(config: str | Path | dict[str, Any], *, client: Any = None,
+def run(config: str | Path | JSONObject, *, client: Any = None,
         out: str | Path | None = None, overwrite: bool = False,
         sets: list[str] | None = None, models: dict[str, str] | None = None,
         save: bool | None = None, **overrides: Any) -> RunResult[Any]:
@@ -59,7 +60,7 @@ def run(config: str | Path | dict[str, Any], *, client: Any = None,
     return outcome[0]
 
 
-def resolve_config(config: str | Path | dict[str, Any], *, sets: list[str] | None = None,
+def resolve_config(config: str | Path | JSONObject, *, sets: list[str] | None = None,
                    models: dict[str, str] | None = None, **overrides: Any) -> Any:
     """Load, override and validate a config (a path, a packaged name or a dict)."""
     from judgekit.config import resolve, resolve_dict
@@ -70,10 +71,10 @@ def resolve_config(config: str | Path | dict[str, Any], *, sets: list[str] | Non
     return resolve(config, sets or [], model_args, overrides)
 
 
-def run_config(config: str | Path | dict[str, Any], *, out: str | Path | None = None,
+def run_config(config: str | Path | JSONObject, *, out: str | Path | None = None,
                overwrite: bool = False, sets: list[str] | None = None,
                models: dict[str, str] | None = None, client: Any = None, **overrides: Any
-               ) -> tuple[RunResult[Any], dict[str, Any], Path]:
+               ) -> tuple[RunResult[Any], JSONObject, Path]:
     """Run and write the folder (what ``judgekit run`` does): the result, what the
     console shows (headline, failed calls by kind) and the folder written."""
     from judgekit.config import out_dir
@@ -135,9 +136,9 @@ def _inputs(cfg: Any) -> tuple[Path, ...]:
     return tuple(Path(p) for p in paths if p)
 
 
-def audit(items: list[dict[str, Any]] | str | Path, rubric: str | Path | dict[str, Any], *,
+def audit(items: list[JSONObject] | str | Path, rubric: str | Path | JSONObject, *,
           evaluator: str, verifier: str, generator: str | None = None,
-          verifier_rubric: str | Path | dict[str, Any] | None = None,
+          verifier_rubric: str | Path | JSONObject | None = None,
           out: str | Path | None = None, overwrite: bool = False, client: Any = None,
           **settings: Any) -> RunResult[Any]:
     """Audit a judge with the No-Data Algorithm (check ``both`` by default).
@@ -171,14 +172,14 @@ def audit(items: list[dict[str, Any]] | str | Path, rubric: str | Path | dict[st
     return run(doc, out=out or tmp / "run", overwrite=overwrite, client=client)
 
 
-def _dump(path: Path, items: list[dict[str, Any]]) -> Path:
+def _dump(path: Path, items: list[JSONObject]) -> Path:
     if not isinstance(items, list):
         raise ConfigError("items must be a list of judged-item dicts or a JSON file path")
     path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
     return path
 
 
-def _rubric_path(rubric: str | Path | dict[str, Any], target: Path) -> str:
+def _rubric_path(rubric: str | Path | JSONObject, target: Path) -> str:
     if isinstance(rubric, dict):
         import yaml
 
@@ -187,7 +188,7 @@ def _rubric_path(rubric: str | Path | dict[str, Any], target: Path) -> str:
     return str(rubric)
 
 
-def probe_judge(data: list[dict[str, Any]] | str | Path, *, judge: str,
+def probe_judge(data: list[JSONObject] | str | Path, *, judge: str,
                 mode: str = "pairwise", out: str | Path | None = None,
                 overwrite: bool = False, client: Any = None, **settings: Any) -> RunResult[Any]:
     """Probe a judge's reliability (``method: probe``) without writing YAML.

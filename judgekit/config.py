@@ -9,11 +9,12 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from judgekit.errors import ConfigError, DataError, describe_validation
+from judgekit.jsontypes import JSONObject
 from judgekit.settings import RunSettings
 from judgekit.textio import decode
 
 
-def set_dotted(doc: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(doc: JSONObject, dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     cur = doc
     for p in parts[:-1]:
@@ -58,7 +59,7 @@ def packaged_experiments() -> list[str]:
                   if f.stem != "demo_queries")
 
 
-def load_raw(path: str | Path) -> dict[str, Any]:
+def load_raw(path: str | Path) -> JSONObject:
     p = find_config(path)
     try:
         doc = yaml.safe_load(decode(p.read_bytes(), f"config {p}"))
@@ -83,7 +84,7 @@ _PATH_KEYS = ("data_path", "data_dir", "cassette", "prompts", "labels_file")
 _RUBRIC_KEYS = ("rubric", "verifier_rubric", "rubric_paraphrase")
 
 
-def resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
+def resolve_paths(doc: JSONObject, base: Path) -> JSONObject:
     def fix(v: Any) -> Any:
         if isinstance(v, str) and v and not Path(v).is_absolute() and "://" not in v:
             return str(base / v)
@@ -104,21 +105,21 @@ def resolve_paths(doc: dict[str, Any], base: Path) -> dict[str, Any]:
     return doc
 
 
-def validate(model: type[BaseModel], doc: dict[str, Any], source: str) -> Any:
+def validate(model: type[BaseModel], doc: JSONObject, source: str) -> Any:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
         raise ConfigError(f"config {source}: {describe_validation(exc)}") from exc
 
 
-def resolve(path: str | Path, sets: list[str], models: list[str], overrides: dict[str, Any]
+def resolve(path: str | Path, sets: list[str], models: list[str], overrides: JSONObject
             ) -> RunSettings:
     """Load, override and validate a config (its method's config model)."""
     return _finish(load_raw(path), str(path), sets, models, overrides)
 
 
-def resolve_dict(doc: dict[str, Any], sets: list[str], models: list[str],
-                 overrides: dict[str, Any]) -> RunSettings:
+def resolve_dict(doc: JSONObject, sets: list[str], models: list[str],
+                 overrides: JSONObject) -> RunSettings:
     """As :func:`resolve` for a config given as a dict (paths relative to the cwd)."""
     import copy
 
@@ -127,8 +128,8 @@ def resolve_dict(doc: dict[str, Any], sets: list[str], models: list[str],
     return _finish(d, "<dict>", sets, models, overrides)
 
 
-def _finish(doc: dict[str, Any], path: str, sets: list[str], models: list[str],
-            overrides: dict[str, Any]) -> RunSettings:
+def _finish(doc: JSONObject, path: str, sets: list[str], models: list[str],
+            overrides: JSONObject) -> RunSettings:
     for s in sets:
         k, v = parse_assignment(s, "--set")
         set_dotted(doc, k, v)

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import ConfigError, MissingDependencyError
+from judgekit.jsontypes import JSONObject
 
 
-def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def flatten(row: JSONObject, prefix: str = "") -> JSONObject:
+    out: JSONObject = {}
     for k, v in row.items():
         name = f"{prefix}{k}"
         if isinstance(v, dict):
@@ -32,7 +33,7 @@ def flatten(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def columns(rows: list[dict[str, Any]]) -> list[str]:
+def columns(rows: list[JSONObject]) -> list[str]:
     """Every column in first-seen order (rows may differ in their keys)."""
     seen: dict[str, None] = {}
     for r in rows:
@@ -40,7 +41,7 @@ def columns(rows: list[dict[str, Any]]) -> list[str]:
     return list(seen)
 
 
-def headline_rows(result: Any) -> list[dict[str, Any]]:
+def headline_rows(result: Any) -> list[JSONObject]:
     """The run's headline rows (its method's ``rows`` hook), flattened."""
     base = {"method": result.method, "experiment": result.experiment}
     hook = result.spec.rows if result.spec is not None else None
@@ -48,7 +49,7 @@ def headline_rows(result: Any) -> list[dict[str, Any]]:
     return [flatten({**base, **r}) for r in rows]
 
 
-def frame(rows: list[dict[str, Any]]) -> Any:
+def frame(rows: list[JSONObject]) -> Any:
     try:
         import pandas as pd
     except ImportError as exc:
@@ -58,7 +59,7 @@ def frame(rows: list[dict[str, Any]]) -> Any:
     return pd.DataFrame(flat, columns=columns(flat))
 
 
-def detail_rows(result: Any) -> list[dict[str, Any]]:
+def detail_rows(result: Any) -> list[JSONObject]:
     """The run's main per-record view (queries for VB-Score, items otherwise)."""
     names = result.detail_names()
     if not names:
@@ -66,7 +67,7 @@ def detail_rows(result: Any) -> list[dict[str, Any]]:
     return [flatten(r) for r in result.detail(names[0])]
 
 
-def write(rows: Iterable[dict[str, Any]], out: str | Path, fmt: str) -> Path:
+def write(rows: Iterable[JSONObject], out: str | Path, fmt: str) -> Path:
     rows = list(rows)
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from importlib.metadata import entry_points
 from typing import Any, NamedTuple
 
 from judgekit.errors import ConfigError
+from judgekit.jsontypes import JSONObject
 from judgekit.results import SCHEMA_VERSION
 from judgekit.spec import MethodSpec
 
@@ -126,7 +127,7 @@ def stages() -> dict[str, str]:
     return out
 
 
-def json_schema(name: str, experiment: str | None = None) -> dict[str, Any]:
+def json_schema(name: str, experiment: str | None = None) -> JSONObject:
     """The JSON schema of a method's results.json: the shared fields and the payload's,
     side by side at the top level (as the file holds them)."""
     spec = find(name, experiment)

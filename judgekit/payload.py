@@ -18,11 +18,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer
 
+from judgekit.jsontypes import JSONObject
+
 __all__ = ["AgreementFigures", "DetailFile", "Ensemble", "Figures", "Json", "Payload", "Rate",
            "Record", "Scores", "absent", "payload_from"]
 
 # One row of a JSONL detail file (an item, a query with its replicas) as it is read back.
-Json = dict[str, Any]
+Json = JSONObject
 
 _ABSENT = "judgekit_absent"
 
@@ -33,7 +35,7 @@ def absent(default: Any = None) -> Any:
     return Field(default, json_schema_extra={_ABSENT: True})
 
 
-def _drop_unset(model: BaseModel, data: dict[str, Any], only_marked: bool) -> dict[str, Any]:
+def _drop_unset(model: BaseModel, data: JSONObject, only_marked: bool) -> JSONObject:
     fields = type(model).model_fields
     keep = model.model_fields_set
     out = {}
@@ -73,7 +75,7 @@ class Figures(_ReadsLikeJson):
     model_config = ConfigDict(extra="forbid")
 
     @model_serializer(mode="wrap")
-    def _serialise(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    def _serialise(self, handler: Callable[[Any], JSONObject]) -> JSONObject:
         return _drop_unset(self, handler(self), only_marked=True)
 
 
@@ -100,7 +102,7 @@ class Record(_ReadsLikeJson):
     model_config = ConfigDict(extra="forbid")
 
     @model_serializer(mode="wrap")
-    def _serialise(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    def _serialise(self, handler: Callable[[Any], JSONObject]) -> JSONObject:
         return _drop_unset(self, handler(self), only_marked=False)
 
 

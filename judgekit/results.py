@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from judgekit.jsontypes import JSONObject
 from judgekit.llm.ledger import CallSummary, StageCalls
 from judgekit.payload import DetailFile, Json, Payload, Record, absent
 
@@ -104,7 +105,7 @@ class RunResult(BaseModel, Generic[P]):
         return self
 
     @model_serializer(mode="wrap")
-    def _flatten(self, handler: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    def _flatten(self, handler: Callable[[Any], JSONObject]) -> JSONObject:
         d = handler(self)
         for k in ("status", "error", "failed_calls"):
             if k not in self.model_fields_set:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import ConfigError, RunAborted
+from judgekit.jsontypes import JSONObject
 from judgekit.runio import LOCK_NAME, write_failures, write_json
 
 # The clients a run has used, so a failure can write what they saw.
@@ -139,8 +140,8 @@ class _MergedLog:
         self.clients = clients
         self.failure_log = [r for c in clients for r in getattr(c, "failure_log", [])]
 
-    def summary(self) -> dict[str, Any]:
-        total: dict[str, Any] = {"total": 0, "provider_calls": 0, "cached": 0, "failed": 0}
+    def summary(self) -> JSONObject:
+        total: JSONObject = {"total": 0, "provider_calls": 0, "cached": 0, "failed": 0}
         for c in self.clients:
             s = c.summary()
             for k in total:

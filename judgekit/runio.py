@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.errors import ConfigError
+from judgekit.jsontypes import JSONObject
 from judgekit.llm.secrets import scrub
 
 
@@ -29,7 +30,7 @@ def clean(obj: Any) -> Any:
     return obj
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: JSONObject) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(scrub(clean(data)), indent=2, sort_keys=True,
@@ -44,7 +45,7 @@ def write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_failures(out: Path, log: list[dict[str, Any]]) -> dict[str, int]:
+def write_failures(out: Path, log: list[JSONObject]) -> dict[str, int]:
     """Write the run's failure log (one JSON line per failed call, with its transcript)
     as failures.jsonl, and return the failed-call counts by kind."""
     path = out / "failures.jsonl"
@@ -95,7 +96,7 @@ def _np_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
-def jsonl_line(row: dict[str, Any]) -> str:
+def jsonl_line(row: JSONObject) -> str:
     """One JSON line, NaN/inf as null. The fast path dumps directly; only a row holding
     a non-finite float takes the slower cleaning walk. write_text scrubs the result."""
     try:

@@ -25,15 +25,39 @@ import csv
 import io
 import json
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from judgekit.errors import DataError
+from judgekit.jsontypes import JSONObject
 from judgekit.textio import read_text
 
-Format = Literal["json", "inspect", "promptfoo", "csv", "jsonl"]
+__all__ = ["JudgedInput", "formats", "judged_format", "label_of", "read_records"]
+
+# A reader of one judged-items format: the file and the config naming it -> raw records
+# (judgekit's judged-item dicts: Prompt, Output, Label?, Reason?, Source?).
+Reader = Callable[[Path, "JudgedInput"], list[Any]]
+_FORMATS: dict[str, Reader] = {}
+
+
+def judged_format(name: str) -> Callable[[Reader], Reader]:
+    """Register the decorated reader as judged-items format ``name`` (``data_format``)."""
+
+    def deco(fn: Reader) -> Reader:
+        _FORMATS[name] = fn
+        return fn
+
+    return deco
+
+
+def formats() -> list[str]:
+    """Every registered judged-items format."""
+    return list(_FORMATS)
+
+
 FIELDS = ("prompt", "output", "label", "reason", "source")
 PASS = {"c", "correct", "pass", "passed", "true", "yes", "1", "1.0"}
 FAIL = {"i", "incorrect", "fail", "failed", "false", "no", "0", "0.0"}
@@ -42,10 +66,17 @@ FAIL = {"i", "incorrect", "fail", "failed", "false", "no", "0", "0.0"}
 class JudgedInput(BaseModel):
     """Config fields naming where judged items come from (audit and pointwise probe)."""
 
-    data_format: Format = "json"  # json: judgekit's own judged-items list
+    data_format: str = "json"  # json: judgekit's own judged-items list (see formats())
     columns: dict[str, str] | None = None  # csv/jsonl: judgekit field -> column name
     scorer: str | None = None  # inspect: the score's name; promptfoo: rubric text filter
     pass_threshold: float = Field(0.5, ge=0)  # numeric scores at or above pass
+
+    @field_validator("data_format")
+    @classmethod
+    def _known_format(cls, v: str) -> str:
+        if v not in _FORMATS:
+            raise ValueError(f"{v!r} is not one of {', '.join(repr(f) for f in _FORMATS)}")
+        return v
 
 
 def label_of(value: Any, threshold: float = 0.5) -> int | None:
@@ -75,7 +106,7 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _inspect_samples(path: Path) -> tuple[str, list[dict[str, Any]]]:
+def _inspect_samples(path: Path) -> tuple[str, list[JSONObject]]:
     if path.suffix == ".eval":
         try:
             with zipfile.ZipFile(path) as zf:
@@ -100,7 +131,7 @@ def _inspect_samples(path: Path) -> tuple[str, list[dict[str, Any]]]:
     return task, samples
 
 
-def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[dict[str, Any]]:
+def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[JSONObject]:
     task, samples = _inspect_samples(path)
     if not samples:
         raise DataError(f"{path}: the Inspect log holds no samples (was it written with "
@@ -130,7 +161,7 @@ def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[dict[
     return out
 
 
-def read_promptfoo(path: Path, scorer: str | None) -> list[dict[str, Any]]:
+def read_promptfoo(path: Path, scorer: str | None) -> list[JSONObject]:
     try:
         doc = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
@@ -164,7 +195,7 @@ def read_promptfoo(path: Path, scorer: str | None) -> list[dict[str, Any]]:
 
 
 def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
-               threshold: float) -> list[dict[str, Any]]:
+               threshold: float) -> list[JSONObject]:
     if not columns or "prompt" not in columns or "output" not in columns:
         raise DataError(f"{path}: data_format {fmt} needs columns: {{prompt: COLUMN, "
                         "output: COLUMN, label: COLUMN?, reason: COLUMN?}}")
@@ -189,7 +220,7 @@ def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
                             f"{', '.join(map(str, rows[0]))}")
     out = []
     for i, r in enumerate(rows):
-        item: dict[str, Any] = {
+        item: JSONObject = {
             "Prompt": str(r[columns["prompt"]]), "Output": str(r[columns["output"]]),
             "Source": str(r[columns["source"]]) if "source" in columns else f"{path.name}:{i}"}
         if "label" in columns:
@@ -202,20 +233,38 @@ def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
 
 def read_records(path: Path, spec: JudgedInput | None) -> list[Any]:
     """The raw judged-item records of ``path`` in the format ``spec`` names."""
-    fmt = spec.data_format if spec else "json"
-    if fmt == "json":
-        try:
-            doc = json.loads(read_text(path))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
-        if not isinstance(doc, list):
-            hint = "; an Inspect log? set data_format: inspect" if isinstance(doc, dict) \
-                and "eval" in doc else ""
-            raise DataError(f"{path}: expected a JSON list of judged items{hint}")
-        return doc
-    assert spec is not None
-    if fmt == "inspect":
-        return read_inspect(path, spec.scorer, spec.pass_threshold)
-    if fmt == "promptfoo":
-        return read_promptfoo(path, spec.scorer)
-    return read_table(path, fmt, spec.columns, spec.pass_threshold)
+    spec = spec or JudgedInput.model_validate({})
+    return _FORMATS[spec.data_format](path, spec)
+
+
+@judged_format("json")
+def _read_json(path: Path, spec: JudgedInput) -> list[Any]:
+    try:
+        doc = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(doc, list):
+        hint = "; an Inspect log? set data_format: inspect" if isinstance(doc, dict) \
+            and "eval" in doc else ""
+        raise DataError(f"{path}: expected a JSON list of judged items{hint}")
+    return doc
+
+
+@judged_format("inspect")
+def _read_inspect(path: Path, spec: JudgedInput) -> list[Any]:
+    return read_inspect(path, spec.scorer, spec.pass_threshold)
+
+
+@judged_format("promptfoo")
+def _read_promptfoo(path: Path, spec: JudgedInput) -> list[Any]:
+    return read_promptfoo(path, spec.scorer)
+
+
+@judged_format("csv")
+def _read_csv(path: Path, spec: JudgedInput) -> list[Any]:
+    return read_table(path, "csv", spec.columns, spec.pass_threshold)
+
+
+@judged_format("jsonl")
+def _read_jsonl(path: Path, spec: JudgedInput) -> list[Any]:
+    return read_table(path, "jsonl", spec.columns, spec.pass_threshold)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from judgekit.data.registry import dataset
 from judgekit.errors import DataError, describe_validation
+from judgekit.jsontypes import JSONObject
 
 
 class JudgedItem(BaseModel):
@@ -70,7 +71,7 @@ def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
 
 def check_judged(items: list[JudgedItem], criteria: list[str], aggregate: Any,
                  positions: list[int], source: str, *, strict: bool = False,
-                 known: list[str] | None = None) -> dict[str, Any]:
+                 known: list[str] | None = None) -> JSONObject:
     """Items whose Label disagrees with their own rubric values under the rubric's
     aggregator, and rubric fields the rubric does not define. Returned as counts and
     item positions (and logged once as a warning); ``strict`` makes either an error."""

@@ -21,6 +21,7 @@ import yaml
 
 from judgekit.data.registry import dataset, get, names
 from judgekit.errors import DataError
+from judgekit.jsontypes import JSONObject
 from judgekit.textio import read_text
 
 
@@ -40,12 +41,12 @@ def _require(path: Path) -> Path:
     return path
 
 
-def _truthfulqa_row(r: dict[str, Any], i: int) -> Query:
+def _truthfulqa_row(r: JSONObject, i: int) -> Query:
     return Query(f"truthfulqa-{i}", r["question"], gold=r["best_answer"],
                  accepted=list(r["correct_answers"]), rejected=list(r["incorrect_answers"]))
 
 
-def _winograd_row(r: dict[str, Any], i: int) -> Query:
+def _winograd_row(r: JSONObject, i: int) -> Query:
     opts = list(r["options"])
     gold = opts[int(r["label"])]
     text = f'In "{r["text"]}", who or what does "{r["pronoun"]}" refer to?'
@@ -53,7 +54,7 @@ def _winograd_row(r: dict[str, Any], i: int) -> Query:
                  accepted=[gold], rejected=[o for o in opts if o != gold])
 
 
-def _arc_row(r: dict[str, Any], i: int) -> Query:
+def _arc_row(r: JSONObject, i: int) -> Query:
     ch = dict(zip(r["choices"]["label"], r["choices"]["text"]))
     gold = ch[r["answerKey"]]
     return Query(r["id"], r["question"], context="Options: " + "; ".join(

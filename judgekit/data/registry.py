@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judgekit.errors import DataError
+from judgekit.jsontypes import JSONObject
 
 # modules whose decorated loaders register datasets; imported on first lookup
 # The package's __init__ imports the modules whose loaders register judgekit's datasets;
@@ -41,9 +42,9 @@ class Dataset:
     member: str | None = None  # a file inside a zip archive at ``url``
     sha256: str | None = None  # pinned checksum of the downloaded file, when known
     hf: tuple[str, str, str] | None = None  # (repo, config, split) on the Hugging Face hub
-    hf_row: Callable[[dict[str, Any], int], Any] | None = None  # one hub row -> one record
+    hf_row: Callable[[JSONObject, int], Any] | None = None  # one hub row -> one record
     group: str | None = None  # `data fetch GROUP` fetches every member
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSONObject = field(default_factory=dict)
 
     @property
     def fetchable(self) -> bool:

@@ -45,7 +45,7 @@ from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.secrets import scrub, scrub_text
 from judgekit.llm.stage import Call, Stage
 from judgekit.llm.store import Store
-from judgekit.llm.types import FAILURE_KINDS, StageResult
+from judgekit.llm.types import FAILURE_KINDS, CallRecord, JSONObject, StageResult
 
 __all__ = ["BatchHost", "BatchJournal", "cancel", "run_batch"]
 
@@ -63,9 +63,9 @@ class BatchHost(Protocol):
 
     def prepare(self, stage: Stage, call: Call) -> Prepared: ...
 
-    async def fetch(self, prep: Prepared, stage: Stage) -> tuple[dict[str, Any], str]: ...
+    async def fetch(self, prep: Prepared, stage: Stage) -> tuple[CallRecord, str]: ...
 
-    def finish(self, stage: Stage, prep: Prepared, record: dict[str, Any], value: Any,
+    def finish(self, stage: Stage, prep: Prepared, record: CallRecord, value: Any,
                source: str, t0: float) -> StageResult[Any]: ...
 
 log = logging.getLogger("judgekit.batch")
@@ -90,7 +90,7 @@ async def run_batch(client: BatchHost, stage: Stage[M], calls: Sequence[Call]
     t0 = loop.time()
     st = client.ledger.stage(stage.name)
     preps = [client.prepare(stage, c) for c in calls]
-    got: dict[str, tuple[dict[str, Any], Any, str]] = {}
+    got: dict[str, tuple[CallRecord, Any, str]] = {}
     misses: dict[str, dict[str, Prepared]] = {}
     for p in preps:
         st.calls += 1
@@ -122,8 +122,8 @@ async def run_batch(client: BatchHost, stage: Stage[M], calls: Sequence[Call]
 
 
 async def _online(client: BatchHost, stage: Stage, preps: list[Prepared]
-                  ) -> dict[str, tuple[dict[str, Any], Any, str]]:
-    async def one(p: Prepared) -> tuple[str, tuple[dict[str, Any], Any, str]]:
+                  ) -> dict[str, tuple[CallRecord, Any, str]]:
+    async def one(p: Prepared) -> tuple[str, tuple[CallRecord, Any, str]]:
         rec, src = await client.fetch(p, stage)
         return p.key, (rec, validated(rec, stage), src)
 
@@ -135,15 +135,15 @@ def _journal(client: BatchHost) -> BatchJournal:
 
 
 async def _batched(client: BatchHost, api: BatchAPI, stage: Stage, group: dict[str, Prepared]
-                   ) -> dict[str, tuple[dict[str, Any], Any, str]]:
+                   ) -> dict[str, tuple[CallRecord, Any, str]]:
     journal = _journal(client)
     base_url = str(api.provider.base_url)
     states = {k: Pending(p, CallState(p.provider.resolve_model(), list(p.messages)))
               for k, p in group.items()}
-    done: dict[str, tuple[dict[str, Any], Any, str]] = {}
+    done: dict[str, tuple[CallRecord, Any, str]] = {}
     fallback: list[str] = []
     # Resume: batches submitted by an earlier, interrupted run are polled, not resent.
-    waiting: list[dict[str, Any]] = []
+    waiting: list[JSONObject] = []
     covered: set[str] = set()
     await _reconcile(api, journal, base_url, set(states))
     for entry in journal.open_batches(api.name, base_url):
@@ -198,7 +198,7 @@ def _missing_kind(status: BatchStatus) -> str:
             "failed": "http_4xx"}.get(status.status, "missing")
 
 
-async def _items(client: BatchHost, api: BatchAPI, entry: dict[str, Any], status: BatchStatus,
+async def _items(client: BatchHost, api: BatchAPI, entry: JSONObject, status: BatchStatus,
                  stage: str) -> list[BatchItem]:
     """A batch's results, read with retries; a result whose custom_id was not sent, or a
     second, different result for one request, is logged as a failure, never used."""
@@ -259,10 +259,10 @@ async def _reconcile(api: BatchAPI, journal: BatchJournal, base_url: str,
 
 
 async def _submit(client: BatchHost, api: BatchAPI, stage: Stage, journal: BatchJournal,
-                  states: list[Pending]) -> list[dict[str, Any]]:
+                  states: list[Pending]) -> list[JSONObject]:
     s = client.settings
     limit = min(api.max_requests, s.batch_max_requests or api.max_requests)
-    chunks: list[list[tuple[Pending, dict[str, Any]]]] = [[]]
+    chunks: list[list[tuple[Pending, JSONObject]]] = [[]]
     size = 0
     for state in states:
         p = state.prep
@@ -308,12 +308,12 @@ async def _submit(client: BatchHost, api: BatchAPI, stage: Stage, journal: Batch
     return entries
 
 
-async def _poll(client: BatchHost, api: BatchAPI, entries: list[dict[str, Any]], label: str
-                ) -> list[tuple[dict[str, Any], BatchStatus]]:
+async def _poll(client: BatchHost, api: BatchAPI, entries: list[JSONObject], label: str
+                ) -> list[tuple[JSONObject, BatchStatus]]:
     """Poll until every batch has ended, backing off; show the provider's counts."""
     s = client.settings
     interval = s.batch_poll_interval
-    finished: dict[str, tuple[dict[str, Any], BatchStatus]] = {}
+    finished: dict[str, tuple[JSONObject, BatchStatus]] = {}
     stuck: dict[str, tuple[str, float]] = {}  # batch id -> (transitional status, since)
     total = sum(int(e.get("requests", 0)) for e in entries)
     with Progress(s.progress, f"{label} (batch)", total) as tick:
@@ -345,7 +345,7 @@ async def _poll(client: BatchHost, api: BatchAPI, entries: list[dict[str, Any]],
 TRANSITIONAL = ("cancelling", "finalizing", "canceling")
 
 
-def _deadline(s: Any, entry: dict[str, Any], st: BatchStatus,
+def _deadline(s: Any, entry: JSONObject, st: BatchStatus,
               stuck: dict[str, tuple[str, float]]) -> BatchStatus:
     """A batch in a transitional status (cancelling, finalizing) gets a deadline; past it,
     it is treated as ended without results, with a message, instead of polled forever."""
@@ -371,7 +371,7 @@ def _deadline(s: Any, entry: dict[str, Any], st: BatchStatus,
 
 
 def _handle(client: BatchHost, stage: Stage, pending: Pending, item: BatchItem,
-            done: dict[str, tuple[dict[str, Any], Any, str]], fallback: list[str]) -> None:
+            done: dict[str, tuple[CallRecord, Any, str]], fallback: list[str]) -> None:
     """One batch result, read by the same rules as an online answer."""
     s = client.settings
     key, state = pending.prep.key, pending.state
@@ -398,7 +398,7 @@ def _handle(client: BatchHost, stage: Stage, pending: Pending, item: BatchItem,
     done[key] = (record, validated(record, stage), "batch")
 
 
-async def _submit_once(client: BatchHost, api: BatchAPI, lines: list[dict[str, Any]],
+async def _submit_once(client: BatchHost, api: BatchAPI, lines: list[JSONObject],
                        tag: str) -> str:
     """Submit a batch, retrying transient errors; before each retry the provider is asked
     for a batch with this tag, so a submission that went through is never paid twice."""

@@ -25,7 +25,7 @@ from judgekit.llm.providers.anthropic import API_VERSION, messages_payload, pars
 from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, error_message
 from judgekit.llm.providers.openai import OpenAIProvider, chat_payload, parse_chat_response
 from judgekit.llm.secrets import scrub_text
-from judgekit.llm.types import Completion, ProviderRequest
+from judgekit.llm.types import Completion, JSONObject, ProviderRequest
 
 
 @dataclass
@@ -33,7 +33,7 @@ class BatchStatus:
     done: bool
     status: str
     counts: dict[str, int] = field(default_factory=dict)
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: JSONObject = field(default_factory=dict)
 
     @property
     def errors(self) -> str:
@@ -71,10 +71,10 @@ class BatchAPI:
     def __init__(self, provider: Provider) -> None:
         self.provider = provider
 
-    def line(self, custom_id: str, req: ProviderRequest) -> dict[str, Any]:
+    def line(self, custom_id: str, req: ProviderRequest) -> JSONObject:
         raise NotImplementedError  # pragma: no cover - abstract
 
-    async def submit(self, lines: list[dict[str, Any]], submission: str) -> str:
+    async def submit(self, lines: list[JSONObject], submission: str) -> str:
         raise NotImplementedError  # pragma: no cover - abstract
 
     async def find(self, submission: str) -> str | None:
@@ -115,7 +115,7 @@ class BatchAPI:
             raise ProviderError(scrub_text(f"{self.name} batch: {url}: {exc}"),
                                 retryable=True) from exc
 
-    async def _json(self, method: str, url: str, **kw: Any) -> dict[str, Any]:
+    async def _json(self, method: str, url: str, **kw: Any) -> JSONObject:
         body = await self._request(method, url, **kw)
         try:
             data = json.loads(body)
@@ -128,7 +128,7 @@ class BatchAPI:
         return data
 
 
-def _jsonl(body: bytes) -> list[dict[str, Any]]:
+def _jsonl(body: bytes) -> list[JSONObject]:
     out = []
     for line in body.decode("utf-8").splitlines():
         if line.strip():
@@ -148,14 +148,14 @@ class OpenAIBatch(BatchAPI):
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.provider.api_key()}"}
 
-    def line(self, custom_id: str, req: ProviderRequest) -> dict[str, Any]:
+    def line(self, custom_id: str, req: ProviderRequest) -> JSONObject:
         p = self.provider
         assert isinstance(p, OpenAIProvider)
         body = chat_payload(p.resolve_model(), req, schema_mode=p.schema_mode,
                             max_tokens_field=p.max_tokens_field)
         return {"custom_id": custom_id, "method": "POST", "url": self.ENDPOINT, "body": body}
 
-    async def submit(self, lines: list[dict[str, Any]], submission: str) -> str:
+    async def submit(self, lines: list[JSONObject], submission: str) -> str:
         content = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
         form = aiohttp.FormData()
         form.add_field("purpose", "batch")
@@ -204,7 +204,7 @@ class OpenAIBatch(BatchAPI):
             for rec in _jsonl(body):
                 yield self._item(rec)
 
-    def _item(self, rec: dict[str, Any]) -> BatchItem:
+    def _item(self, rec: JSONObject) -> BatchItem:
         cid = str(rec.get("custom_id"))
         resp = rec.get("response") or {}
         code = resp.get("status_code")
@@ -234,11 +234,11 @@ class AnthropicBatch(BatchAPI):
         key = self.provider.api_key()
         return {"x-api-key": key, "anthropic-version": API_VERSION}
 
-    def line(self, custom_id: str, req: ProviderRequest) -> dict[str, Any]:
+    def line(self, custom_id: str, req: ProviderRequest) -> JSONObject:
         return {"custom_id": custom_id,
                 "params": messages_payload(self.provider.resolve_model(), req)}
 
-    async def submit(self, lines: list[dict[str, Any]], submission: str) -> str:
+    async def submit(self, lines: list[JSONObject], submission: str) -> str:
         # Message Batches carry no metadata: a lost id cannot be found again (see find)
         data = await self._json("POST", f"{self._base()}/v1/messages/batches",
                                 json_body={"requests": lines})
@@ -262,7 +262,7 @@ class AnthropicBatch(BatchAPI):
         for rec in _jsonl(body):
             yield self._item(rec)
 
-    def _item(self, rec: dict[str, Any]) -> BatchItem:
+    def _item(self, rec: JSONObject) -> BatchItem:
         cid = str(rec.get("custom_id"))
         result = rec.get("result") or {}
         kind = result.get("type")

@@ -7,9 +7,10 @@ import json
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock
+
+from judgekit.llm.types import JSONObject
 
 __all__ = ["BatchJournal"]
 
@@ -24,7 +25,7 @@ class BatchJournal:
         self.keys_dir = self.dir / "batches"
         self.lock = FileLock(str(self.dir / "batches.lock"))
 
-    def record(self, entry: dict[str, Any]) -> None:
+    def record(self, entry: JSONObject) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         with self.lock, open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(entry, sort_keys=True) + "\n")
@@ -36,13 +37,13 @@ class BatchJournal:
         (self.keys_dir / name).write_text("\n".join(keys) + "\n", encoding="utf-8")
         return name
 
-    def keys(self, entry: dict[str, Any]) -> list[str]:
+    def keys(self, entry: JSONObject) -> list[str]:
         p = self.keys_dir / str(entry.get("keys_file"))
         return p.read_text(encoding="utf-8").split() if p.exists() else []
 
-    def entries(self) -> dict[str, dict[str, Any]]:
+    def entries(self) -> dict[str, JSONObject]:
         """The latest state of every batch, by id."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, JSONObject] = {}
         if not self.path.exists():
             return out
         for line in self.path.read_text(encoding="utf-8").splitlines():
@@ -53,6 +54,6 @@ class BatchJournal:
             out[e["id"]] = {**out.get(e["id"], {}), **e}
         return out
 
-    def open_batches(self, provider: str, base_url: str) -> list[dict[str, Any]]:
+    def open_batches(self, provider: str, base_url: str) -> list[JSONObject]:
         return [e for e in self.entries().values() if e.get("provider") == provider
                 and e.get("base_url") == base_url and e.get("status") == "submitted"]

@@ -16,10 +16,12 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import diskcache
 from platformdirs import user_cache_dir
+
+from judgekit.llm.types import CallRecord
 
 log = logging.getLogger("judgekit.cache")
 
@@ -118,7 +120,7 @@ class ResponseCache:
             return
         self._prefetched = found
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> CallRecord | None:
         if self._cache is None:
             self.misses += 1
             return None
@@ -140,9 +142,9 @@ class ResponseCache:
             self.misses += 1
             return None
         self.hits += 1
-        return value
+        return cast(CallRecord, value)
 
-    def peek(self, key: str) -> dict[str, Any] | None:
+    def peek(self, key: str) -> CallRecord | None:
         """``get`` without counting a hit or miss (a re-check, not a lookup)."""
         hits, misses = self.hits, self.misses
         try:
@@ -150,7 +152,7 @@ class ResponseCache:
         finally:
             self.hits, self.misses = hits, misses
 
-    def set(self, key: str, value: dict[str, Any]) -> None:
+    def set(self, key: str, value: CallRecord) -> None:
         if self._cache is None:
             return
         try:

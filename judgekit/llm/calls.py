@@ -21,7 +21,15 @@ from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.stage import Call, Stage
 from judgekit.llm.structured import ParseFailure, looks_like_refusal, parse_output
 from judgekit.llm.templates import TemplateLibrary
-from judgekit.llm.types import FAILURE_KINDS, Completion, ProviderRequest, Usage
+from judgekit.llm.types import (
+    FAILURE_KINDS,
+    CallRecord,
+    Completion,
+    Identity,
+    ProviderRequest,
+    Sampling,
+    Usage,
+)
 
 REASK = ("Your previous answer could not be used: {error}\n"
          "Answer again with only a JSON object that matches the required schema.")
@@ -47,8 +55,8 @@ class Prepared:
     model: str
     provider: Provider
     messages: list[dict[str, str]]
-    sampling: dict[str, Any]
-    identity: dict[str, Any]
+    sampling: Sampling
+    identity: Identity
     key: str
     draw: int
 
@@ -99,9 +107,9 @@ class CallState:
         assert kind in FAILURE_KINDS
         self.parsed, self.kind, self.error = None, kind, scrub_text(error)
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> CallRecord:
         ok = self.parsed is not None and self.kind is None
-        rec = {
+        rec: CallRecord = {
             "ok": ok,
             "text": self.raw,
             "parsed": self.parsed.model_dump(mode="json") if ok else None,
@@ -158,7 +166,7 @@ def reask(messages: list[dict[str, str]], text: str, error: str) -> list[dict[st
     return [*messages, {"role": "user", "content": EMPTY_REASK}]
 
 
-def check_record(rec: dict[str, Any], stage: Stage) -> tuple[str | None, Any]:
+def check_record(rec: CallRecord, stage: Stage) -> tuple[str | None, Any]:
     """(why a recorded answer cannot be served for ``stage`` now, or None; its value,
     validated once against the stage's current output model)."""
     if not isinstance(rec, dict) or not isinstance(rec.get("ok"), bool):
@@ -172,7 +180,7 @@ def check_record(rec: dict[str, Any], stage: Stage) -> tuple[str | None, Any]:
                 f"{describe_validation(exc)}"), None
 
 
-def validated(rec: dict[str, Any], stage: Stage) -> Any:
+def validated(rec: CallRecord, stage: Stage) -> Any:
     """The value of a fresh record (None for a failure)."""
     if not rec.get("ok"):
         return None

@@ -29,14 +29,16 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from filelock import FileLock
 
 from judgekit.errors import CassetteMissError, ConfigError, RunAborted
 from judgekit.llm.identity import canonical_json, identity_key, nearest
 from judgekit.llm.secrets import has_secret, has_secret_value, scrub, scrub_data
+from judgekit.llm.types import CallRecord, Identity
 
 log = logging.getLogger("judgekit.cassette")
 
@@ -51,8 +53,16 @@ class CassetteError(ConfigError):
     """A cassette file or one of its entries is malformed or was altered."""
 
 
-def response_hash(response: dict[str, Any]) -> str:
+def response_hash(response: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(response).encode("utf-8")).hexdigest()
+
+
+class CassetteEntry(TypedDict):
+    """One recorded call: what it depended on, what came back, the response's hash."""
+
+    identity: Identity
+    response: CallRecord
+    sha256: str
 
 
 class Cassette:
@@ -62,8 +72,8 @@ class Cassette:
         self.path = Path(path)
         self.journal = self.path.with_name(self.path.name + ".journal")
         self.mode = mode
-        self.entries: dict[str, dict[str, Any]] = {}
-        self.recorded: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, CassetteEntry] = {}
+        self.recorded: dict[str, CassetteEntry] = {}
         self.used: set[str] = set()
         self._lock = threading.Lock()
         self._file_lock = FileLock(str(self.path.with_name(self.path.name + ".lock")))
@@ -80,14 +90,14 @@ class Cassette:
     def dirty(self) -> bool:
         return bool(self.recorded)
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str) -> CallRecord | None:
         entry = self.entries.get(key)
         if entry is not None:
             self.used.add(key)
-            return entry["response"]  # type: ignore[no-any-return]
+            return entry["response"]
         return None
 
-    def refresh(self, key: str) -> dict[str, Any] | None:
+    def refresh(self, key: str) -> CallRecord | None:
         """Re-read the journal for ``key`` (another process may have recorded it)."""
         try:
             entry = read_journal(self.journal).get(key)
@@ -96,13 +106,13 @@ class Cassette:
         if entry is None:
             return None
         self.entries[key] = entry
-        return entry["response"]  # type: ignore[no-any-return]
+        return entry["response"]
 
     def forget(self, key: str) -> None:
         """Drop an entry this run will re-record (e.g. it no longer fits the output model)."""
         self.entries.pop(key, None)
 
-    def miss_error(self, key: str, identity: dict[str, Any],
+    def miss_error(self, key: str, identity: Mapping[str, Any],
                    why: str | None = None) -> CassetteMissError:
         if why:
             return CassetteMissError(f"cassette {self.path}: entry {key[:12]} cannot be "
@@ -121,7 +131,7 @@ class Cassette:
             f"{keys[idx][:12]} differs in: {shown}{hint}"
         )
 
-    def put(self, key: str, identity: dict[str, Any], response: dict[str, Any]) -> None:
+    def put(self, key: str, identity: Identity, response: CallRecord) -> None:
         """Record an entry and append it to the journal at once (crash-safe).
 
         The identity is the user's data (prompts, judged text): only secret values are
@@ -129,7 +139,9 @@ class Cassette:
         A journal that cannot be written (disk full, read-only) stops the run: calls that
         cannot be kept must not be paid for."""
         identity, response = scrub_data(identity), scrub(response)
-        entry = {"identity": identity, "response": response, "sha256": response_hash(response)}
+        entry = CassetteEntry(identity=cast(Identity, identity),
+                              response=cast(CallRecord, response),
+                              sha256=response_hash(response))
         line = json.dumps({"key": key, **entry}, sort_keys=True, ensure_ascii=False) + "\n"
         with self._lock:
             self.entries[key] = entry
@@ -211,7 +223,7 @@ def _last_newline(fh: Any, end: int) -> int:
     return 0
 
 
-def _write(path: Path, entries: dict[str, dict[str, Any]]) -> None:
+def _write(path: Path, entries: dict[str, CassetteEntry]) -> None:
     """Write the sorted file atomically: a temporary file, synced, then renamed; on any
     error the temporary file is removed and the committed file is untouched."""
     doc = {"version": VERSION,
@@ -227,13 +239,13 @@ def _write(path: Path, entries: dict[str, dict[str, Any]]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def read_all(path: Path, journal: Path) -> dict[str, dict[str, Any]]:
+def read_all(path: Path, journal: Path) -> dict[str, CassetteEntry]:
     """The cassette's entries with the journal's applied over them; a stale journal
     (older than the cassette) only adds entries the cassette lacks."""
     return {**read_entries(path, missing_ok=True), **read_journal(journal, base=path)}
 
 
-def read_entries(path: Path, *, missing_ok: bool = False) -> dict[str, dict[str, Any]]:
+def read_entries(path: Path, *, missing_ok: bool = False) -> dict[str, CassetteEntry]:
     """Entries of a cassette file, each checked; a bad one is a one-line CassetteError."""
     if missing_ok and not path.exists():
         return {}
@@ -247,14 +259,14 @@ def read_entries(path: Path, *, missing_ok: bool = False) -> dict[str, dict[str,
         raise CassetteError(f"cassette {path} is format version {doc.get('version')!r}, this "
                             f"judgekit reads version {VERSION} (with content hashes); "
                             "re-record it with --cassette-mode all")
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, CassetteEntry] = {}
     for i, raw in enumerate(doc["entries"]):
         key, entry = check_entry(raw, f"cassette {path}: entry {i}")
         out[key] = entry
     return out
 
 
-def read_journal(journal: Path, base: Path | None = None) -> dict[str, dict[str, Any]]:
+def read_journal(journal: Path, base: Path | None = None) -> dict[str, CassetteEntry]:
     """Entries appended by recorders. A line that is not JSON is a write cut short (a
     kill, a full disk) and is dropped with a warning; a line that parses but fails its
     checks (an edit by hand) is an error. If ``base`` (the cassette) is newer than the
@@ -265,7 +277,7 @@ def read_journal(journal: Path, base: Path | None = None) -> dict[str, dict[str,
         data = journal.read_bytes()
     except OSError as exc:
         raise CassetteError(f"cassette journal {journal} cannot be read: {exc}") from exc
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, CassetteEntry] = {}
     torn = 0
     for i, raw_line in enumerate(data.split(b"\n")):
         if not raw_line.strip():
@@ -298,7 +310,7 @@ def _older(journal: Path, base: Path) -> bool:
         return False
 
 
-def check_entry(raw: Any, where: str) -> tuple[str, dict[str, Any]]:
+def check_entry(raw: Any, where: str) -> tuple[str, CassetteEntry]:
     """Validate one entry's shape and content hash; return (key, entry)."""
     if not isinstance(raw, dict):
         raise CassetteError(f"{where} is not an object")
@@ -322,7 +334,8 @@ def check_entry(raw: Any, where: str) -> tuple[str, dict[str, Any]]:
     if raw.get("sha256") != response_hash(resp):
         raise CassetteError(f"{where}: the response does not match its sha256 (edited by "
                             "hand?); re-record the entry with --cassette-mode new")
-    return key, {"identity": ident, "response": resp, "sha256": raw["sha256"]}
+    return key, cast(CassetteEntry, {"identity": ident, "response": resp,
+                                     "sha256": raw["sha256"]})
 
 
 def verify(path: Path) -> list[str]:
@@ -364,7 +377,7 @@ def verify(path: Path) -> list[str]:
     return problems
 
 
-def _schema_problem(entry: dict[str, Any]) -> str | None:
+def _schema_problem(entry: CassetteEntry) -> str | None:
     resp, schema = entry["response"], entry["identity"].get("schema")
     if not resp["ok"] or not isinstance(schema, dict):
         return None

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 from tenacity import (
@@ -47,6 +47,7 @@ from judgekit.llm.calls import (
 from judgekit.llm.ledger import (
     BATCH_PRICE,
     CallSummary,
+    FailureEntry,
     Ledger,
     Progress,
     StageStats,
@@ -60,7 +61,15 @@ from judgekit.llm.secrets import scrub, scrub_text
 from judgekit.llm.stage import Call, Stage
 from judgekit.llm.store import Store, persisted_calls
 from judgekit.llm.templates import TemplateLibrary
-from judgekit.llm.types import Completion, ProviderRequest, StageResult, Usage
+from judgekit.llm.types import (
+    CallRecord,
+    Completion,
+    ProviderRequest,
+    Sampling,
+    StageResult,
+    Usage,
+    int_param,
+)
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)  # a stage's output model
@@ -92,7 +101,7 @@ class Client:
         for key, prov in self.providers.items():
             prov.bind(key)
         self._limits: dict[tuple[int, str], asyncio.Semaphore] = {}
-        self._inflight: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._inflight: dict[str, asyncio.Future[CallRecord]] = {}
         self._given = set(self.providers)  # provider objects passed in need no package
         self._required: set[str] = set()
 
@@ -114,7 +123,7 @@ class Client:
         return self.ledger.stats
 
     @property
-    def failure_log(self) -> list[dict[str, Any]]:
+    def failure_log(self) -> list[FailureEntry]:
         return self.ledger.failure_log
 
     @property
@@ -133,8 +142,8 @@ class Client:
         return self.ledger.calls()
 
     # ---- public API -------------------------------------------------------------
-    async def run(self, stage: Stage[M], variables: dict[str, Any], *, model: str, draw: int = 0,
-                  sampling: dict[str, Any] | None = None) -> StageResult[M]:
+    async def run(self, stage: Stage[M], variables: Mapping[str, Any], *, model: str,
+                  draw: int = 0, sampling: Sampling | None = None) -> StageResult[M]:
         """Run one structured call of ``stage`` and return its explicit result.
 
         Raises only for run-wide problems (:class:`RunAborted`, a missing key, a
@@ -184,7 +193,7 @@ class Client:
         by_model: dict[str, list[int]] = {}
         for p in misses.values():
             prompt = sum(len(m["content"]) for m in p.messages) // 4
-            completion = int(p.sampling.get("max_tokens") or 1024)
+            completion = int_param(p.sampling, "max_tokens", 1024) or 1024
             tot = by_model.setdefault(p.model, [0, 0, 0])
             tot[0] += 1
             tot[1] += prompt
@@ -203,14 +212,15 @@ class Client:
                       "already answered in the cache or cassette). Nothing was sent; later "
                       "stages depend on this one's answers and are not priced.")
 
-    def finish(self, stage: Stage[M], prep: Prepared, record: dict[str, Any], value: Any,
+    def finish(self, stage: Stage[M], prep: Prepared, record: CallRecord, value: Any,
                source: str, t0: float) -> StageResult[M]:
         """The call's result, counted in the ledger (and checked against the budget)."""
         ok = value is not None
         result: StageResult[M] = StageResult(
-            stage=stage.name, key=prep.key, ok=ok, value=value, raw=record.get("text", ""),
+            stage=stage.name, key=prep.key, ok=ok, value=value,
+            raw=cast(str, record.get("text", "")),
             attempts=int(record.get("attempts", 0)), usage=Usage.from_dict(record.get("usage")),
-            model=record.get("model", ""), error=None if ok else record.get("error"),
+            model=cast(str, record.get("model", "")), error=None if ok else record.get("error"),
             source=source, mean_token_entropy=record.get("mean_token_entropy"),
             kind=None if ok else (record.get("kind") or "parse"))
         result.elapsed_s = asyncio.get_running_loop().time() - t0
@@ -286,7 +296,8 @@ class Client:
                 await self.aclose_providers()
         return asyncio.run(go())
 
-    def run_sync(self, stage: Stage[M], variables: dict[str, Any], **kw: Any) -> StageResult[M]:
+    def run_sync(self, stage: Stage[M], variables: Mapping[str, Any], **kw: Any
+                 ) -> StageResult[M]:
         return self.run_until_complete(self.run(stage, variables, **kw))
 
     def map_sync(self, stage: Stage[M], calls: Sequence[Call], **kw: Any
@@ -324,7 +335,7 @@ class Client:
             sem = self._limits[loop_key] = asyncio.Semaphore(self.settings.concurrency)
         return sem
 
-    async def fetch(self, prep: Prepared, stage: Stage) -> tuple[dict[str, Any], str]:
+    async def fetch(self, prep: Prepared, stage: Stage) -> tuple[CallRecord, str]:
         """Ask the provider once per key, even when several callers ask at once; keep the
         answer. Returns (record, source)."""
         key = prep.key
@@ -332,7 +343,7 @@ class Client:
         shared = self._inflight.get(key)
         if shared is not None:
             return await asyncio.shield(shared), "inflight"
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[CallRecord] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
             async with self.store.claim(key) as waited:
@@ -362,7 +373,7 @@ class Client:
             self._inflight.pop(key, None)
 
     async def _call(self, provider: Provider, req: ProviderRequest,
-                    stage: Stage) -> dict[str, Any]:
+                    stage: Stage) -> CallRecord:
         """One call under the overall deadline; every per-call failure becomes a record."""
         state = CallState(model=provider.resolve_model(), messages=list(req.messages))
         try:

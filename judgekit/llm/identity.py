@@ -10,7 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from judgekit.llm.types import Identity, JSONObject, Message, Sampling
 
 
 def canonical_json(obj: Any) -> str:
@@ -18,9 +21,9 @@ def canonical_json(obj: Any) -> str:
 
 
 def request_identity(*, provider: str, model: str, base_url: str | None,
-                     messages: list[dict[str, str]], sampling: dict[str, Any],
-                     schema: dict[str, Any] | None, template: str, template_hash: str,
-                     draw: int) -> dict[str, Any]:
+                     messages: list[Message], sampling: Sampling,
+                     schema: JSONObject | None, template: str, template_hash: str,
+                     draw: int) -> Identity:
     return {
         "provider": provider,
         "model": model,
@@ -37,7 +40,7 @@ _SCHEMA_SLOT = f"\x00judgekit-schema-{uuid.uuid4().hex}\x00"
 _SCHEMA_SLOT_JSON = json.dumps(_SCHEMA_SLOT)
 
 
-def identity_key(identity: dict[str, Any], schema_json: str | None = None) -> str:
+def identity_key(identity: Mapping[str, Any], schema_json: str | None = None) -> str:
     """sha256 of the canonical JSON of ``identity``.
 
     ``schema_json`` (the canonical JSON of ``identity["schema"]``, computed once per
@@ -52,9 +55,9 @@ def identity_key(identity: dict[str, Any], schema_json: str | None = None) -> st
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+def _flatten(obj: Any, prefix: str = "") -> dict[str, object]:
     if isinstance(obj, dict):
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for k, v in obj.items():
             out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
@@ -66,13 +69,14 @@ def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: obj}
 
 
-def differing_fields(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+def differing_fields(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     """Dotted paths whose values differ between two identities."""
     fa, fb = _flatten(a), _flatten(b)
     return sorted(k for k in set(fa) | set(fb) if fa.get(k, "<absent>") != fb.get(k, "<absent>"))
 
 
-def nearest(identity: dict[str, Any], candidates: list[dict[str, Any]]) -> tuple[int, list[str]]:
+def nearest(identity: Mapping[str, Any], candidates: Sequence[Mapping[str, Any]]
+            ) -> tuple[int, list[str]]:
     """Index of the candidate with the fewest differing fields, and those fields."""
     best, best_diff = -1, list[str]()
     for i, cand in enumerate(candidates):

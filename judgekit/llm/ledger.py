@@ -8,19 +8,43 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit.errors import ConfigError, RunAborted
+from judgekit.jsontypes import JSONObject
 from judgekit.llm.pricing import cost_usd
 from judgekit.llm.secrets import clip
-from judgekit.llm.types import StageResult
+from judgekit.llm.types import CallRecord, Message, StageResult
 
 BATCH_PRICE = 0.5  # the providers' batch services bill half the online price
 
 __all__ = ["BATCH_PRICE", "CallSummary", "Ledger", "Progress", "StageCalls", "StageStats",
            "normalise_budget"]
+
+
+class StageFailure(TypedDict):
+    """A failed call as a stage's statistics list it (key shortened, raw clipped)."""
+
+    key: str
+    kind: str
+    attempts: int
+    error: str | None
+    raw: str
+
+
+class FailureEntry(TypedDict):
+    """A failed call in the run's failure log (a line of failures.jsonl)."""
+
+    stage: str
+    key: str
+    kind: str
+    model: str | None
+    attempts: int
+    error: str | None
+    source: str
+    transcript: list[Message] | None
 
 
 class StageCalls(BaseModel):
@@ -68,9 +92,9 @@ class StageStats:
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
     failed_by_kind: dict[str, int] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[StageFailure] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {k: v for k, v in self.__dict__.items()}
 
 
@@ -83,7 +107,7 @@ class Ledger:
         self.min_calls = min_calls
         self.execution = execution
         self.stats: dict[str, StageStats] = {}
-        self.failure_log: list[dict[str, Any]] = []
+        self.failure_log: list[FailureEntry] = []
         self.batches_submitted = 0
         self.batch_requests_submitted = 0
         self.batch_fallbacks = 0
@@ -96,11 +120,11 @@ class Ledger:
             st = self.stats[name] = StageStats()
         return st
 
-    def log_failure(self, entry: dict[str, Any]) -> None:
+    def log_failure(self, entry: FailureEntry) -> None:
         self.failure_log.append(entry)
 
     def account(self, st: StageStats, model: str, res: StageResult[Any],
-                rec: dict[str, Any]) -> None:
+                rec: CallRecord) -> None:
         """Count one finished call: source, tokens, cost, failure."""
         if res.source in ("provider", "batch"):
             st.provider_calls += 1
@@ -165,7 +189,7 @@ class Ledger:
                            completion_tokens=d["completion_tokens"], cost_usd=d["cost_usd"],
                            failed_by_kind=d["failed_by_kind"], per_stage=stages)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JSONObject:
         stats = self.stats.values()
         costs = [s.cost_usd for s in stats]
         by_kind: dict[str, int] = {}

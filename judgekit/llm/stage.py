@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
+
+from judgekit.llm.types import JSONObject, Sampling
 
 OutT = TypeVar("OutT", bound=BaseModel)
 
@@ -28,11 +31,11 @@ class Stage(Generic[OutT]):
     name: str
     template: str
     output: type[OutT]
-    sampling: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    sampling: Sampling = field(default_factory=dict, hash=False, compare=False)
     variables: tuple[str, ...] = field(default=(), hash=False, compare=False)
 
     @cached_property
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> JSONObject:
         return self.output.model_json_schema()
 
     @cached_property
@@ -46,7 +49,7 @@ class Stage(Generic[OutT]):
 class Call:
     """One invocation of a stage: variables, model string, draw index, sampling."""
 
-    variables: dict[str, Any]
+    variables: Mapping[str, Any]
     model: str
     draw: int = 0
-    sampling: dict[str, Any] | None = None
+    sampling: Sampling | None = None

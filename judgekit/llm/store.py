@@ -18,7 +18,7 @@ from judgekit.llm.calls import check_record
 from judgekit.llm.cassette import Cassette
 from judgekit.llm.claims import Claims
 from judgekit.llm.stage import Stage
-from judgekit.llm.types import ANSWER_FAILURES
+from judgekit.llm.types import ANSWER_FAILURES, CallRecord, Identity
 
 log = logging.getLogger("judgekit.llm")
 
@@ -49,8 +49,8 @@ class Store:
             raise CassetteMissError("cassette mode none needs a cassette path")
         self.claims = _claims_for(self.cache, self.cassette)
 
-    def lookup(self, key: str, identity: dict[str, Any], stage: Stage
-               ) -> tuple[dict[str, Any] | None, Any, str]:
+    def lookup(self, key: str, identity: Identity, stage: Stage
+               ) -> tuple[CallRecord | None, Any, str]:
         """(record, value, source) of a recorded answer that still fits, or a miss
         (None, None, "provider"). In mode none a miss raises, naming what differs."""
         cas, mode = self.cassette, self.mode
@@ -92,8 +92,8 @@ class Store:
             return contextlib.nullcontext(False)
         return self.claims.hold(key)
 
-    def recheck(self, key: str, identity: dict[str, Any], stage: Stage, waited: bool
-                ) -> dict[str, Any] | None:
+    def recheck(self, key: str, identity: Identity, stage: Stage, waited: bool
+                ) -> CallRecord | None:
         """Another process's stored answer, if it fits: the cache is checked always (one
         read), the cassette journal only after waiting on that process's claim."""
         if self.claims is None:
@@ -107,7 +107,7 @@ class Store:
             self.cassette.put(key, identity, rec)
         return rec
 
-    def save(self, key: str, identity: dict[str, Any], record: dict[str, Any]) -> None:
+    def save(self, key: str, identity: Identity, record: CallRecord) -> None:
         """Keep a fresh record; stop the run if the only storage can no longer be written."""
         stored = False
         if record["ok"] and self.cache is not None:

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from judgekit.llm.types import JSONObject
+
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 
 
@@ -44,7 +46,7 @@ def parse_output(text: str, model: type[BaseModel]) -> BaseModel:
         raise ParseFailure(f"JSON does not match the schema: {errors}") from exc
 
 
-def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+def output_schema(model: type[BaseModel]) -> JSONObject:
     return model.model_json_schema()
 
 

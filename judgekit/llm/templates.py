@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -85,7 +86,7 @@ class TemplateLibrary:
     def names(self) -> list[str]:
         return sorted({p.name for folder in self.search for p in folder.glob("*.j2")})
 
-    def render(self, name: str, variables: dict[str, object]) -> list[dict[str, str]]:
+    def render(self, name: str, variables: Mapping[str, object]) -> list[dict[str, str]]:
         """Render template ``name`` to chat messages."""
         try:
             tmpl = self._template(name)
@@ -127,7 +128,7 @@ class TemplateLibrary:
             raise TemplateError(f"template {path} uses {', '.join(unknown)}, which the stage "
                                 f"does not pass (it passes {', '.join(sorted(variables))})")
 
-    def render_string(self, source: str, variables: dict[str, object]) -> str:
+    def render_string(self, source: str, variables: Mapping[str, object]) -> str:
         try:
             return self.env.from_string(source).render(**variables)
         except SecurityError as exc:

@@ -3,11 +3,61 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from pydantic import BaseModel
 
+from judgekit.jsontypes import JSONObject
+
 T = TypeVar("T", bound=BaseModel)
+
+# JSONObject: JSON whose shape another party defines (a provider's request and response
+# bodies, a batch file's lines, a batch journal entry, a JSON schema), read and checked
+# where it is used. judgekit's own shapes are the typed dicts and models below.
+# Sampling parameters as sent (temperature, top_p, max_tokens, seed, stop...).
+Sampling = dict[str, float | int | str | bool | list[str] | None]
+Message = dict[str, str]  # one chat message: role and content
+
+
+def int_param(sampling: Sampling, key: str, default: int) -> int:
+    """A whole-number sampling parameter (max_tokens, top_logprobs), or ``default``."""
+    v = sampling.get(key)
+    return int(v) if isinstance(v, (int, float, str)) and not isinstance(v, bool) and v != "" \
+        else default
+
+
+class TemplateRef(TypedDict):
+    name: str
+    hash: str
+
+
+class Identity(TypedDict):
+    """What a call's answer depends on; the sha256 of its canonical JSON keys the cache
+    and the cassette."""
+
+    provider: str
+    model: str
+    base_url: str | None
+    messages: list[Message]
+    sampling: Sampling
+    schema: JSONObject | None
+    template: TemplateRef
+    draw: int
+
+
+class CallRecord(TypedDict, total=False):
+    """One call's outcome as the cache and the cassette keep it."""
+
+    ok: bool
+    text: str | None
+    parsed: Any  # the output model's JSON (None for a failure)
+    attempts: int
+    usage: dict[str, int]
+    model: str | None
+    error: str | None
+    mean_token_entropy: float | None
+    kind: str  # a failure's kind
+    transcript: list[Message]  # a failure's messages
 
 # How a call can end without a usable answer.
 FAILURE_KINDS = ("transport", "http_4xx", "parse", "refusal", "truncated", "timeout")
@@ -43,7 +93,7 @@ class Usage:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> Usage:
+    def from_dict(cls, d: dict[str, int] | None) -> Usage:
         d = d or {}
         return cls(*(int(d.get(k, 0) or 0) for k in (
             "prompt_tokens", "completion_tokens", "cache_write_tokens", "cache_read_tokens")))
@@ -54,9 +104,9 @@ class ProviderRequest:
     """What a provider sees: messages, sampling and an optional JSON schema."""
 
     model: str
-    messages: list[dict[str, str]]
-    sampling: dict[str, Any]
-    schema: dict[str, Any] | None = None
+    messages: list[Message]
+    sampling: Sampling
+    schema: JSONObject | None = None
     schema_name: str = "output"
     base_url: str | None = None
     timeout: float = 60.0

@@ -9,12 +9,13 @@ from typing import Any
 from judgekit.nodata.config import AuditConfig, NoDataConfig, SyntheticConfig
 from judgekit.nodata.payload import AuditPayload, SyntheticPayload
 from judgekit.nodata.synthetic import PAPER, PAPER_PHI
+from judgekit.payload import Json
 from judgekit.report.document import Doc, Heading, Para, Table
 from judgekit.report.figures import lines
 from judgekit.results import RunResult
 
 
-def audit_figures(cfg: NoDataConfig, res: dict[str, Any], out: Path) -> None:
+def audit_figures(cfg: NoDataConfig, res: Json, out: Path) -> None:
     runs = res["runs"]
     lines(out / "success_vs_phi.png",
           {cfg.rubric_label: ([r["phi"] for r in runs], [r["success_rate"] for r in runs])},
@@ -22,7 +23,7 @@ def audit_figures(cfg: NoDataConfig, res: dict[str, Any], out: Path) -> None:
           title=f"No-Data audit of {cfg.models['evaluator']}")
 
 
-def synthetic_figures(cfg: NoDataConfig, res: dict[str, Any], out: Path) -> None:
+def synthetic_figures(cfg: NoDataConfig, res: Json, out: Path) -> None:
     _phi_figure(out / "success_vs_phi.png", res["runs"])
 
 
@@ -39,7 +40,7 @@ def _sources(data: Any) -> str:
                      for k, v in data.items())
 
 
-def _agreement_line(k: dict[str, Any]) -> str:
+def _agreement_line(k: Json) -> str:
     ag = k.get("agreement")
     if not ag:
         return "No human labels: agreement not computed."
@@ -70,7 +71,7 @@ def _pci(v: float | None, ci: list[float] | None) -> str:
     return _pct(v) if ci is None else f"{_pct(v)} [{_pct(ci[0])}, {_pct(ci[1])}]"
 
 
-def _verdict_table(v: dict[str, Any]) -> Table | None:
+def _verdict_table(v: Json) -> Table | None:
     """The evidence behind the decision, one row a reference."""
     if v.get("reference") is None:
         return None
@@ -104,7 +105,7 @@ def _verdict_table(v: dict[str, Any]) -> Table | None:
     return Table(["evidence", "value", "n"], rows, "verdict")
 
 
-def build_audit(cfg: NoDataConfig, r: dict[str, Any]) -> Doc:
+def build_audit(cfg: NoDataConfig, r: Json) -> Doc:
     k = r["known"]
     span = r["indices"] or f"from {r['start']}"
     rows = [[x["rubric"], x["phi"], _pct(k.get("accuracy")), _pct(k.get("f1")),
@@ -170,7 +171,7 @@ def build_audit(cfg: NoDataConfig, r: dict[str, Any]) -> Doc:
     return Doc(title.replace("`", ""), parts)
 
 
-def build_synthetic(cfg: NoDataConfig, res: dict[str, Any]) -> Doc:
+def build_synthetic(cfg: NoDataConfig, res: Json) -> Doc:
     rows = []
     for r in res["runs"]:
         paper = PAPER.get((r["phenomenon"], r["evaluator"]), {})
@@ -221,12 +222,12 @@ def build_synthetic(cfg: NoDataConfig, res: dict[str, Any]) -> Doc:
     ])
 
 
-def _at_paper_phi(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _at_paper_phi(runs: list[Json]) -> list[Json]:
     at = [r for r in runs if abs(r["phi"] - PAPER_PHI) < 1e-9]
     return at or runs
 
 
-def _phi_figure(path: Path, runs: list[dict[str, Any]]) -> None:
+def _phi_figure(path: Path, runs: list[Json]) -> None:
     series: dict[str, tuple[list[float], list[float]]] = {}
     for r in runs:
         key = f"{r['phenomenon']} {r['evaluator']}"

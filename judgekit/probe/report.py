@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from judgekit.payload import Json
 from judgekit.probe.config import ProbeConfig
 from judgekit.probe.payload import ProbePayload
 from judgekit.report.document import Doc, Heading, Para, Table
 from judgekit.results import RunResult
 
 
-def build(cfg: ProbeConfig, r: dict[str, Any]) -> Doc:
+def build(cfg: ProbeConfig, r: Json) -> Doc:
     lv = f"{cfg.level:.0%}"
     nf, rr = r["noise_floor"], r["rerun_flips"]
     cons = [[t["name"], _pct(t["flip_rate"]), _pct(t["noise_floor"]),
@@ -83,7 +84,7 @@ def build(cfg: ProbeConfig, r: dict[str, Any]) -> Doc:
     return Doc(f"Probe of {r['judge']}", parts)
 
 
-def _natural(r: dict[str, Any], lv: str) -> list[Any]:
+def _natural(r: Json, lv: str) -> list[Any]:
     rows = []
     for key, name in (("self_preference", "own model family"), ("length_bias", "longer answer")):
         x = r.get(key)
@@ -104,7 +105,7 @@ def _natural(r: dict[str, Any], lv: str) -> list[Any]:
                    "n"], rows, "preferences")]
 
 
-def _plan(r: dict[str, Any]) -> list[Any]:
+def _plan(r: Json) -> list[Any]:
     pl = r.get("plan")
     if not pl or not pl.get("rows"):
         return []
@@ -120,7 +121,7 @@ def _plan(r: dict[str, Any]) -> list[Any]:
                    *[f"effect {e}" for e in effects]], rows, "plan")]
 
 
-def _sequential(r: dict[str, Any]) -> list[Any]:
+def _sequential(r: Json) -> list[Any]:
     sq = r.get("sequential")
     if not sq:
         return []
@@ -145,7 +146,7 @@ def _ci(ci: Any) -> str:
     return "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def figures(cfg: ProbeConfig, r: dict[str, Any], out: Path) -> None:
+def figures(cfg: ProbeConfig, r: Json, out: Path) -> None:
     """probe.png: each transform's flip rate (Wilson interval at the run's level) against
     the noise floor (its interval as a band), and each signed bias with its paired
     interval against zero."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from judgekit.jsontypes import JSONObject
 from judgekit.report.document import Doc, to_html
 
 _CSS = """
@@ -96,7 +97,7 @@ MAX_REST_SHOWN = 300  # rows beyond MAX_ITEMS listed at once for a search
 Item = tuple[str, str, str]  # (kind for the filter, summary line, body HTML)
 
 
-def generic_item(rec: dict[str, Any]) -> Item:
+def generic_item(rec: JSONObject) -> Item:
     if "success" in rec:
         kind = "pass" if rec["success"] else "fail"
     else:
@@ -114,8 +115,8 @@ def ci_text(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def write_report_html(out: Path, doc: Doc, details: dict[str, list[dict[str, Any]]],
-                      views: Mapping[str, Callable[[dict[str, Any]], Item]] | None = None
+def write_report_html(out: Path, doc: Doc, details: dict[str, list[JSONObject]],
+                      views: Mapping[str, Callable[[JSONObject], Item]] | None = None
                       ) -> Path:
     """Write ``out/report.html`` from the report document, the figures in ``out`` and the
     per-item records."""

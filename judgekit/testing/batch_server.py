@@ -20,10 +20,10 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from aiohttp import web
 
+from judgekit.jsontypes import JSONObject
 from judgekit.testing.chaos import default_answer
 from judgekit.testing.loopback import LoopbackServer
 
@@ -37,13 +37,13 @@ class BatchServer(LoopbackServer):
 
     def __init__(self, *, polls_to_end: int = 2, error_rate: float = 0.0,
                  expire_rate: float = 0.0, bad_first_rate: float = 0.0,
-                 answer: Callable[[str], dict[str, Any]] = default_answer) -> None:
+                 answer: Callable[[str], JSONObject] = default_answer) -> None:
         self.polls_to_end = polls_to_end
         self.error_rate, self.expire_rate = error_rate, expire_rate
         self.bad_first_rate = bad_first_rate
         self.answer = answer
         self.files: dict[str, bytes] = {}
-        self.batches: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, JSONObject] = {}
         self.submissions: Counter[tuple[str, str]] = Counter()
         self.seen: Counter[str] = Counter()
         self.online = 0
@@ -68,7 +68,7 @@ class BatchServer(LoopbackServer):
             return "bad"
         return "ok"
 
-    def _chat(self, body: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    def _chat(self, body: JSONObject, text: str | None = None) -> JSONObject:
         prompt = str(body["messages"][-1]["content"])
         content = text if text is not None else json.dumps(self.answer(prompt))
         return {"id": "chatcmpl-b", "object": "chat.completion", "created": 0,
@@ -78,7 +78,7 @@ class BatchServer(LoopbackServer):
                              "logprobs": None, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 20, "completion_tokens": 12, "total_tokens": 32}}
 
-    def _message(self, params: dict[str, Any], bad: bool = False) -> dict[str, Any]:
+    def _message(self, params: JSONObject, bad: bool = False) -> JSONObject:
         prompt = str(params["messages"][-1]["content"])
         tool = (params.get("tools") or [{"name": "output"}])[0]["name"]
         content = ([{"type": "text", "text": "not json at all"}] if bad else
@@ -116,7 +116,7 @@ class BatchServer(LoopbackServer):
                              "metadata": body.get("metadata") or {}}
         return web.json_response(self._oa_obj(bid))
 
-    def _oa_obj(self, bid: str) -> dict[str, Any]:
+    def _oa_obj(self, bid: str) -> JSONObject:
         b = self.batches[bid]
         n = len(b["lines"])
         obj = {"id": bid, "object": "batch", "endpoint": "/v1/chat/completions",
@@ -205,7 +205,7 @@ class BatchServer(LoopbackServer):
                              "status": "in_progress", "cancelled": False}
         return web.json_response(self._an_obj(bid, request))
 
-    def _an_obj(self, bid: str, request: web.Request) -> dict[str, Any]:
+    def _an_obj(self, bid: str, request: web.Request) -> JSONObject:
         b = self.batches[bid]
         ended = b["status"] == "ended"
         counts = {"processing": 0 if ended else len(b["lines"]), "succeeded": b.get("ok", 0),

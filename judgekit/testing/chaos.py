@@ -23,17 +23,17 @@ import json
 import random
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from aiohttp import web
 
+from judgekit.jsontypes import JSONObject
 from judgekit.testing.loopback import LoopbackServer
 
 FAULTS = ("429", "500", "503", "529", "reset_before", "reset_mid", "non_json", "hang")
 _RETRY_AFTER = ("1", "nan", "86400", "-5", "inf", "Wed, 21 Oct 2015 07:28:00 GMT", "0.2")
 
 
-def default_answer(prompt: str) -> dict[str, Any]:
+def default_answer(prompt: str) -> JSONObject:
     """The answer the server gives for ``prompt``: ordinary hyphenated text that a
     careless secret scrubber would corrupt."""
     tag = hashlib.sha256(prompt.encode()).hexdigest()[:8]
@@ -56,7 +56,7 @@ class ChaosServer(LoopbackServer):
 
     def __init__(self, *, rates: dict[str, float] | None = None, permanent_400: float = 0.0,
                  plan: dict[str, list[str]] | None = None, seed: int = 0, hang_s: float = 5.0,
-                 answer: Callable[[str], dict[str, Any]] = default_answer,
+                 answer: Callable[[str], JSONObject] = default_answer,
                  delay_s: float = 0.0) -> None:
         self.delay_s = delay_s
         self.rates = dict(rates or {})
@@ -141,7 +141,7 @@ class ChaosServer(LoopbackServer):
         router.add_get("/stats", self._stats)
 
 
-def _chat(content: str, finish: str, refusal: str | None = None) -> dict[str, Any]:
+def _chat(content: str, finish: str, refusal: str | None = None) -> JSONObject:
     """A chat.completion object as documented in OpenAI's API reference."""
     return {
         "id": "chatcmpl-chaos", "object": "chat.completion", "created": 1741569952,

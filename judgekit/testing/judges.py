@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.jsontypes import JSONObject
 from judgekit.llm.types import ProviderRequest
 
 _MARK = re.compile(r"\[\[((?:\s*c\d+=[01])+)\s*\]\]")
@@ -32,7 +33,7 @@ _PROMPT = re.compile(r"<PROMPT>\n(.*?)\n</PROMPT>", re.DOTALL)
 
 
 def make_items(n: int, criteria: int = 3, p: float = 0.7, seed: int = 0,
-               pass_rate: float | None = None) -> list[dict[str, Any]]:
+               pass_rate: float | None = None) -> list[JSONObject]:
     """Judged items whose true criterion values are drawn Bernoulli(p); label = all.
     ``pass_rate`` sets p so that a share ``pass_rate`` of items pass every criterion."""
     if pass_rate is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from judgekit.payload import Json
 from judgekit.report.document import Doc
 from judgekit.report.figures import pyplot, save
 from judgekit.results import RunResult
@@ -30,7 +31,7 @@ def _f(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def build(cfg: VBScoreConfig, res: dict[str, Any]) -> Doc:
+def build(cfg: VBScoreConfig, res: Json) -> Doc:
     a = cfg.alpha
     calls = res["calls"]
     t1 = [[d["name"], _f(d["vb"]), _ci(d["vb_ci"]), _f(d["es"]), _ci(d["es_ci"]),
@@ -94,11 +95,11 @@ def build(cfg: VBScoreConfig, res: dict[str, Any]) -> Doc:
     return doc
 
 
-def _self_check(doc: Doc, check: dict[str, Any], level: float) -> None:
+def _self_check(doc: Doc, check: Json, level: float) -> None:
     t, it = check.get("tagger"), check.get("interpretations") or {}
     rows = []
 
-    def row(step: str, what: str, r: dict[str, Any] | None, unit: str) -> None:
+    def row(step: str, what: str, r: Json | None, unit: str) -> None:
         if r:
             rows.append([step, what, _f(r["rate"]), _ci(r["ci"]), r["n"],
                          f"{r.get('clusters', r['n'])} {unit}"])
@@ -127,7 +128,7 @@ def _self_check(doc: Doc, check: dict[str, Any], level: float) -> None:
     doc.table(["step", "what", "rate", f"{level:.0%} CI", "n", "clusters"], rows, "self_check")
 
 
-def figures(cfg: VBScoreConfig, res: dict[str, Any], out: Path) -> None:
+def figures(cfg: VBScoreConfig, res: Json, out: Path) -> None:
     rows = [d for d in res["datasets"] if d["vb"] is not None]
     if not rows:
         return
@@ -152,8 +153,8 @@ def figures(cfg: VBScoreConfig, res: dict[str, Any], out: Path) -> None:
 FOREST_ROWS = 15  # per end: the figure's size does not grow with the collection
 
 
-def forest_rows(qs: list[dict[str, Any]], key: str, per_end: int = FOREST_ROWS
-                ) -> tuple[list[dict[str, Any]], int]:
+def forest_rows(qs: list[Json], key: str, per_end: int = FOREST_ROWS
+                ) -> tuple[list[Json], int]:
     """The queries a forest plot shows: all of them when few, else the ``per_end`` lowest
     and highest VB (the extremes a reader looks for) and how many were left out."""
     if len(qs) <= 2 * per_end:
@@ -162,7 +163,7 @@ def forest_rows(qs: list[dict[str, Any]], key: str, per_end: int = FOREST_ROWS
     return order[:per_end] + order[-per_end:], len(qs) - 2 * per_end
 
 
-def _forest(plt: Any, qs: list[dict[str, Any]], cfg: VBScoreConfig, out: Path) -> None:
+def _forest(plt: Any, qs: list[Json], cfg: VBScoreConfig, out: Path) -> None:
     import numpy as np
 
     key = repr(cfg.alpha)
@@ -189,7 +190,7 @@ def _forest(plt: Any, qs: list[dict[str, Any]], cfg: VBScoreConfig, out: Path) -
     save(fig, out / "forest.png")
 
 
-def _vb_vs_es(ax: Any, rows: list[dict[str, Any]], names: list[str], alpha: float) -> None:
+def _vb_vs_es(ax: Any, rows: list[Json], names: list[str], alpha: float) -> None:
     x = range(len(rows))
     vb = [d["vb"] for d in rows]
     err = [[d["vb"] - d["vb_ci"][0] for d in rows], [d["vb_ci"][1] - d["vb"] for d in rows]]
@@ -200,7 +201,7 @@ def _vb_vs_es(ax: Any, rows: list[dict[str, Any]], names: list[str], alpha: floa
     ax.legend(fontsize=8)
 
 
-def _baselines(ax: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
+def _baselines(ax: Any, rows: list[Json], names: list[str]) -> None:
     import numpy as np
 
     x = np.arange(len(rows))
@@ -211,7 +212,7 @@ def _baselines(ax: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
     ax.legend(fontsize=8)
 
 
-def _uncertainty(ax: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
+def _uncertainty(ax: Any, rows: list[Json], names: list[str]) -> None:
     import numpy as np
 
     x = np.arange(len(rows))
@@ -224,7 +225,7 @@ def _uncertainty(ax: Any, rows: list[dict[str, Any]], names: list[str]) -> None:
     ax.legend(fontsize=8)
 
 
-def _alpha(ax: Any, rows: list[dict[str, Any]], cfg: VBScoreConfig) -> None:
+def _alpha(ax: Any, rows: list[Json], cfg: VBScoreConfig) -> None:
     for d in rows:
         ax.plot(cfg.alphas, [d["vb_by_alpha"][repr(a)] for a in cfg.alphas], marker="o",
                 label=d["name"])

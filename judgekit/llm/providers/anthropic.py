@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from judgekit.errors import ProviderError
 from judgekit.llm.providers.base import Provider, register
 from judgekit.llm.secrets import clip
-from judgekit.llm.types import Completion, ProviderRequest, Usage
+from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param
 
 API_VERSION = "2023-06-01"
 # Anthropic stop reasons in the client's terms: both token limits are a cut-off answer.
@@ -17,13 +16,13 @@ STOP_REASONS = {"max_tokens": "length", "model_context_window_exceeded": "length
                 "end_turn": "stop", "stop_sequence": "stop"}
 
 
-def messages_payload(model: str, req: ProviderRequest) -> dict[str, Any]:
+def messages_payload(model: str, req: ProviderRequest) -> JSONObject:
     system = "\n\n".join(m["content"] for m in req.messages if m["role"] == "system")
     turns = [m for m in req.messages if m["role"] != "system"]
     s = req.sampling
-    payload: dict[str, Any] = {
+    payload: JSONObject = {
         "model": model,
-        "max_tokens": int(s.get("max_tokens") or 1024),
+        "max_tokens": int_param(s, "max_tokens", 1024) or 1024,
         "messages": [{"role": m["role"], "content": m["content"]} for m in turns],
     }
     if system:
@@ -41,7 +40,7 @@ def messages_payload(model: str, req: ProviderRequest) -> dict[str, Any]:
     return payload
 
 
-def parse_messages_response(data: dict[str, Any]) -> Completion:
+def parse_messages_response(data: JSONObject) -> Completion:
     blocks = data.get("content")
     if not isinstance(blocks, list):
         raise ProviderError(f"anthropic: response has no content list: {clip(str(data), 200)}",

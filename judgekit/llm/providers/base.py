@@ -17,7 +17,7 @@ import aiohttp
 
 from judgekit.errors import ConfigError, MissingDependencyError, MissingKeyError, ProviderError
 from judgekit.llm.secrets import clip, scrub_text
-from judgekit.llm.types import Completion, ProviderRequest
+from judgekit.llm.types import Completion, JSONObject, ProviderRequest
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 # Statuses no other call of the run can escape: bad key, payment, no access, no model.
@@ -153,8 +153,8 @@ class Provider:
         if sess is not None:
             await sess.close()
 
-    async def post_json(self, url: str, payload: dict[str, Any], headers: dict[str, str],
-                        timeout: float) -> dict[str, Any]:
+    async def post_json(self, url: str, payload: JSONObject, headers: dict[str, str],
+                        timeout: float) -> JSONObject:
         """POST JSON and return the decoded object.
 
         Every way an HTTP exchange can go wrong becomes a ProviderError: retryable

@@ -15,7 +15,7 @@ from judgekit.llm.providers.base import (
 )
 from judgekit.llm.providers.openai import mean_entropy_bits
 from judgekit.llm.secrets import clip
-from judgekit.llm.types import Completion, ProviderRequest, Usage
+from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage
 
 
 def import_litellm() -> Any:
@@ -36,7 +36,7 @@ class LiteLLMProvider(Provider):
 
     async def generate(self, request: ProviderRequest) -> Completion:
         litellm = import_litellm()
-        kwargs: dict[str, Any] = {
+        kwargs: JSONObject = {
             k: v for k, v in request.sampling.items()
             if v is not None and k in ("temperature", "top_p", "max_tokens", "seed", "logprobs",
                                        "top_logprobs")

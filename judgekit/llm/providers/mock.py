@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from judgekit.errors import ConfigError
 from judgekit.llm.providers.base import Provider, register
-from judgekit.llm.types import Completion, ProviderRequest, Usage
+from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage
 
 Output = Union[str, dict, BaseModel, BaseException, Completion]
 Script = Union[Callable[[ProviderRequest], Output], Sequence[Output]]
@@ -121,7 +121,7 @@ class ScriptProvider(MockProvider):
         self.named = model is not None
 
 
-def auto_output(model: str, request: ProviderRequest) -> dict[str, Any] | str:
+def auto_output(model: str, request: ProviderRequest) -> JSONObject | str:
     """A valid value for the request's output schema, derived from the seed in the model
     name (``auto:7``), the messages and the draw: same request, same answer."""
     seed = model.partition(":")[2] or "0"
@@ -137,8 +137,8 @@ def auto_output(model: str, request: ProviderRequest) -> dict[str, Any] | str:
 WORDS = ("A", "B", "1", "2", "E1", "E2", "none", "yes", "no")
 
 
-def fill_schema(schema: dict[str, Any], rng: random.Random,
-                defs: dict[str, Any] | None = None, depth: int = 0) -> Any:
+def fill_schema(schema: JSONObject, rng: random.Random,
+                defs: JSONObject | None = None, depth: int = 0) -> Any:
     """A value valid under a JSON Schema (the subset Pydantic emits)."""
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:

@@ -14,13 +14,13 @@ from typing import Any, ClassVar
 from judgekit.errors import ProviderError
 from judgekit.llm.providers.base import Provider, register
 from judgekit.llm.secrets import clip
-from judgekit.llm.types import Completion, ProviderRequest, Usage
+from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param
 
 
 def chat_payload(model: str, req: ProviderRequest, *, schema_mode: str = "json_schema",
-                 max_tokens_field: str = "max_tokens") -> dict[str, Any]:
+                 max_tokens_field: str = "max_tokens") -> JSONObject:
     """The /chat/completions request body for ``req``."""
-    payload: dict[str, Any] = {"model": model, "messages": req.messages}
+    payload: JSONObject = {"model": model, "messages": req.messages}
     s = req.sampling
     for name in ("temperature", "top_p", "seed"):
         if s.get(name) is not None:
@@ -29,7 +29,7 @@ def chat_payload(model: str, req: ProviderRequest, *, schema_mode: str = "json_s
         payload[max_tokens_field] = s["max_tokens"]
     if s.get("logprobs"):
         payload["logprobs"] = True
-        payload["top_logprobs"] = int(s.get("top_logprobs") or 5)
+        payload["top_logprobs"] = int_param(s, "top_logprobs", 5) or 5
     if req.schema is not None:
         if schema_mode == "json_schema":
             payload["response_format"] = {
@@ -41,7 +41,7 @@ def chat_payload(model: str, req: ProviderRequest, *, schema_mode: str = "json_s
     return payload
 
 
-def parse_chat_response(data: dict[str, Any], provider: str) -> Completion:
+def parse_chat_response(data: JSONObject, provider: str) -> Completion:
     try:
         choice = data["choices"][0]
         message = choice["message"]
