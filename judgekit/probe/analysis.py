@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.judging.placebo import PLACEBO
+from judgekit.payload import Json
 from judgekit.probe.config import ProbeConfig
 from judgekit.probe.pairs import Pair
 from judgekit.stats.agreement import (
@@ -123,26 +124,11 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
                                          pairs) for t in names) if r is not None]
     biases = _biases(cfg, verdicts, names, pointwise)
     natural = {} if pointwise else _natural(cfg, pairs, base)
-    tested = [r for r in natural.values() if r and r.get("p_value") is not None]
-    alpha = 1 - cfg.level
-    adj = benjamini_hochberg([r["p_value"] for r in rows + biases + tested])
-    for r, p in zip(rows + biases + tested, adj):
-        r["p_adjusted"] = p
-    for r in tested:
-        if r["verdict"] == "preference shown" and r["p_adjusted"] >= alpha:
-            r["verdict"] = "no preference shown"
-    for r in rows:
-        shown = r["p_adjusted"] < alpha and r["excess_ci"][0] > 0
-        r["verdict"] = ("inconsistent: flips more than the placebo" if shown else
-                        "consistent: not shown above the placebo")
-    for r in biases:
-        shown = r["p_adjusted"] < alpha and (r["ci"][0] > 0 or r["ci"][1] < 0)
-        r["verdict"] = "biased" if shown else "no bias shown"
+    _decide(cfg, rows, biases, [r for r in natural.values()
+                                if r and r.get("p_value") is not None])
     by = {b["name"]: b for b in biases}
-    pos = None if pointwise or "swap" not in by else {
-        k: by["swap"][k] for k in ("bias", "ci", "n", "p_value", "p_adjusted", "verdict")}
-    pad = None if "pad" not in by else {
-        k: by["pad"][k] for k in ("bias", "ci", "n", "p_value", "p_adjusted", "verdict")}
+    pos = None if pointwise else _headline_bias(by, "swap")
+    pad = _headline_bias(by, "pad")
     both = [v for v in verdicts if v.get("run0") and v.get("swap")]
     consistent = [v["run0"] == v["swap"] for v in both]
     acc = _accuracy(cfg, pairs, verdicts)
@@ -171,17 +157,50 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
                                                       for d in range(cfg.repeats)}) > 1
                                                  for i in range(n)]),
         **natural,
-        "items": [{"id": p.id, "question": p.question, "a": p.a, "b": p.b,
-                   "correct": p.correct, "verdicts": verdicts[i],
-                   **({"model_a": p.model_a, "model_b": p.model_b} if p.model_a or p.model_b
-                      else {}),
-                   "flipped_under": [r["name"] for r in rows if p.id in r["flipped"]]}
-                  for i, p in enumerate(pairs)],
+        "items": _items(pairs, verdicts, rows),
     }
     from judgekit.probe.bias import plan
 
     out["plan"] = plan(out, cfg.plan_power)
     return out
+
+
+def _decide(cfg: ProbeConfig, rows: list[Json], biases: list[Json], tested: list[Json]
+            ) -> None:
+    """Every decision in one Benjamini-Hochberg family at 1 - level: consistency rows,
+    biases and the natural preferences."""
+    alpha = 1 - cfg.level
+    adj = benjamini_hochberg([r["p_value"] for r in rows + biases + tested])
+    for r, p in zip(rows + biases + tested, adj):
+        r["p_adjusted"] = p
+    for r in tested:
+        if r["verdict"] == "preference shown" and r["p_adjusted"] >= alpha:
+            r["verdict"] = "no preference shown"
+    for r in rows:
+        shown = r["p_adjusted"] < alpha and r["excess_ci"][0] > 0
+        r["verdict"] = ("inconsistent: flips more than the placebo" if shown else
+                        "consistent: not shown above the placebo")
+    for r in biases:
+        shown = r["p_adjusted"] < alpha and (r["ci"][0] > 0 or r["ci"][1] < 0)
+        r["verdict"] = "biased" if shown else "no bias shown"
+
+
+def _headline_bias(by: dict[str, Json], name: str) -> Json | None:
+    """A bias's headline figures (position: swap; padding: pad), if it was measured."""
+    if name not in by:
+        return None
+    return {k: by[name][k] for k in ("bias", "ci", "n", "p_value", "p_adjusted", "verdict")}
+
+
+def _items(pairs: list[Pair], verdicts: list[dict[str, str | None]], rows: list[Json]
+           ) -> list[Json]:
+    """One record per pair: its texts, every verdict, the transforms that flipped it."""
+    return [{"id": p.id, "question": p.question, "a": p.a, "b": p.b, "correct": p.correct,
+             "verdicts": verdicts[i],
+             **({"model_a": p.model_a, "model_b": p.model_b} if p.model_a or p.model_b
+                else {}),
+             "flipped_under": [r["name"] for r in rows if p.id in r["flipped"]]}
+            for i, p in enumerate(pairs)]
 
 
 def _natural(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None]
