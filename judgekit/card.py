@@ -19,11 +19,15 @@ __all__ = ["CardRow", "JudgeCard", "build", "judge_card", "write"]
 
 
 class JudgeCard(BaseModel):
+    """card.json (schema 2: rows carry a stable ``key`` and a ``decision``; the
+    findings are listed)."""
+
     model_config = ConfigDict(extra="forbid")
-    schema_version: int = 1
+    schema_version: int = 2
     judge: str
     runs: list[str]
     rows: list[CardRow]
+    findings: list[str]
 
 
 def judge_card(runs: list[str | Path], out: str | Path | None = None) -> JudgeCard:
@@ -60,7 +64,20 @@ def build(paths: list[str | Path]) -> JudgeCard:
                           ", ".join(f"{j} ({s})" for s, j in judges.items()))
     order = {"bias": 0, "consistency": 1, "people": 2, "audit": 3}
     rows.sort(key=lambda r: order.get(r.section, 9))
-    return JudgeCard(judge=next(iter(judges.values())), runs=names, rows=rows)
+    findings = [f"{r.measure}: {r.decision} ({_num(r.estimate)}, interval {_ci(r.ci)}, "
+                f"n = {r.n}" + ("" if r.baseline is None else
+                                f"; best uninformed judge {r.baseline:.3f}") + f"; {r.source})"
+                for r in rows if r.finding]
+    return JudgeCard(judge=next(iter(judges.values())), runs=names, rows=rows,
+                     findings=findings)
+
+
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _ci(ci: list[float] | None) -> str:
+    return "n/a" if not ci or ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 def write(card: JudgeCard, out: str | Path) -> Path:

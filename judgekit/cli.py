@@ -256,6 +256,7 @@ def schema(method: str = typer.Argument(..., help="one of " + ", ".join(_methods
 
 
 app.command()(tables.compare)
+app.command("analyse")(tables.analyse)
 app.command("export")(tables.export_run)
 app.command("plan")(tables.plan)
 app.command("card")(tables.card)

@@ -120,13 +120,8 @@ def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of on
 
     c = build([str(r) for r in runs])
     folder = write(c, out)
-    shown = [r for r in c.rows if r.verdict.startswith(("biased", "inconsistent",
-                                                        "preference shown", "do not trust"))]
     console.print(f"judge {c.judge}: {len(c.rows)} measures from {len(c.runs)} run(s); "
-                  f"{len(shown)} finding(s)" + "".join(f"\n  {r.measure}: {r.estimate:+.3f} "
-                                                     f"(n = {r.n}; {r.verdict})"
-                                                     for r in shown
-                                                     if r.estimate is not None))
+                  f"{len(c.findings)} finding(s)" + "".join(f"\n  {f}" for f in c.findings))
     console.print(f"wrote {folder}")
 
 
@@ -137,3 +132,38 @@ def local_info() -> None:
 
     for line in build_info():
         print(line)
+
+
+def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or JSONL table "
+                                        "(pointwise or pairwise) or an alpaca_eval "
+                                        "annotations.json"),
+            out: Path = typer.Option(..., "--out", help="folder for results.json and "
+                                     "report.html"),
+            fmt: str = typer.Option("auto", "--format",
+                                    help="auto, csv, jsonl, alpaca_eval or llmbar"),
+            map_: list[str] = typer.Option([], "--map", help="ROLE=COLUMN, e.g. judge=gpt4 "
+                                           "(repeat; roles not given are detected)"),
+            level: float = typer.Option(0.95, "--level", min=0.5, max=0.999,
+                                        help="interval level"),
+            seed: int = typer.Option(0, "--seed", help="seed of the bootstrap intervals"),
+            overwrite: bool = typer.Option(False, "--overwrite",
+                                           help="replace a previous run's outputs in --out")
+            ) -> None:
+    """Analyse verdicts a judge already gave (no model call, no key, no network)."""
+    from judgekit.api import run_config
+    from judgekit.config import parse_assignment
+    from judgekit.errors import ConfigError
+
+    if fmt not in ("auto", "csv", "jsonl", "alpaca_eval", "llmbar"):
+        raise ConfigError(f"--format {fmt!r}: use auto, csv, jsonl, alpaca_eval or llmbar")
+    if not file.is_file():
+        raise ConfigError(f"{file}: no such file")
+    roles = {}
+    for m in map_:
+        role, column = parse_assignment(m, "--map")
+        roles[role] = str(column)
+    doc = {"method": "verdicts", "name": file.stem, "data_path": str(file),
+           "data_format": fmt, "roles": roles, "level": level, "seed": seed}
+    _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
+    console.print(shown["headline"])
+    console.print(f"wrote {folder}")

@@ -40,6 +40,7 @@ BUILTIN = (
     _Entry("probe", None, "judgekit.probe.spec:SPEC"),
     _Entry("ondemand", "simulation", "judgekit.ondemand.spec:SIMULATION"),
     _Entry("ondemand", "label", "judgekit.ondemand.spec:LABEL"),
+    _Entry("verdicts", None, "judgekit.verdicts.spec:SPEC"),
 )
 
 _LOADED: dict[tuple[str, str | None], MethodSpec[Any, Any]] = {}

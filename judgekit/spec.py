@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
 from judgekit.payload import Json, Payload
 from judgekit.results import RunResult
@@ -39,18 +39,33 @@ Row = TableRow
 ItemView = Callable[[Json], tuple[str, str, str]]
 
 
+FLAGGED = ("biased", "inconsistent", "preference shown", "do not trust",
+           "not above the best uninformed judge", "no agreement beyond chance")
+
+
 class CardRow(BaseModel):
-    """One row of a judge card: a measure with its estimate, interval, n and decision."""
+    """One row of a judge card: a measure with its stable key, estimate, interval, n,
+    the best uninformed judge's score where one applies, and the decision taken on it
+    (``finding``: the decision is a claim against the judge)."""
 
     model_config = ConfigDict(extra="forbid")
+    key: str  # stable: position_bias, order_consistency, accuracy, kappa, ac1, ...
     section: str  # bias, consistency, self-check, people, audit
     measure: str
     estimate: float | None
     ci: list[float] | None
     n: int
-    verdict: str
+    decision: str
     units: str  # what the number is: a difference of shares, a share, a kappa
     source: str  # the run folder's name
+    baseline: float | None = None
+    finding: bool = False
+
+    @model_validator(mode="after")
+    def _flag(self) -> CardRow:
+        if self.decision.startswith(FLAGGED):
+            self.finding = True
+        return self
 
 
 class CompareRow(BaseModel):

@@ -126,7 +126,7 @@ TOP_LEVEL = {"Call", "CassetteMissError", "Client", "ClientSettings", "ConfigErr
              "compare", "judge_card", "load_results", "probe_judge", "run"}
 PACKAGES = sorted(".".join(p.relative_to(PKG.parent).parent.parts)
                   for p in PKG.rglob("__init__.py"))
-METHODS = ("vbscore", "nodata", "probe", "ondemand")
+METHODS = ("vbscore", "nodata", "probe", "ondemand", "verdicts")
 
 
 def test_top_level_surface():

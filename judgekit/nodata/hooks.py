@@ -29,19 +29,23 @@ def card_rows(d: AuditPayload, src: str) -> list[CardRow]:
     v = d.verdict
     if v is None:
         return []
-    out = [CardRow(section="audit", measure="No-Data audit: claimed breakdown confirmed by "
-                   "the verifier", estimate=v.success_rate, ci=v.success_ci,
-                   n=v.n_items or 0, verdict=f"{v.decision}: {v.reason}", units="share",
-                   source=src)]
+    out = [CardRow(key="audit_success", section="audit",
+                   measure="No-Data audit: claimed breakdown confirmed by the verifier",
+                   estimate=v.success_rate, ci=v.success_ci, n=v.n_items or 0,
+                   decision=f"{v.decision}: {v.reason}", units="share", source=src)]
     la = v.label_accuracy
     if la is not None and la.n:
         from judgekit.stats.proportions import wilson_interval
 
         ci = wilson_interval(round(la.accuracy * la.n), la.n, v.level or 0.95)
-        out.append(CardRow(section="people", measure="label accuracy against people (audit "
-                           "items)", estimate=la.accuracy, ci=list(ci), n=la.n,
-                           verdict=f"best uninformed judge {la.majority_label:.3f}",
-                           units="share", source=src))
+        best = max(la.majority_label, la.random_at_judge_rate)
+        above = la.excess_ci[0] > 0
+        out.append(CardRow(key="accuracy", section="people",
+                           measure="label accuracy against people (audit items)",
+                           estimate=la.accuracy, ci=list(ci), n=la.n, baseline=best,
+                           decision="above the best uninformed judge" if above else
+                           "not above the best uninformed judge", units="share",
+                           source=src))
     return out
 
 

@@ -29,28 +29,38 @@ def judge(result: RunResult[ProbePayload]) -> str | None:
 
 def card_rows(d: ProbePayload, src: str) -> list[CardRow]:
     """The probe's rows of a judge card: biases, consistency, agreement with people."""
-    out = [CardRow(section="bias", measure=f"{b.name}: {b.what}", estimate=b.bias, ci=b.ci,
-                   n=b.n, verdict=b.verdict or "-", units="difference of shares", source=src)
-           for b in d.biases]
-    out += [CardRow(section="consistency", measure=f"{t.name}: flips above the placebo's",
-                    estimate=t.excess, ci=t.excess_ci, n=t.n, verdict=t.verdict,
-                    units="difference of shares", source=src) for t in d.transforms]
-    for x, what in ((d.self_preference, "prefers its own model family"),
-                    (d.length_bias, "prefers the longer answer (natural pairs)")):
+    out = [CardRow(key="position_bias" if b.name == "swap" else f"bias[{b.name}]",
+                   section="bias", measure=f"{b.name}: {b.what}", estimate=b.bias, ci=b.ci,
+                   n=b.n, decision=b.verdict or "-", units="difference of shares",
+                   source=src, baseline=0.0) for b in d.biases]
+    out += [CardRow(key=f"consistency[{t.name}]", section="consistency",
+                    measure=f"{t.name}: flips above the placebo's", estimate=t.excess,
+                    ci=t.excess_ci, n=t.n, decision=t.verdict, units="difference of shares",
+                    source=src, baseline=0.0) for t in d.transforms]
+    for key, x, what in (("self_preference", d.self_preference, "prefers its own model family"),
+                         ("length_preference", d.length_bias,
+                          "prefers the longer answer (natural pairs)")):
         if x is not None:
-            out.append(CardRow(section="bias", measure=what, estimate=x.preference, ci=x.ci,
-                               n=x.n, verdict=x.verdict, units="difference of error rates",
-                               source=src))
+            out.append(CardRow(key=key, section="bias", measure=what, estimate=x.preference,
+                               ci=x.ci, n=x.n, decision=x.verdict,
+                               units="difference of error rates", source=src, baseline=0.0))
     nf = d.noise_floor
     if nf.n:
-        out.append(CardRow(section="consistency", measure=f"noise floor ({nf.source})",
-                           estimate=nf.rate, ci=nf.ci, n=nf.n, verdict="-",
-                           units="share of verdicts that flip", source=src))
+        out.append(CardRow(key="noise_floor", section="consistency",
+                           measure=f"noise floor ({nf.source})", estimate=nf.rate, ci=nf.ci,
+                           n=nf.n, decision="-", units="share of verdicts that flip",
+                           source=src))
+    if d.order_consistency is not None and d.order_consistency.n:
+        oc = d.order_consistency
+        out.append(CardRow(key="order_consistency", section="consistency",
+                           measure="same winner in both orders", estimate=oc.rate, ci=oc.ci,
+                           n=oc.n, decision="-", units="share", source=src))
     if d.accuracy is not None:
         a = d.accuracy.both_orders
-        out.append(CardRow(section="people", measure="accuracy on pairs with a known answer "
-                           "(both orders agree)", estimate=a.rate, ci=a.ci, n=a.n,
-                           verdict="-", units="share", source=src))
+        out.append(CardRow(key="accuracy", section="people",
+                           measure="accuracy on pairs with a known answer (both orders "
+                           "agree)", estimate=a.rate, ci=a.ci, n=a.n, decision="-",
+                           units="share", source=src))
     return out + _people(d, src)
 
 
@@ -59,17 +69,23 @@ def _people(d: ProbePayload, src: str) -> list[CardRow]:
     if h is None:
         return []
     ag = h.agreement
-    out = [CardRow(section="people", measure="agreement with people (Cohen's kappa)",
-                   estimate=ag.kappa, ci=(ag.cis or {}).get("kappa"), n=ag.n,
-                   verdict=f"majority-label baseline {ag.majority_baseline or 0.0:.3f} "
-                   f"(percent agreement {ag.percent or 0.0:.3f})", units="kappa",
-                   source=src)]
+    kci = (ag.cis or {}).get("kappa")
+    beyond = kci is not None and kci[0] > 0
+    out = [CardRow(key="kappa", section="people",
+                   measure="agreement with people (Cohen's kappa)", estimate=ag.kappa,
+                   ci=kci, n=ag.n, baseline=0.0,
+                   decision=("agrees beyond chance" if beyond else
+                             "no agreement beyond chance shown") +
+                   f" (majority-label baseline {ag.majority_baseline or 0.0:.3f}, percent "
+                   f"agreement {ag.percent or 0.0:.3f})", units="kappa", source=src)]
     c = h.a_win_rate
     if c is not None:
         what = "pass rate" if d.mode == "pointwise" else "answer A's win rate"
-        out.append(CardRow(section="people", measure=f"corrected {what} (prediction-powered)",
+        key = "corrected_pass_rate" if d.mode == "pointwise" else "corrected_win_rate"
+        out.append(CardRow(key=key, section="people",
+                           measure=f"corrected {what} (prediction-powered)",
                            estimate=c.estimate, ci=c.ci, n=c.n_items,
-                           verdict=f"{c.n_labelled} human labels", units="share",
+                           decision=f"{c.n_labelled} human labels", units="share",
                            source=src))
     return out
 

@@ -24,22 +24,19 @@ def _num(v: Any) -> str:
 def doc(card: Any) -> Doc:
     d = Doc(f"Judge card: {card.judge}")
     d.h(1, f"Judge card: `{card.judge}`")
-    flagged = [r for r in card.rows if r.verdict.startswith(("biased", "inconsistent",
-                                                              "preference shown",
-                                                              "do not trust"))]
     d.p(f"From {len(card.runs)} run(s): {', '.join(card.runs)}. " + (
-        f"{len(flagged)} finding(s): " + "; ".join(f"{r.measure} {_num(r.estimate)} "
-                                                  f"{_ci(r.ci)} (n = {r.n})"
-                                                  for r in flagged) + "."
-        if flagged else "No bias, inconsistency or distrust was shown.") +
+        f"{len(card.findings)} finding(s): " + "; ".join(card.findings) + "."
+        if card.findings else "No bias, inconsistency, distrust or agreement no better "
+        "than an uninformed judge was shown.") +
         " Each row: estimate, interval at its run's level, n, and the decision taken on it.")
     for key, title in SECTIONS.items():
         rows = [r for r in card.rows if r.section == key]
         if not rows:
             continue
         d.h(2, title)
-        d.table(["measure", "estimate", "interval", "n", "units", "decision", "run"],
-                [[r.measure, _num(r.estimate), _ci(r.ci), r.n, r.units, r.verdict, r.source]
+        d.table(["key", "measure", "estimate", "interval", "n", "units", "decision", "run"],
+                [[r.key, r.measure, _num(r.estimate), _ci(r.ci), r.n, r.units, r.decision,
+                  r.source]
                  for r in rows], key)
     return d
 
@@ -56,7 +53,7 @@ def figure(card: Any, out: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.2))
     ax.axvline(0.0, color="0.5", lw=1)
     for i, r in enumerate(rows):
-        bad = r.verdict.startswith(("biased", "inconsistent", "preference shown"))
+        bad = r.finding
         ax.errorbar(r.estimate, i, xerr=[[r.estimate - r.ci[0]], [r.ci[1] - r.estimate]],
                     fmt="o", color="C3" if bad else "C0", capsize=3)
     ax.set_yticks(range(len(rows)), [f"{r.measure[:48]} (n={r.n})" for r in rows],

@@ -1,0 +1,27 @@
+"""Config of a recorded-verdicts analysis (`judgekit analyse FILE`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from judgekit.settings import RunSettings
+
+Shape = Literal["auto", "csv", "jsonl", "alpaca_eval", "llmbar"]
+
+
+class VerdictsConfig(RunSettings):
+    """Where the verdicts are and how to read them. ``roles`` maps a role (``judge``,
+    ``human``, ``system``, ``question_id``, ``id``; pairwise: ``pair_id``, ``question``,
+    ``first``, ``second``, ``winner``, ``label``) to the file's column; roles left out
+    are detected from the column names where that is unambiguous."""
+
+    method: Literal["verdicts"] = "verdicts"
+    data_path: str
+    data_format: Shape = "auto"
+    roles: dict[str, str] = Field(default_factory=dict)
+    level: float = Field(0.95, gt=0, lt=1)
+    pass_threshold: float = Field(0.5, ge=0)  # numeric verdicts at or above pass
+    resamples: int = Field(2000, ge=200)
+    min_length_ratio: float = Field(1.1, ge=1.0)  # "longer" means this much longer

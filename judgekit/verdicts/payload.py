@@ -1,0 +1,39 @@
+"""The payload of a recorded-verdicts analysis (closed all the way down)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from judgekit.payload import DetailFile, Payload, Record
+
+
+class Measure(Record):
+    """One figure the data allows: its estimate, interval at the run's level, n, what an
+    uninformed judge would score on the same items, and the decision taken on it."""
+
+    key: str  # stable: position_bias, order_consistency, accuracy, kappa, ac1, ...
+    what: str
+    estimate: float | None = None
+    ci: list[float] | None = None
+    n: int = 0
+    clusters: int | None = None
+    baseline: float | None = None  # the best uninformed judge on the same items
+    decision: str = "-"
+    units: str = "share"
+    finding: bool = False  # the decision is a claim against the judge
+    note: str | None = None
+
+
+class VerdictsPayload(Payload):
+    """``verdicts``: what a recorded judge's verdicts show, with no model call."""
+
+    judge: str
+    shape: Literal["pointwise", "pairwise", "alpaca_eval"]
+    source: str  # the file's name
+    roles: dict[str, str]  # role -> column (or field) read
+    n_rows: int
+    unreadable: int  # rows whose verdict could not be read (left out, counted)
+    level: float
+    measures: list[Measure]
+    notes: list[str]
+    items: DetailFile

@@ -1,0 +1,35 @@
+"""Recorded verdicts as the registry sees them."""
+
+from __future__ import annotations
+
+from judgekit.results import RunResult
+from judgekit.spec import CardRow, MethodSpec, TableRow
+from judgekit.verdicts.config import VerdictsConfig
+from judgekit.verdicts.payload import VerdictsPayload
+from judgekit.verdicts.report import report
+from judgekit.verdicts.runner import execute, headline
+
+
+def _rows(p: VerdictsPayload) -> list[TableRow]:
+    return [m.model_dump(mode="json") for m in p.measures]
+
+
+def _judge(result: RunResult[VerdictsPayload]) -> str | None:
+    return result.payload.judge if result.payload is not None else None
+
+
+SECTIONS = {"position_bias": "bias", "length_preference": "bias",
+            "order_consistency": "consistency"}
+
+
+def _card_rows(p: VerdictsPayload, src: str) -> list[CardRow]:
+    return [CardRow(key=m.key, section=SECTIONS.get(m.key, "people"), measure=m.what,
+                    estimate=m.estimate, ci=m.ci, n=m.n, decision=m.decision, units=m.units,
+                    source=src, finding=m.finding, baseline=m.baseline)
+            for m in p.measures if m.key != "pass_rate"]
+
+
+SPEC: MethodSpec[VerdictsConfig, VerdictsPayload] = MethodSpec(
+    name="verdicts", config=VerdictsConfig, payload=VerdictsPayload, execute=execute,
+    report=report, headline=headline, title="Recorded verdicts", uses_client=False,
+    rows=_rows, judge=_judge, card_rows=_card_rows)
