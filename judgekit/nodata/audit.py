@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -216,43 +217,10 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
                 records[i].success, records[i].failed_round = False, 0
                 records[i].failed_challenge = 0
         active = [i for i in active if records[i].success]
+    state = _Rounds(items, ev_rubric, ver_rubric, evals, vx, records, excluded, challenges,
+                    problems)
     for rnd in range(cfg.rounds):
-        calls = [Call({**_vars(items[i], ev_rubric), "label": records[i].label,
-                       "criteria": evals[i]["criteria"]}, gen_model, draw=rnd)  # type: ignore[index]
-                 for i in active]
-        res = await client.map(st.generator(cfg.generator_max_tokens), calls,
-                               description=f"generator round {rnd + 1}")
-        to_verify, still = [], []
-        for i, r in zip(active, res):
-            rec = records[i]
-            # A failed generator step (the call, an unreadable or cut-off answer, an
-            # empty or refused paraphrase) is the audit's own failure, never the judge's:
-            # the item is excluded and counted as excluded.
-            kind = (str(r.kind) if not r.ok else "empty" if not r.output.Output.strip()
-                    else "refusal" if REFUSAL.search(r.output.Output)
-                    and not REFUSAL.search(items[i].Output) else None)
-            if kind is not None:
-                problems.add("generator", kind)
-                excluded[i] = f"generator {kind} in round {rnd + 1}"
-                records.pop(i)
-                continue
-            rec.challenges.append(challenges[i][rnd])
-            rec.x_primes.append({"Prompt": r.output.Prompt, "Output": r.output.Output})
-            to_verify.append((i, (r.output.Prompt, r.output.Output)))
-        vxp = await _verify(cfg, client, [t for _, t in to_verify], ver_rubric, verifier,
-                            problems)
-        for (i, _), v in zip(to_verify, vxp):
-            rec = records[i]
-            if v is None:
-                excluded[i] = f"verifier failed on x' in round {rnd + 1}"
-                records.pop(i)
-                continue
-            ch = challenges[i][rnd]
-            if _round_passes(cfg, ch, vx[i], v, evals[i], ev_rubric, ver_rubric):  # type: ignore[arg-type]
-                still.append(i)
-            else:
-                rec.success, rec.failed_round, rec.failed_challenge = False, rnd, ch
-        active = still
+        active = await _challenge(cfg, client, state, active, rnd, gen_model, verifier)
     ens = {}
     for m in cfg.ensemble:
         if m == evaluator:
@@ -263,6 +231,61 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
             "excluded": excluded,
             "claims": {i: c for i, c in claims.items() if i in records},
             "problems": problems.counts, "ensemble": ens}
+
+
+@dataclass
+class _Rounds:
+    """What the challenge rounds read and update."""
+
+    items: list[JudgedItem]
+    ev_rubric: Rubric
+    ver_rubric: Rubric
+    evals: list[Any]
+    vx: list[Any]
+    records: dict[int, EVRecord]
+    excluded: dict[int, str]
+    challenges: list[list[int]]
+    problems: ProblemCounts
+
+
+async def _challenge(cfg: NoDataConfig, client: Client, s: _Rounds, active: list[int],
+                     rnd: int, gen_model: str, verifier: str) -> list[int]:
+    """One round: paraphrase every active item's x under its claimed label and criteria,
+    have the verifier read x', apply the round's challenge; the items still passing."""
+    calls = [Call({**_vars(s.items[i], s.ev_rubric), "label": s.records[i].label,
+                   "criteria": s.evals[i]["criteria"]}, gen_model, draw=rnd) for i in active]
+    res = await client.map(st.generator(cfg.generator_max_tokens), calls,
+                           description=f"generator round {rnd + 1}")
+    to_verify, still = [], []
+    for i, r in zip(active, res):
+        # A failed generator step (the call, an unreadable or cut-off answer, an empty or
+        # refused paraphrase) is the audit's own failure, never the judge's: the item is
+        # excluded and counted as excluded.
+        kind = (str(r.kind) if not r.ok else "empty" if not r.output.Output.strip()
+                else "refusal" if REFUSAL.search(r.output.Output)
+                and not REFUSAL.search(s.items[i].Output) else None)
+        if kind is not None:
+            s.problems.add("generator", kind)
+            s.excluded[i] = f"generator {kind} in round {rnd + 1}"
+            s.records.pop(i)
+            continue
+        s.records[i].challenges.append(s.challenges[i][rnd])
+        s.records[i].x_primes.append({"Prompt": r.output.Prompt, "Output": r.output.Output})
+        to_verify.append((i, (r.output.Prompt, r.output.Output)))
+    vxp = await _verify(cfg, client, [t for _, t in to_verify], s.ver_rubric, verifier,
+                        s.problems)
+    for (i, _), v in zip(to_verify, vxp):
+        if v is None:
+            s.excluded[i] = f"verifier failed on x' in round {rnd + 1}"
+            s.records.pop(i)
+            continue
+        ch = s.challenges[i][rnd]
+        if _round_passes(cfg, ch, s.vx[i], v, s.evals[i], s.ev_rubric, s.ver_rubric):
+            still.append(i)
+        else:
+            rec = s.records[i]
+            rec.success, rec.failed_round, rec.failed_challenge = False, rnd, ch
+    return still
 
 
 def execute(cfg: AuditConfig, client: Client) -> AuditPayload:

@@ -1,0 +1,108 @@
+"""Real judges as the benchmark: judgekit's analysis of recorded verdicts against the
+figures their authors published.
+
+    python benchmarks/real_judges.py DATA_DIR
+
+DATA_DIR holds a clone of princeton-nlp/LLMBar (a folder named LLMBar, or DATA_DIR
+itself); nothing is downloaded. For every evaluator and prompt setting
+(``Dataset/**/evaluators/JUDGE/SETTING/result.json`` beside its ``statistics.json``)
+the file goes through ``judgekit analyse`` (the command, in a subprocess) and
+judgekit's figure is printed beside the published one:
+
+- ``equal`` (same winner in both orders) against judgekit's order consistency;
+- ``correct_False`` (accuracy in the order as given) against judgekit's accuracy;
+- ``correct_both`` against judgekit's accuracy counted only when both orders agree;
+- ``kappa_agreement`` (Cohen's kappa between the two orders' verdicts) against
+  judgekit's order kappa.
+
+LLMBar's ``kappa_False``/``kappa_True``/``kappa_average`` are not compared: they are
+miscomputed (a "2" verdict is mapped to 0 while the labels stay 1 or 2). Where an
+evaluator left verdicts unparsed, LLMBar counts two unparsed verdicts as "equal" and an
+unparsed one as wrong, while judgekit leaves those rows out and counts them: such files
+are reported, not compared. The last line is one JSON object with
+``figures_compared`` and ``figures_matching`` (to 1e-3).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+FIGURES = {"equal": "order_consistency", "correct_False": "accuracy",
+           "correct_both": "accuracy_both_orders", "kappa_agreement": "order_kappa"}
+
+
+def _share(text: object) -> float:
+    if isinstance(text, (int, float)):
+        return float(text)
+    k, n = str(text).split("=")[0].split("/")
+    return int(k) / int(n)
+
+
+def _root(data: Path) -> Path:
+    for cand in (data / "LLMBar", data):
+        if (cand / "Dataset").is_dir():
+            return cand
+    sys.exit(f"{data}: no LLMBar clone here (expected Dataset/ or LLMBar/Dataset/)")
+
+
+def _parsed(result: Path) -> bool:
+    doc = json.loads(result.read_text(encoding="utf-8"))
+    return all(r["results"][-1].get(f"swap = {s}", {}).get("winner") in ("1", "2")
+               for r in doc for s in (False, True))
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit("usage: python benchmarks/real_judges.py DATA_DIR")
+    root = _root(Path(sys.argv[1]))
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    compared = matching = skipped = 0
+    position: dict[str, str] = {}
+    work = Path(tempfile.mkdtemp(prefix="judgekit-real-"))
+    print(f"{'set / judge / setting':<58} {'figure':<16} {'published':>10} {'judgekit':>10}")
+    for stats_file in sorted(root.glob("Dataset/**/evaluators/*/*/statistics.json")):
+        result = stats_file.with_name("result.json")
+        if not result.exists():
+            continue
+        rel = stats_file.parent.relative_to(root / "Dataset")
+        name = str(rel).replace("/evaluators/", " / ")
+        if not _parsed(result):
+            skipped += 1
+            print(f"{name:<58} (unparsed verdicts: reported, not compared)")
+            continue
+        out = work / str(abs(hash(str(rel))))
+        proc = subprocess.run([jk, "analyse", str(result), "--format", "llmbar", "--out",
+                               str(out)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"{name:<58} judgekit analyse failed: {proc.stderr.strip()[-200:]}")
+            compared += len(FIGURES)
+            continue
+        got = {m["key"]: m for m in json.loads((out / "results.json").read_text())["measures"]}
+        published = json.loads(stats_file.read_text(encoding="utf-8"))
+        for theirs, ours in FIGURES.items():
+            if theirs not in published or ours not in got:
+                continue
+            a, b = _share(published[theirs]), got[ours]["estimate"]
+            ok = b is not None and abs(a - b) <= 1e-3
+            compared += 1
+            matching += ok
+            print(f"{name:<58} {theirs:<16} {a:>10.4f} {b if b is not None else float('nan'):>10.4f}"
+                  + ("" if ok else "  DIFFERS"))
+        if "MT-Bench" in name and "Vanilla_NoRules" in name:
+            position[name] = (f"{got['position_bias']['estimate']:+.3f} "
+                              f"{got['position_bias']['decision']}")
+    shutil.rmtree(work, ignore_errors=True)
+    for k, v in position.items():
+        print(f"position bias, {k}: {v}")
+    print(json.dumps({"figures_compared": compared, "figures_matching": matching,
+                      "files_with_unparsed_verdicts": skipped,
+                      "mt_bench_position_bias": position}))
+
+
+if __name__ == "__main__":
+    main()
