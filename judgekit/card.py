@@ -65,9 +65,9 @@ def build(paths: list[str | Path]) -> JudgeCard:
     order = {"bias": 0, "consistency": 1, "people": 2, "audit": 3}
     rows.sort(key=lambda r: order.get(r.section, 9))
     findings = [f"{r.measure}: {r.decision} ({_num(r.estimate)}, interval {_ci(r.ci)}, "
-                f"n = {r.n}" + ("" if r.baseline is None else
-                                f"; best uninformed judge {r.baseline:.3f}") + f"; {r.source})"
-                for r in rows if r.finding]
+                f"n = {r.n}" + ("" if r.baseline is None or r.units.startswith("difference")
+                                else f"; best uninformed judge {r.baseline:.3f}")
+                + f"; {r.source})" for r in rows if r.finding]
     return JudgeCard(judge=next(iter(judges.values())), runs=names, rows=rows,
                      findings=findings)
 

@@ -145,6 +145,8 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
                                            "(repeat; roles not given are detected)"),
             level: float = typer.Option(0.95, "--level", min=0.5, max=0.999,
                                         help="interval level"),
+            judge: str | None = typer.Option(None, "--judge", help="the judge's name on "
+                                             "its card (default: its column's)"),
             seed: int = typer.Option(0, "--seed", help="seed of the bootstrap intervals"),
             overwrite: bool = typer.Option(False, "--overwrite",
                                            help="replace a previous run's outputs in --out")
@@ -163,7 +165,7 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
         role, column = parse_assignment(m, "--map")
         roles[role] = str(column)
     doc = {"method": "verdicts", "name": file.stem, "data_path": str(file),
-           "data_format": fmt, "roles": roles, "level": level, "seed": seed}
+           "data_format": fmt, "roles": roles, "level": level, "seed": seed, "judge": judge}
     _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
     console.print(shown["headline"])
     console.print(f"wrote {folder}")

@@ -501,9 +501,13 @@ def test_judge_card_from_a_probe_and_an_audit_of_one_judge(tmp_path):
     sections = [row["section"] for row in card["rows"]]
     assert sections == sorted(sections, key=["bias", "consistency", "people", "audit"].index)
     pos = next(x for x in card["rows"] if x["measure"].startswith("swap: P(first"))
-    assert pos["verdict"] == "biased" and pos["estimate"] == 0.5 and pos["n"] == 16
+    assert pos["decision"] == "biased" and pos["estimate"] == 0.5 and pos["n"] == 16
+    assert pos["key"] == "position_bias" and pos["finding"] is True
+    assert any(f.startswith("swap: P(first slot chosen)") for f in card["findings"])
     audit = next(x for x in card["rows"] if x["section"] == "audit")
-    assert audit["verdict"].startswith("inconclusive") and audit["ci"] is not None
+    assert audit["decision"].startswith("inconclusive") and audit["ci"] is not None
+    assert audit["key"] == "audit_success" and not audit["finding"]
+    assert len({(x["key"], x["source"]) for x in card["rows"]}) == len(card["rows"])
     assert all(x["ci"] is not None and x["n"] > 0 for x in card["rows"]
                if x["estimate"] is not None)
     assert "swap: P(first slot chosen)" in r.stdout

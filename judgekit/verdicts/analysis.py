@@ -249,11 +249,15 @@ def _length(items: list[JSONObject], cfg: VerdictsConfig) -> Measure:
     pref = feature_preference(feature, better, chosen, cfg.level)
     what = "P(longer picked when worse) - P(shorter picked when longer is better)"
     if pref.preference is not None and pref.ci is not None:
-        shown = pref.p_value < 1 - cfg.level and (pref.ci[0] > 0 or pref.ci[1] < 0)
+        groups = [x.get("pair_id", str(i)) for i, x in enumerate(items)]
+        ci, clusters = _pair_bootstrap(feature, better, chosen, groups, cfg)
+        shown = ci is not None and (ci[0] > 0 or ci[1] < 0)
         return Measure(key="length_preference", what=what, estimate=pref.preference,
-                       ci=list(pref.ci), n=pref.n, baseline=0.0,
+                       ci=ci, n=pref.n, clusters=clusters, baseline=0.0,
                        units="difference of error rates", finding=shown,
-                       decision="preference shown" if shown else "no preference shown")
+                       decision="preference shown" if shown else "no preference shown",
+                       note="percentile bootstrap over pairs (both orders of a pair are "
+                            "resampled together)")
     flags = [f == c for f, c in zip(feature, chosen) if f and c]
     m = _rate("length_preference", "share of decided verdicts for the longer answer, "
               "minus 1/2 (not controlled for quality: no labels)", flags, None, cfg.level,
@@ -262,6 +266,34 @@ def _length(items: list[JSONObject], cfg: VerdictsConfig) -> Measure:
         m.estimate -= 0.5
         m.ci = [m.ci[0] - 0.5, m.ci[1] - 0.5]
     return m
+
+
+def _pair_bootstrap(feature: list[str | None], better: list[str | None],
+                    chosen: list[str | None], groups: list[str], cfg: VerdictsConfig
+                    ) -> tuple[list[float] | None, int]:
+    """Percentile interval of the preference with the pair as the resampled unit (the two
+    orders of one pair are not independent rows)."""
+    keep = [i for i in range(len(feature)) if feature[i] in ("a", "b")
+            and better[i] in ("a", "b") and chosen[i] in ("a", "b")]
+    by: dict[str, list[tuple[int, int, int, int]]] = {}
+    for i in keep:
+        f, r, c = feature[i], better[i], chosen[i]
+        # (errors toward the feature when it is worse, n worse, away when better, n better)
+        by.setdefault(groups[i], []).append(
+            (int(c == f), 1, 0, 0) if f != r else (0, 0, int(c != f), 1))
+    sums = np.array([np.sum(v, axis=0) for v in by.values()], float)
+    if len(sums) < 2:
+        return None, len(sums)
+    rng = np.random.default_rng(derive_seed(cfg.seed, 47))
+    idx = rng.integers(0, len(sums), size=(cfg.resamples, len(sums)))
+    tot = sums[idx].sum(axis=1)
+    ok = (tot[:, 1] > 0) & (tot[:, 3] > 0)
+    stat = tot[ok, 0] / tot[ok, 1] - tot[ok, 2] / tot[ok, 3]
+    if stat.size < 0.9 * cfg.resamples:
+        return None, len(sums)
+    a = (1 - cfg.level) / 2
+    lo, hi = np.quantile(stat, [a, 1 - a])
+    return [max(-1.0, float(lo)), min(1.0, float(hi))], len(sums)
 
 
 def alpaca_eval(rows: list[JSONObject], cfg: VerdictsConfig

@@ -20,6 +20,7 @@ class VerdictsConfig(RunSettings):
     method: Literal["verdicts"] = "verdicts"
     data_path: str
     data_format: Shape = "auto"
+    judge: str | None = None  # the judge's name (default: its column, or the file's)
     roles: dict[str, str] = Field(default_factory=dict)
     level: float = Field(0.95, gt=0, lt=1)
     pass_threshold: float = Field(0.5, ge=0)  # numeric verdicts at or above pass

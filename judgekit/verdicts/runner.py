@@ -24,10 +24,13 @@ def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
     elif table.shape == "pairwise":
         measures, items, unread, notes = analysis.pairwise(table.rows, table.roles, cfg)
         judge = table.roles["winner"]
+        if "evaluators" in path.parts[:-1]:  # LLMBar: .../evaluators/JUDGE/SETTING/result.json
+            judge = f"{path.parent.parent.name} ({path.parent.name})"
     else:
         measures, items, unread, notes = analysis.alpaca_eval(table.rows, cfg)
         names = sorted({str(r.get("annotator")) for r in table.rows if r.get("annotator")})
         judge = ", ".join(names) or "alpaca_eval annotator"
+    judge = cfg.judge or judge
     if not items:
         raise DataError(f"{path}: none of its {len(table.rows)} verdicts could be read "
                         "(pointwise: pass/fail, 1/0, yes/no, C/I or a score; pairwise: "
