@@ -91,7 +91,8 @@ def main() -> None:
             ok = b is not None and abs(a - b) <= 1e-3
             compared += 1
             matching += ok
-            print(f"{name:<58} {theirs:<16} {a:>10.4f} {b if b is not None else float('nan'):>10.4f}"
+            shown = b if b is not None else float("nan")
+            print(f"{name:<58} {theirs:<16} {a:>10.4f} {shown:>10.4f}"
                   + ("" if ok else "  DIFFERS"))
         if "MT-Bench" in name and "Vanilla_NoRules" in name:
             position[name] = (f"{got['position_bias']['estimate']:+.3f} "
