@@ -72,6 +72,17 @@ def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
     est = float(lam * f.mean() + rect.mean())
     s_y = float(y.var(ddof=1))
     var = (1 / n - 1 / big_n) * float(rect.var(ddof=1)) + s_y / big_n
+    if lam > 0 and bool(np.all(fl == y)):
+        # A labelled sample with no judge-human disagreement says the judge errs rarely,
+        # not never: count one unseen disagreement (|r| = lambda) in the rectifier's
+        # variance, as ppi_weighted does, and fall back to the human labels alone when
+        # the judge then no longer helps (else lambda -> 1 and the interval collapses
+        # to Var(y) / N around the judge's rate).
+        var += (1 / n - 1 / big_n) * lam**2 / n
+        h_var = (1 / n - 1 / big_n) * s_y + s_y / big_n
+        if var >= h_var:
+            lam, rect = 0.0, y
+            est, var = float(y.mean()), h_var
     # the labels' worth in human-only labels: n times the variance the judge removes
     gain = s_y / n / var if var > 0 and s_y > 0 else 1.0
     ci = wilson_effective(est, n * max(1.0, gain), level)
