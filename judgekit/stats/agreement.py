@@ -86,20 +86,24 @@ def gwet_ac(a: ArrayLike, b: ArrayLike, weights: str = "nominal") -> float:
 
 def krippendorff_alpha(a: ArrayLike, b: ArrayLike, level: str = "nominal") -> float:
     """Krippendorff's alpha for two coders, no missing values: 1 - D_o / D_e with the
-    nominal or interval difference, from the coincidence matrix."""
+    nominal or interval difference. D_e, the mean difference over all pairs of the 2N
+    pooled values, comes from category counts (nominal: n^2 - sum of squared counts) or
+    the first two moments (interval: 2 n sum v^2 - 2 (sum v)^2), so memory and time are
+    linear in N, not a (2N)^2 coincidence matrix."""
     x, y = _pair(a, b)
-    values = np.concatenate([x, y]).astype(float)
+    xf, yf = x.astype(float), y.astype(float)
+    values = np.concatenate([xf, yf])
     n = values.size
     if level == "nominal":
-        def delta(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-            return (u != v).astype(float)
+        _, counts = np.unique(values, return_counts=True)
+        d_o = float(np.count_nonzero(xf != yf)) * 2 / n
+        pairs = float(n) * n - float(np.sum(counts.astype(float) ** 2))
     elif level == "interval":
-        def delta(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-            return (u - v) ** 2
+        d_o = float(np.sum((xf - yf) ** 2)) * 2 / n
+        pairs = 2.0 * n * float(np.sum(values**2)) - 2.0 * float(np.sum(values)) ** 2
     else:
         raise StatsError(f"unknown alpha level {level!r}: nominal or interval")
-    d_o = float(np.sum(delta(x.astype(float), y.astype(float))) * 2 / n)
-    d_e = float(np.sum(delta(values[:, None], values[None, :])) / (n * (n - 1)))
+    d_e = max(0.0, pairs) / (n * (n - 1))
     return float("nan") if d_e == 0 else 1.0 - d_o / d_e  # one value only: undefined
 
 
