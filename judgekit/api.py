@@ -162,8 +162,12 @@ def audit(items: list[JSONObject] | str | Path, rubric: str | Path | JSONObject,
     if generator:
         models["generator"] = generator
     n = settings.pop("sample_size", None)
-    if n is None:
-        n = len(json.loads(Path(data_path).read_text(encoding="utf-8")))
+    if n is None:  # every item, in whatever format the file is (an Inspect .eval is a zip)
+        from judgekit.data.external import JudgedInput, read_records
+
+        spec = JudgedInput.model_validate({k: settings[k] for k in (
+            "data_format", "columns", "scorer", "pass_threshold") if k in settings})
+        n = len(read_records(Path(data_path), spec))
     doc = {"method": "nodata", "experiment": "llm", "name": "audit",
            "data_path": str(data_path), "sample_size": n,
            "rubric": _rubric_path(rubric, tmp / "rubric.yaml"),

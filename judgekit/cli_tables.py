@@ -140,7 +140,8 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
             out: Path = typer.Option(..., "--out", help="folder for results.json and "
                                      "report.html"),
             fmt: str = typer.Option("auto", "--format",
-                                    help="auto, csv, jsonl, alpaca_eval or llmbar"),
+                                    help="auto, csv, jsonl, alpaca_eval, llmbar, inspect "
+                                    "or promptfoo"),
             map_: list[str] = typer.Option([], "--map", help="ROLE=COLUMN, e.g. judge=gpt4 "
                                            "(repeat; roles not given are detected)"),
             level: float = typer.Option(0.95, "--level", min=0.5, max=0.999,
@@ -156,8 +157,9 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
     from judgekit.config import parse_assignment
     from judgekit.errors import ConfigError
 
-    if fmt not in ("auto", "csv", "jsonl", "alpaca_eval", "llmbar"):
-        raise ConfigError(f"--format {fmt!r}: use auto, csv, jsonl, alpaca_eval or llmbar")
+    formats = ("auto", "csv", "jsonl", "alpaca_eval", "llmbar", "inspect", "promptfoo")
+    if fmt not in formats:
+        raise ConfigError(f"--format {fmt!r}: use {', '.join(formats)}")
     if not file.is_file():
         raise ConfigError(f"{file}: no such file")
     roles = {}

@@ -220,3 +220,37 @@ def test_ambiguous_columns_and_unreadable_verdicts_say_so(tmp_path):
     res = judgekit.run({"method": "verdicts", "data_path": str(f)}, save=False)
     assert res.payload.unreadable == 1 and any("1 of 3 verdicts" in n
                                                for n in res.payload.notes)
+
+
+EXTERNAL = Path(__file__).resolve().parent / "fixtures" / "external"
+
+
+@pytest.mark.parametrize("name, n, graders", [
+    ("inspect_popularity.eval", 10, "match (popularity)"),
+    ("inspect_security_guide.json", 3, None),
+    ("promptfoo_sample_export.json", 4, "promptfoo llm-rubric")])
+def test_inspect_and_promptfoo_logs_are_recorded_verdicts(tmp_path, name, n, graders):
+    """The grader's verdicts of real Inspect and promptfoo files, through the Python API
+    and the command alike; the sample id and the grader's explanation travel with each
+    item."""
+    proc = _cli("analyse", str(EXTERNAL / name), "--out", "o", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    res = judgekit.load_results(tmp_path / "o")
+    assert res.payload.shape == "pointwise" and res.payload.n_rows == n
+    assert graders is None or res.payload.judge == graders
+    items = list(res.detail("items"))
+    assert all(x["id"].startswith(("inspect:", "promptfoo:")) for x in items)
+    same = judgekit.run({"method": "verdicts", "data_path": str(EXTERNAL / name)},
+                        save=False)
+    assert same.payload.model_dump() == res.payload.model_dump()
+    if name.startswith("promptfoo"):
+        assert any(x.get("explanation") for x in items)
+
+
+def test_python_audit_reads_an_inspect_eval_zip(tmp_path):
+    """judgekit.audit("x.eval", data_format="inspect") counts the log's samples (it used
+    to read the zip as UTF-8 text and crash)."""
+    res = judgekit.audit(EXTERNAL / "inspect_popularity.eval", "west_frisian_ip.yaml",
+                         evaluator="mock/auto", verifier="mock/auto:1",
+                         data_format="inspect", phi=[0.1], out=tmp_path / "a")
+    assert res.payload.sample_size == 10 and res.payload.verdict is not None

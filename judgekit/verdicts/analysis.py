@@ -118,11 +118,12 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
         if v is None:
             unread += 1
             continue
-        items.append({"id": str(r.get(roles.get("id", ""), i)),
+        items.append({"id": str(r.get(roles["id"], i)) if "id" in roles else str(i),
                       "question_id": str(r.get(roles["question_id"]))
                       if "question_id" in roles else None,
                       "system": str(r.get(roles["system"])) if "system" in roles else None,
-                      "verdict": v, "human": h})
+                      "verdict": v, "human": h,
+                      **({"explanation": r["explanation"]} if r.get("explanation") else {})})
     groups = [x["question_id"] or x["id"] for x in items]
     out = [_rate("pass_rate", "the judge's pass rate", [x["verdict"] == 1 for x in items],
                  groups, cfg.level)]

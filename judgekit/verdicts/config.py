@@ -8,7 +8,7 @@ from pydantic import Field
 
 from judgekit.settings import RunSettings
 
-Shape = Literal["auto", "csv", "jsonl", "alpaca_eval", "llmbar"]
+Shape = Literal["auto", "csv", "jsonl", "alpaca_eval", "llmbar", "inspect", "promptfoo"]
 
 
 class VerdictsConfig(RunSettings):

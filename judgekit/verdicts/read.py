@@ -42,6 +42,9 @@ def read(path: Path, fmt: str, roles: dict[str, str]) -> Table:
     """The rows of ``path`` in format ``fmt`` (auto: by suffix and content) with each
     role's column."""
     fmt = _format(path, fmt)
+    if fmt in ("inspect", "promptfoo"):
+        return Table("pointwise", _graded(path, fmt), {
+            "id": "id", "judge": "judge", "question_id": "question_id"})
     if fmt == "llmbar":
         return Table("pairwise", _llmbar(path), {
             "pair_id": "pair_id", "question": "question", "first": "first",
@@ -83,8 +86,31 @@ def _format(path: Path, fmt: str) -> str:
         return "jsonl"
     if suffix == ".json":
         return _json_kind(path)
+    if suffix == ".eval":
+        return "inspect"
     raise DataError(f"{path}: cannot tell the format from the suffix {suffix or '(none)'}; "
-                    "pass --format csv, jsonl, alpaca_eval or llmbar")
+                    "pass --format csv, jsonl, alpaca_eval, llmbar, inspect or promptfoo")
+
+
+def _graded(path: Path, fmt: str) -> list[JSONObject]:
+    """An Inspect log or a promptfoo results file as pointwise rows: the grader's verdict
+    per sample (and epoch), its explanation and the sample's id."""
+    from judgekit.data.external import read_inspect, read_promptfoo
+
+    items = read_inspect(path, None, 0.5) if fmt == "inspect" else read_promptfoo(path, None)
+    rows: list[JSONObject] = []
+    for it in items:
+        source = str(it.get("Source", ""))
+        parts = source.split(":")
+        # inspect:TASK:SAMPLE:EPOCH:SCORER -> the sample is the cluster its epochs share
+        sample = ":".join(parts[:3]) if fmt == "inspect" and len(parts) >= 3 else source
+        grader = (f"{parts[4]} ({parts[1]})" if fmt == "inspect" and len(parts) >= 5
+                  else "promptfoo llm-rubric")
+        rows.append({"id": source, "question_id": sample, "grader": grader,
+                     "judge": "" if it.get("Label") is None else it["Label"],
+                     "explanation": it.get("Reason"), "prompt": it.get("Prompt"),
+                     "output": it.get("Output")})
+    return rows
 
 
 def _json_kind(path: Path) -> str:
@@ -98,6 +124,10 @@ def _json_kind(path: Path) -> str:
         return "llmbar"
     if "preference" in first:
         return "alpaca_eval"
+    if isinstance(doc, dict) and ("eval" in doc or "samples" in doc):
+        return "inspect"
+    if isinstance(doc, dict) and "results" in doc:
+        return "promptfoo"
     raise DataError(f"{path}: neither alpaca_eval annotations (generator_1, generator_2, "
                     "preference) nor an LLMBar result.json (output_1, output_2, label, "
                     "results); pass --format")

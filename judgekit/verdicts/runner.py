@@ -20,7 +20,8 @@ def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
     notes: list[str] = []
     if table.shape == "pointwise":
         measures, items, unread = analysis.pointwise(table.rows, table.roles, cfg)
-        judge = table.roles["judge"]
+        graders = sorted({str(r["grader"]) for r in table.rows if r.get("grader")})
+        judge = ", ".join(graders) or table.roles["judge"]
     elif table.shape == "pairwise":
         measures, items, unread, notes = analysis.pairwise(table.rows, table.roles, cfg)
         judge = table.roles["winner"]
