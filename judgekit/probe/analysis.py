@@ -178,8 +178,9 @@ def _decide(cfg: ProbeConfig, rows: list[Json], biases: list[Json], tested: list
             r["verdict"] = "no preference shown"
     for r in rows:
         shown = r["p_adjusted"] < alpha and r["excess_ci"][0] > 0
-        r["verdict"] = ("inconsistent: flips more than the placebo" if shown else
-                        "consistent: not shown above the placebo")
+        floor = "the placebo" if cfg.placebo else "identical re-runs"
+        r["verdict"] = (f"inconsistent: flips more than {floor}" if shown else
+                        f"consistent: not shown above {floor}")
     for r in biases:
         shown = r["p_adjusted"] < alpha and (r["ci"][0] > 0 or r["ci"][1] < 0)
         r["verdict"] = "biased" if shown else "no bias shown"

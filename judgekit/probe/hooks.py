@@ -33,8 +33,9 @@ def card_rows(d: ProbePayload, src: str) -> list[CardRow]:
                    section="bias", measure=f"{b.name}: {b.what}", estimate=b.bias, ci=b.ci,
                    n=b.n, decision=b.verdict or "-", units="difference of shares",
                    source=src, baseline=0.0) for b in d.biases]
+    floor = "the placebo's" if d.noise_floor.source == "placebo" else "identical re-runs'"
     out += [CardRow(key=f"consistency[{t.name}]", section="consistency",
-                    measure=f"{t.name}: flips above the placebo's", estimate=t.excess,
+                    measure=f"{t.name}: flips above {floor}", estimate=t.excess,
                     ci=t.excess_ci, n=t.n, decision=t.verdict, units="difference of shares",
                     source=src, baseline=0.0) for t in d.transforms]
     for key, x, what in (("self_preference", d.self_preference, "prefers its own model family"),

@@ -15,6 +15,8 @@ from judgekit.results import RunResult
 def build(cfg: ProbeConfig, r: Json) -> Doc:
     lv = f"{cfg.level:.0%}"
     nf, rr = r["noise_floor"], r["rerun_flips"]
+    # the noise floor is the placebo's when one was run, else identical re-runs'
+    floor = "the placebo" if nf.get("source") == "placebo" else "identical re-runs"
     cons = [[t["name"], _pct(t["flip_rate"]), _pct(t["noise_floor"]),
              f"{t['excess']:+.3f} {_ci(t['excess_ci'])}", f"{t['p_value']:.3g}",
              f"{t['p_adjusted']:.3g}", t["verdict"], t["n"]] for t in r["transforms"]]
@@ -22,7 +24,7 @@ def build(cfg: ProbeConfig, r: Json) -> Doc:
              f"{b['p_adjusted']:.3g}", b["verdict"], b["n"]] for b in r["biases"]]
     shown = [f"{b['name']} {b['bias']:+.3f} {_ci(b['ci'])} (n = {b['n']})"
              for b in r["biases"] if b["verdict"] == "biased"] + [
-             f"{t['name']} flips {t['excess']:+.3f} {_ci(t['excess_ci'])} above the placebo "
+             f"{t['name']} flips {t['excess']:+.3f} {_ci(t['excess_ci'])} above {floor} "
              f"(n = {t['n']})" for t in r["transforms"] if t["verdict"].startswith("incons")]
     parts: list[Any] = [
         Heading(1, f"Probe of `{r['judge']}`"),
@@ -30,22 +32,25 @@ def build(cfg: ProbeConfig, r: Json) -> Doc:
              + f" ({lv} intervals; noise floor {_pct(nf['rate'])} {_ci(nf['ci'])}, "
              f"n = {nf['n']})."),
         Para(f"{r['n_pairs']} items, {r['repeats']} identical runs each, then one verdict per "
-        f"transform and one under the placebo; seed {r['seed']}. Intervals: {lv} (Newcombe's "
+        f"transform{' and one under the placebo' if floor == 'the placebo' else ''}; "
+        f"seed {r['seed']}. Intervals: {lv} (Newcombe's "
         "paired score interval for differences, Wilson for rates). Decisions: "
         f"Benjamini-Hochberg over every test below at {1 - cfg.level:.2g}."),
         Para("Two questions, two tests. **Direction** (bias): does a transform move verdicts one "
-        "way? **Consistency**: does it flip verdicts more often than the placebo, an "
-        "irrelevant reference id added to the question? A judge can be inconsistent without "
-        "being biased."),
+        "way? **Consistency**: does it flip verdicts more often than " + (
+            "the placebo, an irrelevant reference id added to the question" if floor ==
+            "the placebo" else "identical re-runs of each verdict") +
+        "? A judge can be inconsistent without being biased."),
         Heading(2, "Direction: biases"),
         Table(["transform", "effect", f"estimate ({lv} CI)", "p (exact)", "p (BH)",
                "verdict", "n"], bias, "biases") if bias
         else Para("No transform with a direction."),
-        Heading(2, "Consistency against the placebo"),
+        Heading(2, f"Consistency against {floor}"),
         Para(f"Noise floor ({nf['source']}): flip rate {_pct(nf['rate'])} {_ci(nf['ci'])}, "
         f"n = {nf['n']}. Identical re-runs flip {_pct(rr['rate'])} {_ci(rr['ci'])}, "
         f"n = {rr['n']}."),
-        Table(["transform", "flip rate", "placebo flips", f"excess ({lv} CI)",
+        Table(["transform", "flip rate", f"{floor.removeprefix('the ')} flips",
+               f"excess ({lv} CI)",
                "p (exact)", "p (BH)", "verdict", "n"], cons, "transforms"),
     ]
     if r.get("pass_rate"):

@@ -151,14 +151,15 @@ def _pairwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
 
 def headline(res: ProbePayload) -> str:
     floor = res.noise_floor.rate
+    what = "placebo" if res.noise_floor.source == "placebo" else "re-run"
     if res.mode == "pointwise":
-        return (f"placebo flip rate {_pct(floor)}; "
+        return (f"{what} flip rate {_pct(floor)}; "
                 + "; ".join(f"{t.name} excess {t.excess:+.3f}" for t in res.transforms))
     pos = res.position_bias
     if pos is None or pos.bias is None:
-        return f"position bias n/a over 0 pairs (n/a); placebo flip rate {_pct(floor)}"
+        return f"position bias n/a over 0 pairs (n/a); {what} flip rate {_pct(floor)}"
     return (f"position bias {pos.bias:+.3f} {_ci(pos.ci)} over {pos.n} pairs "
-            f"({pos.verdict}); placebo flip rate {_pct(floor)}")
+            f"({pos.verdict}); {what} flip rate {_pct(floor)}")
 
 
 def _pointwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
