@@ -254,3 +254,27 @@ def test_python_audit_reads_an_inspect_eval_zip(tmp_path):
                          evaluator="mock/auto", verifier="mock/auto:1",
                          data_format="inspect", phi=[0.1], out=tmp_path / "a")
     assert res.payload.sample_size == 10 and res.payload.verdict is not None
+
+
+def test_several_annotators_majority_label_and_fleiss_kappa(tmp_path):
+    from statsmodels.stats.inter_rater import aggregate_raters
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+    rng = np.random.default_rng(5)
+    truth = rng.random(60) < 0.5
+    people = np.where(rng.random((60, 3)) < 0.8, truth[:, None], ~truth[:, None])
+    judge = np.where(rng.random(60) < 0.75, truth, ~truth)
+    rows = [[f"i{i}", "pass" if judge[i] else "fail",
+             *["pass" if p else "fail" for p in people[i]]] for i in range(60)]
+    f = _write_csv(tmp_path / "three.csv", ["id", "judge", "human_1", "human_2", "human_3"],
+                   rows)
+    res = judgekit.run({"method": "verdicts", "data_path": str(f)}, save=False)
+    m = _measures(res)
+    assert res.payload.roles["human"] == "human_1,human_2,human_3"
+    assert m["fleiss_kappa"].estimate == pytest.approx(
+        sm_fleiss(aggregate_raters(people.astype(int))[0]), abs=1e-12)
+    lo, hi = m["fleiss_kappa"].ci
+    assert lo <= m["fleiss_kappa"].estimate <= hi
+    majority = people.sum(axis=1) >= 2
+    assert m["accuracy"].estimate == pytest.approx(np.mean(judge == majority), abs=1e-12)
+    assert m["accuracy"].n == 60

@@ -107,6 +107,23 @@ def krippendorff_alpha(a: ArrayLike, b: ArrayLike, level: str = "nominal") -> fl
     return float("nan") if d_e == 0 else 1.0 - d_o / d_e  # one value only: undefined
 
 
+def fleiss_kappa(ratings: ArrayLike) -> float:
+    """Fleiss' kappa of several raters (Fleiss 1971): ``ratings`` is items x raters of
+    category labels, every item rated by the same number m >= 2 of raters. From the
+    items' category counts: P_i = (sum_c n_ic^2 - m) / (m (m - 1)), P_e = sum_c p_c^2;
+    kappa = (mean P_i - P_e) / (1 - P_e); NaN when every rating is one category."""
+    r = np.asarray(ratings)
+    if r.ndim != 2 or r.shape[1] < 2 or r.shape[0] < 1:
+        raise StatsError("Fleiss' kappa needs items x raters with at least 2 raters")
+    m = r.shape[1]
+    cats = np.unique(r)
+    counts = np.stack([(r == c).sum(axis=1) for c in cats], axis=1).astype(float)
+    p_i = (np.sum(counts**2, axis=1) - m) / (m * (m - 1))
+    p_c = counts.sum(axis=0) / (r.shape[0] * m)
+    p_e = float(np.sum(p_c**2))
+    return float("nan") if p_e >= 1.0 else (float(p_i.mean()) - p_e) / (1.0 - p_e)
+
+
 def item_bootstrap(stat: Callable[[np.ndarray], float], n: int, seed: Seed,
                    resamples: int = 2000, level: float = 0.95) -> Interval:
     """Percentile interval of ``stat(idx)`` over resampled item indices (clusters)."""

@@ -30,7 +30,7 @@ import numpy as np
 
 from judgekit.data.external import label_of
 from judgekit.jsontypes import JSONObject
-from judgekit.stats.agreement import agreement
+from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
 from judgekit.stats.bootstrap import derive_seed, percentile_interval
 from judgekit.stats.ppi import ppi_mean
 from judgekit.stats.preference import clustered_rate, feature_preference
@@ -108,13 +108,17 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
 
 def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
               ) -> tuple[list[Measure], list[JSONObject], int]:
-    """Measures, item records and the count of unreadable verdicts of pointwise rows."""
+    """Measures, item records and the count of unreadable verdicts of pointwise rows.
+    Several annotators (``human`` naming several columns): the majority label is the
+    human label (a tie gives none), and their Fleiss' kappa is the ceiling reported."""
+    humans = [c for c in roles.get("human", "").split(",") if c]
     items: list[JSONObject] = []
     unread = 0
     for i, r in enumerate(rows):
         v = label_of(r.get(roles["judge"]), cfg.pass_threshold)
-        raw_h = r.get(roles["human"]) if "human" in roles else None
-        h = label_of(raw_h, cfg.pass_threshold) if raw_h not in (None, "") else None
+        people = [label_of(r.get(c), cfg.pass_threshold) for c in humans
+                  if r.get(c) not in (None, "")]
+        h = _majority(people)
         if v is None:
             unread += 1
             continue
@@ -122,7 +126,7 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                       "question_id": str(r.get(roles["question_id"]))
                       if "question_id" in roles else None,
                       "system": str(r.get(roles["system"])) if "system" in roles else None,
-                      "verdict": v, "human": h,
+                      "verdict": v, "human": h, "humans": people,
                       **({"explanation": r["explanation"]} if r.get("explanation") else {})})
     groups = [x["question_id"] or x["id"] for x in items]
     out = [_rate("pass_rate", "the judge's pass rate", [x["verdict"] == 1 for x in items],
@@ -130,8 +134,38 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     lab = [x for x in items if x["human"] is not None]
     out += agreement_measures([str(x["verdict"]) for x in lab], [str(x["human"]) for x in lab],
                               cfg, "human labels")
+    if len(humans) >= 2:
+        out.append(_fleiss(items, len(humans), cfg))
     out += _corrected(items, cfg)
     return out, items, unread
+
+
+def _majority(labels: list[int | None]) -> int | None:
+    got = [x for x in labels if x is not None]
+    if not got:
+        return None
+    ones = sum(got)
+    return 1 if 2 * ones > len(got) else 0 if 2 * ones < len(got) else None
+
+
+def _fleiss(items: list[JSONObject], m: int, cfg: VerdictsConfig) -> Measure:
+    """People's agreement among themselves (Fleiss' kappa over items every annotator
+    labelled; percentile bootstrap over items): the ceiling a judge is held to."""
+    full = np.array([x["humans"] for x in items if len(x["humans"]) == m
+                     and None not in x["humans"]], float)
+    what = f"agreement among the {m} annotators (Fleiss' kappa)"
+    if len(full) < 2:
+        return Measure(key="fleiss_kappa", what=what, n=len(full),
+                       decision="not measured: fewer than 2 items every annotator labelled",
+                       units="chance-corrected agreement")
+    value = fleiss_kappa(full)
+    ci = item_bootstrap(lambda idx: fleiss_kappa(full[idx]), len(full),
+                        derive_seed(cfg.seed, 53), cfg.resamples, cfg.level)
+    return Measure(key="fleiss_kappa", what=what,
+                   estimate=None if not np.isfinite(value) else value,
+                   ci=None if not np.isfinite(ci.lo) else [ci.lo, ci.hi], n=len(full),
+                   units="chance-corrected agreement",
+                   decision="the human ceiling (majority label used as the human label)")
 
 
 def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -64,9 +65,18 @@ def read(path: Path, fmt: str, roles: dict[str, str]) -> Table:
     if bad:
         raise DataError(f"--map {bad[0]}=...: {shape} verdicts have the roles "
                         f"{', '.join(known)}")
-    missing_cols = [c for c in roles.values() if c not in columns]
+    missing_cols = [c for c in roles.values() if c not in columns and "," not in c]
     if missing_cols:
         raise DataError(f"{path}: no column {missing_cols[0]!r}; it has {', '.join(columns)}")
+    if shape == "pointwise" and "human" not in roles:
+        several = [c for c in columns if re.fullmatch(
+            r"(human|annotator|rater|label)_?\d+", c.strip().lower())]
+        if len(several) >= 2:  # several annotators: one role, its columns joined by ","
+            roles = {**roles, "human": ",".join(several)}
+    missing_several = [c for c in roles.get("human", "").split(",")[1:] if c not in columns]
+    if missing_several:
+        raise DataError(f"{path}: no column {missing_several[0]!r}; it has "
+                        f"{', '.join(columns)}")
     found = _detect(columns, known, roles, lenient=False)
     absent = [r for r in REQUIRED[shape] if r not in found]
     if absent:
