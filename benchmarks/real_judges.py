@@ -19,8 +19,14 @@ LLMBar's ``kappa_False``/``kappa_True``/``kappa_average`` are not compared: they
 miscomputed (a "2" verdict is mapped to 0 while the labels stay 1 or 2). Where an
 evaluator left verdicts unparsed, LLMBar counts two unparsed verdicts as "equal" and an
 unparsed one as wrong, while judgekit leaves those rows out and counts them: such files
-are reported, not compared. The last line is one JSON object with
-``figures_compared`` and ``figures_matching`` (to 1e-3).
+are reported, not compared.
+
+With a clone of WeOpenML/PandaLM (Apache-2.0) beside it (a folder named PandaLM), its
+test set's three human annotators are compared with the README's figures: the
+pairwise Cohen's kappa of the annotators (published to two decimals: compared after
+rounding to two) and the label distribution of their majority (105 ties, 422 and 472).
+The last line is one JSON object with ``figures_compared`` and ``figures_matching``
+(to 1e-3; the rounded kappas as said).
 """
 
 from __future__ import annotations
@@ -54,6 +60,38 @@ def _parsed(result: Path) -> bool:
     doc = json.loads(result.read_text(encoding="utf-8"))
     return all(r["results"][-1].get(f"swap = {s}", {}).get("winner") in ("1", "2")
                for r in doc for s in (False, True))
+
+
+PANDALM_KAPPA = {(1, 2): 0.85, (1, 3): 0.88, (2, 3): 0.86}
+PANDALM_LABELS = {0: 105, 1: 422, 2: 472}
+
+
+def pandalm(data: Path) -> tuple[int, int]:
+    """(compared, matching) of PandaLM's published inter-annotator figures."""
+    from collections import Counter
+
+    from judgekit.stats.agreement import cohen_kappa
+
+    test = data / "PandaLM" / "data" / "testset-v1.json"
+    if not test.exists():
+        print(f"(no PandaLM clone at {data / 'PandaLM'}: its figures are not compared)")
+        return 0, 0
+    rows = json.loads(test.read_text(encoding="utf-8"))
+    ann = [[int(r[f"annotator{i}"]) for r in rows] for i in (1, 2, 3)]
+    compared = matching = 0
+    for (i, j), published in PANDALM_KAPPA.items():
+        k = cohen_kappa(ann[i - 1], ann[j - 1])
+        ok = round(k, 2) == published
+        compared, matching = compared + 1, matching + ok
+        print(f"{'PandaLM test set':<58} {f'kappa a{i}-a{j}':<16} {published:>10.2f} "
+              f"{k:>10.4f}" + ("" if ok else "  DIFFERS"))
+    majority = Counter(Counter(x).most_common(1)[0][0] for x in zip(*ann))
+    for label, published in PANDALM_LABELS.items():
+        ok = majority[label] == published
+        compared, matching = compared + 1, matching + ok
+        print(f"{'PandaLM test set':<58} {f'majority = {label}':<16} {published:>10d} "
+              f"{majority[label]:>10d}" + ("" if ok else "  DIFFERS"))
+    return compared, matching
 
 
 def main() -> None:
@@ -98,6 +136,8 @@ def main() -> None:
             position[name] = (f"{got['position_bias']['estimate']:+.3f} "
                               f"{got['position_bias']['decision']}")
     shutil.rmtree(work, ignore_errors=True)
+    c, m = pandalm(Path(sys.argv[1]))
+    compared, matching = compared + c, matching + m
     for k, v in position.items():
         print(f"position bias, {k}: {v}")
     print(json.dumps({"figures_compared": compared, "figures_matching": matching,
