@@ -278,3 +278,23 @@ def test_several_annotators_majority_label_and_fleiss_kappa(tmp_path):
     majority = people.sum(axis=1) >= 2
     assert m["accuracy"].estimate == pytest.approx(np.mean(judge == majority), abs=1e-12)
     assert m["accuracy"].n == 60
+
+
+def test_pairwise_win_rates_with_ties_as_half(tmp_path):
+    # m1 against base in both orders over 10 pairs: wins 6 pairs both times, ties 2, loses 2
+    rows = []
+    for p in range(10):
+        for order in (0, 1):
+            models = ("m1", "base") if order == 0 else ("base", "m1")
+            m1_slot = "first" if order == 0 else "second"
+            other = "second" if order == 0 else "first"
+            winner = m1_slot if p < 6 else "tie" if p < 8 else other
+            rows.append([f"p{p}", "Q", "x", "y", winner, models[0], models[1]])
+    f = _write_csv(tmp_path / "wins.csv", ["pair_id", "question", "first", "second",
+                                          "winner", "model_first", "model_second"], rows)
+    res = judgekit.run({"method": "verdicts", "data_path": str(f), "baseline": "base"},
+                       save=False)
+    m = _measures(res)
+    assert m["win_rate"].estimate == pytest.approx((12 + 0.5 * 4) / 20)
+    lo, hi = m["win_rate"].ci
+    assert m["win_rate"].clusters == 10 and 0 <= lo <= 0.7 <= hi <= 1

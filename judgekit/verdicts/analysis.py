@@ -56,7 +56,7 @@ def _rate(key: str, what: str, flags: list[bool], groups: Sequence[Any] | None,
     """A share with a Wilson interval, clustered by ``groups`` when several rows share
     one (a question, a pair)."""
     if not flags:
-        return Measure(key=key, what=what, n=0, decision="not measured: no rows", **kw)
+        return Measure(key=key, what=what, n=0, **{**kw, "decision": "not measured: no rows"})
     if groups is not None and len(set(groups)) < len(groups):
         by: dict[Any, list[bool]] = {}
         for g, f in zip(groups, flags):
@@ -204,7 +204,10 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
         items.append({"pair_id": str(r.get(roles["pair_id"], i)) if "pair_id" in roles
                       else str(i), "first": first, "second": second, "winner": w,
                       "label": slot_of(r.get(roles["label"])) if "label" in roles else None,
-                      "chosen": {"first": first, "second": second}.get(w)})
+                      "chosen": {"first": first, "second": second}.get(w),
+                      **({"models": [str(r.get(roles["model_first"])),
+                                     str(r.get(roles["model_second"]))]}
+                         if "model_first" in roles and "model_second" in roles else {})})
     pairs: dict[str, list[JSONObject]] = {}
     for x in items:
         pairs.setdefault(x["pair_id"], []).append(x)
@@ -232,8 +235,49 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     ag = agreement_measures([x["winner"] for x in lab], [x["label"] for x in lab], cfg,
                             "the labels (order as given)" if both else "the labels")
     out += ag
+    out += _win_rates(items, cfg)
     out.append(_length(items, cfg))
     return out, items, unread, notes
+
+
+def _win_rates(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
+    """Each model's win rate over the verdicts that compare it (against ``baseline``
+    only, when one is named), ties counted 1/2 as leaderboards count them; the pair is
+    the resampled unit (percentile bootstrap), the interval clipped to [0, 1]."""
+    rows = [x for x in items if "models" in x]
+    if not rows:
+        return []
+    models = sorted({m for x in rows for m in x["models"]} - {cfg.baseline or ""})
+    out = []
+    for k, model in enumerate(models):
+        mine = [x for x in rows if model in x["models"] and x["models"][0] != x["models"][1]
+                and (cfg.baseline is None or cfg.baseline in x["models"])]
+        if not mine:
+            continue
+        slot = {0: "first", 1: "second"}
+        score = [0.5 if x["winner"] == "tie" else
+                 float(x["winner"] == slot[x["models"].index(model)]) for x in mine]
+        by: dict[str, list[float]] = {}
+        for x, v in zip(mine, score):
+            by.setdefault(x["pair_id"], []).append(v)
+        sums = np.array([[sum(v), len(v)] for v in by.values()], float)
+        m = Measure(key="win_rate" if len(models) == 1 else f"win_rate[{model}]",
+                    what=f"{model}'s win rate" + (f" against {cfg.baseline}" if cfg.baseline
+                                                  else "") + " (ties 1/2)",
+                    estimate=float(np.mean(score)), n=len(score), clusters=len(by),
+                    baseline=0.5, decision="not measured: fewer than 2 pairs")
+        if len(by) >= 2:
+            rng = np.random.default_rng(derive_seed(cfg.seed, 59, k))
+            idx = rng.integers(0, len(sums), size=(cfg.resamples, len(sums)))
+            tot = sums[idx].sum(axis=1)
+            a = (1 - cfg.level) / 2
+            lo, hi = np.quantile(tot[:, 0] / tot[:, 1], [a, 1 - a])
+            m.ci = [max(0.0, float(lo)), min(1.0, float(hi))]
+            m.decision = ("better than its opponents" if m.ci[0] > 0.5 else
+                          "worse than its opponents" if m.ci[1] < 0.5 else
+                          "no difference shown")
+        out.append(m)
+    return out
 
 
 SWAPPED = {"first": "second", "second": "first", "tie": "tie"}

@@ -29,7 +29,9 @@ PAIRWISE = {"pair_id": ("pair_id", "pair", "pid"),
             "first": ("first", "answer_first", "output_first", "shown_first"),
             "second": ("second", "answer_second", "output_second", "shown_second"),
             "winner": ("winner", "verdict", "judge", "preference"),
-            "label": ("label", "human", "gold", "human_label")}
+            "label": ("label", "human", "gold", "human_label"),
+            "model_first": ("model_first", "first_model", "system_first"),
+            "model_second": ("model_second", "second_model", "system_second")}
 REQUIRED = {"pointwise": ("judge",), "pairwise": ("first", "second", "winner")}
 
 
