@@ -73,6 +73,10 @@ def test_pointwise_csv_figures_match_independent_computation(tmp_path):
         assert lo <= m[key].estimate <= hi and (key in ("kappa", "ac1") or 0 <= lo <= hi <= 1)
     assert {"corrected_pass_rate[A]", "corrected_pass_rate[B]",
             "corrected_pass_rate[C]"} <= set(m)
+    # the label plan: labels for +/- 0.05 scale as (half-width / 0.05)^2 from these 12
+    lo, hi = m["corrected_pass_rate"].ci
+    need = min(24, int(np.ceil(12 * ((hi - lo) / 2 / 0.05) ** 2)))
+    assert f"about {need} human labels for +/- 0.05" in m["corrected_pass_rate"].note
     assert res.calls.total == 0 and res.payload.shape == "pointwise"
 
 

@@ -186,8 +186,17 @@ def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
                            estimate=c.estimate, ci=list(c.ci), n=c.n_items,
                            decision=f"{c.n_labelled} human labels",
                            note=f"human labels alone: {c.human_only:.3f} "
-                                f"[{c.human_only_ci[0]:.3f}, {c.human_only_ci[1]:.3f}]"))
+                                f"[{c.human_only_ci[0]:.3f}, {c.human_only_ci[1]:.3f}]; "
+                                + _plan(c.labels_for_halfwidth(cfg.target_halfwidth),
+                                        cfg.target_halfwidth)))
     return out
+
+
+def _plan(labels: int | None, halfwidth: float) -> str:
+    """The label plan: human labels for an interval of +/- ``halfwidth`` (same design)."""
+    if labels is None:
+        return f"the interval is already within +/- {halfwidth:g}"
+    return f"about {labels} human labels for +/- {halfwidth:g} (same design)"
 
 
 def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig

@@ -27,3 +27,4 @@ class VerdictsConfig(RunSettings):
     pass_threshold: float = Field(0.5, ge=0)  # numeric verdicts at or above pass
     resamples: int = Field(2000, ge=200)
     min_length_ratio: float = Field(1.1, ge=1.0)  # "longer" means this much longer
+    target_halfwidth: float = Field(0.05, gt=0, lt=0.5)  # the label plan's target

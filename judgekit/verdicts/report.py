@@ -32,6 +32,9 @@ def report(cfg: VerdictsConfig, result: RunResult[VerdictsPayload]) -> Doc:
              "decision"],
             [[m.key, m.what, _num(m.estimate), _ci(m.ci), m.n, m.clusters or "-",
               _num(m.baseline), m.decision] for m in p.measures], "measures")
+    for m in p.measures:
+        if m.note:
+            d.p(f"{m.key}: {m.note}.")
     for note in p.notes:
         d.p(note)
     return d
