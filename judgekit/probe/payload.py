@@ -78,10 +78,9 @@ class Human(Record):
     a_win_rate: Corrected | None = None
 
 
-class NoiseFloor(Record):
-    rate: float | None = None
-    ci: list[float] | None = None
-    n: int = 0
+class NoiseFloor(Rate):
+    """The flip rate of a change that cannot matter (the placebo, or identical re-runs)."""
+
     source: str | None = None
 
 
@@ -93,9 +92,8 @@ class Reliability(Record):
     target: float | None = None
 
 
-class ErrorRate(Record):
-    rate: float | None = None
-    n: int = 0
+# P(error) given the feature side is worse / better: a rate and its n
+ErrorRate = Rate
 
 
 class Regression(Record):
