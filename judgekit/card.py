@@ -28,6 +28,9 @@ class JudgeCard(BaseModel):
     runs: list[str]
     rows: list[CardRow]
     findings: list[str]
+    # several judges side by side (one file with several judge columns): their names,
+    # in order; each row names its judge
+    judges: list[str] | None = None
 
 
 def judge_card(runs: list[str | Path], out: str | Path | None = None) -> JudgeCard:
@@ -64,12 +67,14 @@ def build(paths: list[str | Path]) -> JudgeCard:
                           ", ".join(f"{j} ({s})" for s, j in judges.items()))
     order = {"bias": 0, "consistency": 1, "people": 2, "audit": 3}
     rows.sort(key=lambda r: order.get(r.section, 9))
-    findings = [f"{r.measure}: {r.decision} ({_num(r.estimate)}, interval {_ci(r.ci)}, "
+    findings = [("" if r.judge is None else f"{r.judge}: ") +
+                f"{r.measure}: {r.decision} ({_num(r.estimate)}, interval {_ci(r.ci)}, "
                 f"n = {r.n}" + ("" if r.baseline is None or r.units.startswith("difference")
                                 else f"; best uninformed judge {r.baseline:.3f}")
                 + f"; {r.source})" for r in rows if r.finding]
+    side = list(dict.fromkeys(r.judge for r in rows if r.judge is not None))
     return JudgeCard(judge=next(iter(judges.values())), runs=names, rows=rows,
-                     findings=findings)
+                     findings=findings, judges=side or None)
 
 
 def _num(v: float | None) -> str:

@@ -148,11 +148,16 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
                                         help="interval level"),
             judge: str | None = typer.Option(None, "--judge", help="the judge's name on "
                                              "its card (default: its column's)"),
+            judge_family: str | None = typer.Option(
+                None, "--judge-family", help="the judge's model family (e.g. gpt), for "
+                "self-preference when the file names each answer's model"),
             seed: int = typer.Option(0, "--seed", help="seed of the bootstrap intervals"),
             overwrite: bool = typer.Option(False, "--overwrite",
                                            help="replace a previous run's outputs in --out")
             ) -> None:
-    """Analyse verdicts a judge already gave (no model call, no key, no network)."""
+    """Analyse verdicts a judge already gave (no model call, no key, no network).
+    Several judge columns (judge_NAME, or pairwise winner_NAME, or --map
+    judge=COL1,COL2) give one set of figures per judge, side by side."""
     from judgekit.api import run_config
     from judgekit.config import parse_assignment
     from judgekit.errors import ConfigError
@@ -167,7 +172,8 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
         role, column = parse_assignment(m, "--map")
         roles[role] = str(column)
     doc = {"method": "verdicts", "name": file.stem, "data_path": str(file),
-           "data_format": fmt, "roles": roles, "level": level, "seed": seed, "judge": judge}
+           "data_format": fmt, "roles": roles, "level": level, "seed": seed, "judge": judge,
+           "judge_family": judge_family}
     _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
     console.print(shown["headline"])
     console.print(f"wrote {folder}")

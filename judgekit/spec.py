@@ -60,6 +60,7 @@ class CardRow(BaseModel):
     source: str  # the run folder's name
     baseline: float | None = None
     finding: bool = False
+    judge: str | None = None  # set on a card of several judges side by side
 
     @model_validator(mode="after")
     def _flag(self) -> CardRow:

@@ -598,3 +598,84 @@ def test_sequential_pointwise_probe(tmp_path):
     assert seq["stopped"] == "settled" and seq["units_asked"] < 60
     assert all(d["decision"] == "ruled out" for d in seq["decisions"])
     assert res.n_pairs == seq["units_asked"] and res.pass_rate["n"] == seq["units_asked"]
+
+
+def test_length_preference_uses_both_orders_so_position_bias_cannot_leak_in(tmp_path):
+    # the longer answer is always shown first; on half the pairs the judge just picks
+    # the first-shown answer, on the other half the good one. As given, its errors fall
+    # only where the longer answer is worse: a "preference for longer answers" of 0.5
+    # that is the position bias. Both orders (the swap transform) show none.
+    rows = []
+    for i in range(40):
+        long_good = i % 2 == 0
+        good = f"ans {i} [good]" + (" and a longer explanation of it" if long_good else "")
+        bad = f"x {i} [bad]" + ("" if long_good else " and a longer explanation of it")
+        a, b = (good, bad) if long_good else (bad, good)
+        rows.append({"id": f"p{i}", "question": f"Q{i}?", "a": a, "b": b,
+                     "correct": "a" if long_good else "b"})
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def first_when_hard(req):
+        labels, parts = _answers(req)
+        i = int(re.search(r"(?:ans|x) (\d+) \[", parts[0]).group(1))
+        if i < 20:
+            return {"winner": labels[0]}
+        return {"winner": labels[0] if "[good]" in parts[0] else labels[1]}
+
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    def probe(transforms):
+        cfg = {"method": "probe", "data_path": str(data), "use_cache": False,
+               "models": {"judge": "openai/gpt-4o"}, "resamples": 300,
+               "transforms": transforms}
+        with Client(ClientSettings(use_cache=False, progress=False),
+                    providers={"openai/gpt-4o": mock.FunctionProvider(first_when_hard)}
+                    ) as client:
+            return judgekit.run(cfg, client=client).model_dump(mode="json")["length_bias"]
+
+    given = probe([])
+    assert given["orders"].startswith("the order as given")
+    assert given["n"] == 40 and given["preference"] == pytest.approx(0.5)
+    assert given["error_when_worse"] == {"rate": 0.5, "n": 20}
+    assert given["error_when_better"] == {"rate": 0.0, "n": 20}
+    assert given["verdict"] == "preference shown"  # the leak the fix removes
+    both = probe(["swap"])
+    assert both["orders"].startswith("both orders")
+    assert both["n"] == 80 and both["preference"] == 0.0
+    assert both["error_when_worse"] == {"rate": 0.25, "n": 40}
+    assert both["error_when_better"] == {"rate": 0.25, "n": 40}
+    assert both["verdict"] == "no preference shown"
+    assert both["ci"][0] < 0 < both["ci"][1] and -1 <= both["ci"][0] and both["ci"][1] <= 1
+
+
+def test_a_clustered_feature_preference_matches_hand_computed_newcombe():
+    # two verdicts per pair: the worse group has pairs with errors (1,1), (0,0), (1,0);
+    # the better group (0,0), (0,1). Design effects from the cluster totals, Wilson
+    # limits at n / deff (no continuity correction), Newcombe's method 10.
+    from judgekit.stats.proportions import wilson_effective
+
+    feature = ["a"] * 10
+    better = ["b"] * 6 + ["a"] * 4
+    chosen = ["a", "a", "b", "b", "a", "b", "a", "a", "a", "b"]
+    groups = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    p = feature_preference(feature, better, chosen, 0.9, groups=groups)
+    p1, p2 = 3 / 6, 1 / 4
+    assert p.preference == pytest.approx(p1 - p2) and p.n == 10
+    # deff: worse clusters totals y = (2, 0, 1), m = 2: resid (1, -1, 0) -> var = 3/2 * 2 / 36
+    d1 = max(1.0, (3 / 2 * 2 / 36) / (p1 * (1 - p1) / 6))
+    resid = np.array([0, 1]) - p2 * 2
+    d2 = max(1.0, (2 * float(np.sum(resid ** 2)) / 16) / (p2 * (1 - p2) / 4))
+    l1, u1 = wilson_effective(p1, 6 / d1, 0.9, continuity=False)
+    l2, u2 = wilson_effective(p2, 4 / d2, 0.9, continuity=False)
+    d = p1 - p2
+    assert p.ci == pytest.approx([d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2),
+                                  d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)])
+    from scipy.stats import norm
+    pooled = 4 / 10
+    se = math.sqrt(pooled * (1 - pooled) * (d1 / 6 + d2 / 4))
+    assert p.p_value == pytest.approx(2 * norm.sf(d / se))
+    # one verdict per pair keeps Fisher's exact test and the plain Newcombe interval
+    single = feature_preference(feature, better, chosen, 0.9, groups=list(range(10)))
+    assert single == feature_preference(feature, better, chosen, 0.9)

@@ -123,7 +123,8 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
     rows = [r for r in (_consistency_row(cfg, t, base, [v.get(t) for v in verdicts], floor,
                                          pairs) for t in names) if r is not None]
     biases = _biases(cfg, verdicts, names, pointwise)
-    natural = {} if pointwise else _natural(cfg, pairs, base)
+    natural = {} if pointwise else _natural(
+        cfg, pairs, base, [v.get("swap") for v in verdicts] if "swap" in names else None)
     _decide(cfg, rows, biases, [r for r in natural.values()
                                 if r and r.get("p_value") is not None])
     by = {b["name"]: b for b in biases}
@@ -204,14 +205,15 @@ def _items(pairs: list[Pair], verdicts: list[dict[str, str | None]], rows: list[
             for i, p in enumerate(pairs)]
 
 
-def _natural(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None]
-             ) -> dict[str, dict[str, Any] | None]:
-    """Self-preference and length preference on the pairs as given (no transform)."""
+def _natural(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None],
+             swapped: list[str | None] | None) -> dict[str, dict[str, Any] | None]:
+    """Self-preference and length preference of the natural answers (no padding), on
+    both orders when the swap transform ran (position controlled), else as given."""
     from judgekit.probe.bias import family_of, length_preference, self_preference
 
     family = cfg.judge_family or family_of(cfg.models["judge"])
-    return {"self_preference": self_preference(pairs, base, family, cfg.level),
-            "length_bias": length_preference(pairs, base, cfg.level)}
+    return {"self_preference": self_preference(pairs, base, family, cfg.level, swapped),
+            "length_bias": length_preference(pairs, base, cfg.level, swapped=swapped)}
 
 
 def _accuracy(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | None]]

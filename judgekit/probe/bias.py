@@ -124,11 +124,30 @@ def _with_verdict(pref: Any, level: float, what: str, reference: str) -> dict[st
             "verdict": "preference shown" if shown else "no preference shown"}
 
 
+def _orders(feature: list[str | None], refs: list[str | None], chosen: list[str | None],
+            swapped: list[str | None] | None
+            ) -> tuple[list[str | None], list[str | None], list[str | None], list[int] | None]:
+    """The verdicts a preference is measured on: the pairs as given, and with
+    ``swapped`` (the swap transform's verdicts, in the pair's own labels) each pair in
+    both orders, the pair its cluster, so that a position bias cancels."""
+    if swapped is None or not any(swapped):
+        return feature, refs, chosen, None
+    n = len(feature)
+    return (feature * 2, refs * 2, list(chosen) + list(swapped),
+            list(range(n)) * 2)
+
+
+ORDERS = {True: "both orders (each answer shown first once: position cancels)",
+          False: "the order as given only (no swap: a position bias can leak in)"}
+
+
 def self_preference(pairs: list[Pair], chosen: list[str | None], family: str,
-                    level: float) -> dict[str, Any] | None:
+                    level: float, swapped: list[str | None] | None = None
+                    ) -> dict[str, Any] | None:
     """The judge's preference for answers from its own model family, over pairs where
     exactly one answer came from that family, controlled for quality by the pair's
-    known correct answer (or the human preference)."""
+    known correct answer (or the human preference), and for position by using both
+    orders when the swap transform ran (``swapped``)."""
     fam = family.lower()
     feature: list[str | None] = []
     for p in pairs:
@@ -143,20 +162,26 @@ def self_preference(pairs: list[Pair], chosen: list[str | None], family: str,
                 "n": 0, "reference": None, "family": family, "pairs_with_one_own": 0,
                 "verdict": f"not measured: no pair has exactly one answer from the judge's "
                            f"family {family!r} (set judge_family)"}
-    pref = feature_preference(feature, [_reference(p) for p in pairs], chosen, level)
+    f, r, c, g = _orders(feature, [_reference(p) for p in pairs], chosen, swapped)
+    pref = feature_preference(f, r, c, level, groups=g)
     out = _with_verdict(pref, level, f"P(own family picked when worse) - P(other picked "
                         f"when own is better); family {family!r}", _reference_note(pairs))
+    out["orders"] = ORDERS[g is not None]
     out["family"] = family
     out["pairs_with_one_own"] = sum(f is not None for f in feature)
     return out
 
 
 def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
-                      min_ratio: float = 1.1) -> dict[str, Any] | None:
+                      min_ratio: float = 1.1, swapped: list[str | None] | None = None
+                      ) -> dict[str, Any] | None:
     """A preference for the longer of two natural answers (no padding), over pairs whose
     lengths (characters) differ by at least ``min_ratio``: with a known correct answer (or human
     preference) as the asymmetry of errors; without one, the longer answer's win rate
-    (which also carries quality: longer answers are often better), labelled as such."""
+    (which also carries quality: longer answers are often better), labelled as such.
+    Both orders when the swap transform ran (``swapped``): measured on the order as
+    given only, the preference inherits the judge's position bias whenever the longer
+    answer sits first more often among the worse answers than among the better ones."""
     feature: list[str | None] = []
     for p in pairs:
         # characters, not words: the same measure in languages written without spaces
@@ -166,11 +191,13 @@ def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
                        "b" if lb >= min_ratio * max(la, 1) - 1e-9 and lb > la else None)
     refs = [_reference(p) for p in pairs]
     reg = _length_regression(pairs, chosen, refs, level)
+    fs, rs, cs, gs = _orders(feature, refs, chosen, swapped)
     if any(f and r for f, r in zip(feature, refs)):
-        pref = feature_preference(feature, refs, chosen, level)
+        pref = feature_preference(fs, rs, cs, level, groups=gs)
         if pref.preference is not None:
             out = _with_verdict(pref, level, "P(longer picked when worse) - P(shorter "
                                 "picked when longer is better)", _reference_note(pairs))
+            out["orders"] = ORDERS[gs is not None]
             out["regression"] = reg
             return out
     have = [(f, c) for f, c in zip(feature, chosen) if f and c in ("a", "b")]

@@ -121,6 +121,7 @@ class Preference(Record):
     error_when_worse: ErrorRate | None = None
     error_when_better: ErrorRate | None = None
     verdict: str
+    orders: str | None = None  # both orders (position controlled) or as given
     family: str | None = None
     pairs_with_one_own: int | None = None
     regression: Regression | None = None

@@ -97,17 +97,22 @@ def _natural(r: Json, lv: str) -> list[Any]:
             continue
         est = "n/a" if x["preference"] is None else f"{x['preference']:+.3f} {_ci(x['ci'])}"
         p = "n/a" if x.get("p_value") is None else f"{x['p_value']:.3g}"
-        rows.append([name, x["what"], est, p, x["verdict"], x["n"]])
+        rows.append([name, x["what"], est, p, x["verdict"], x["n"],
+                     x.get("orders") or "the order as given"])
     if not rows:
         return []
-    return [Heading(2, "Preferences on the pairs as given"),
+    return [Heading(2, "Preferences for the longer answer and the judge's own family"),
             Para("Controlled for quality: among pairs where exactly one answer has the "
                  "feature and the correct (or human-preferred) answer is known, how much more "
                  "often the judge errs toward the feature than away from it (0 for a judge "
-                 "whose errors do not depend on the feature). Newcombe's interval for two "
-                 "independent rates, Fisher's exact test."),
-            Table(["preference for", "effect", f"estimate ({lv} CI)", "p (exact)", "verdict",
-                   "n"], rows, "preferences")]
+                 "whose errors do not depend on the feature). Controlled for position: when "
+                 "the swap transform ran, every pair counts in both orders (the pair is the "
+                 "cluster: Newcombe's interval from Wilson limits at the effective n, a z "
+                 "test with the design effect); otherwise the order as given (Newcombe's "
+                 "interval for two independent rates, Fisher's exact test), where a "
+                 "position bias can leak into the preference."),
+            Table(["preference for", "effect", f"estimate ({lv} CI)", "p", "verdict",
+                   "n (verdicts)", "orders"], rows, "preferences")]
 
 
 def _plan(r: Json) -> list[Any]:

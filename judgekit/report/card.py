@@ -29,16 +29,34 @@ def doc(card: Any) -> Doc:
         if card.findings else "No bias, inconsistency, distrust or agreement no better "
         "than an uninformed judge was shown.") +
         " Each row: estimate, interval at its run's level, n, and the decision taken on it.")
+    judges = card.judges or []
+    if judges:
+        d.h(2, "The judges side by side")
+        d.p("One column per judge of the same items: each cell is the estimate, its "
+            "interval, n and the decision; a finding is marked with \u2717.")
+        keys = list(dict.fromkeys(r.key for r in card.rows))
+        cell = {(r.key, r.judge): r for r in card.rows}
+        d.table(["key", *judges],
+                [[k, *(_cell(cell.get((k, j))) for j in judges)] for k in keys], "side")
     for key, title in SECTIONS.items():
         rows = [r for r in card.rows if r.section == key]
         if not rows:
             continue
         d.h(2, title)
-        d.table(["key", "measure", "estimate", "interval", "n", "units", "decision", "run"],
-                [[r.key, r.measure, _num(r.estimate), _ci(r.ci), r.n, r.units, r.decision,
+        d.table((["judge"] if judges else []) +
+                ["key", "measure", "estimate", "interval", "n", "units", "decision", "run"],
+                [([r.judge] if judges else []) +
+                 [r.key, r.measure, _num(r.estimate), _ci(r.ci), r.n, r.units, r.decision,
                   r.source]
                  for r in rows], key)
     return d
+
+
+def _cell(r: Any) -> str:
+    if r is None:
+        return "-"
+    return (f"{_num(r.estimate)} {_ci(r.ci)} (n = {r.n}): {r.decision}" +
+            (" \u2717" if r.finding else ""))
 
 
 def figure(card: Any, out: Path) -> None:
@@ -56,7 +74,8 @@ def figure(card: Any, out: Path) -> None:
         bad = r.finding
         ax.errorbar(r.estimate, i, xerr=[[r.estimate - r.ci[0]], [r.ci[1] - r.estimate]],
                     fmt="o", color="C3" if bad else "C0", capsize=3)
-    ax.set_yticks(range(len(rows)), [f"{r.measure[:48]} (n={r.n})" for r in rows],
+    ax.set_yticks(range(len(rows)), [("" if r.judge is None else f"{r.judge[:20]}: ") +
+                                     f"{r.measure[:48]} (n={r.n})" for r in rows],
                   fontsize=7)
     ax.set_xlim(-1.02, 1.02)
     ax.set_xlabel("difference (interval at the run's level); red: shown")

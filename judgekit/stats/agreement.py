@@ -158,7 +158,8 @@ def _finite(v: float) -> float | None:
 
 
 def agreement(judge: ArrayLike, human: ArrayLike, *, ordinal: bool = False,
-              seed: Seed = 0, resamples: int = 2000, level: float = 0.95) -> Agreement:
+              seed: Seed = 0, resamples: int = 2000, level: float = 0.95,
+              groups: Sequence[object] | None = None) -> Agreement:
     """Percent agreement (Wilson interval), Cohen's kappa (quadratic-weighted if ordinal),
     Krippendorff's alpha (interval if ordinal), Gwet's AC1 / AC2 (item bootstrap
     intervals at ``level``), prevalence and the majority-class baseline.
@@ -168,10 +169,25 @@ def agreement(judge: ArrayLike, human: ArrayLike, *, ordinal: bool = False,
     scored 1.0. When the sample holds no disagreement at all the bootstrap has no
     spread: the chance-corrected statistics then take as lower bound their value at the
     Wilson lower bound of percent agreement (chance agreement held at its observed
-    value), never [1, 1]."""
+    value), never [1, 1].
+
+    ``groups`` names each item's cluster (the question several answers share): the
+    bootstrap then resamples whole clusters and percent agreement takes the clustered
+    (design-effect) Wilson interval, so that answers to one question are not counted
+    as independent evidence."""
+    from judgekit.stats.preference import clustered_rate
     from judgekit.stats.proportions import wilson_interval
 
     x, y = _pair(judge, human)
+    units: list[np.ndarray] | None = None
+    if groups is not None:
+        if len(groups) != x.size:
+            raise StatsError("groups needs one entry per item")
+        by: dict[object, list[int]] = {}
+        for i, g in enumerate(groups):
+            by.setdefault(g, []).append(i)
+        if len(by) < x.size:
+            units = [np.array(v) for v in by.values()]
     w = "quadratic" if ordinal else "nominal"
     lvl = "interval" if ordinal else "nominal"
     stats: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
@@ -180,7 +196,11 @@ def agreement(judge: ArrayLike, human: ArrayLike, *, ordinal: bool = False,
         "ac": lambda u, v: gwet_ac(u, v, w),
     }
     po = percent_agreement(x, y)
-    p_ci = wilson_interval(int(round(po * x.size)), int(x.size), level)
+    if units is None:
+        p_ci = wilson_interval(int(round(po * x.size)), int(x.size), level)
+    else:
+        c = clustered_rate([list(x[u] == y[u]) for u in units], level)
+        p_ci = Interval(c.ci[0], c.ci[1])
     rng = rng_of(seed)
     v = {k: f(x, y) for k, f in stats.items()}
     cis: dict[str, list[float] | None] = {"percent": p_ci.as_list()}
@@ -197,9 +217,17 @@ def agreement(judge: ArrayLike, human: ArrayLike, *, ordinal: bool = False,
             cis[k] = [max(-1.0, lo), 1.0]
             continue
 
-        def stat(i: np.ndarray, f: Callable[[np.ndarray, np.ndarray], float] = f) -> float:
-            return f(x[i], y[i])
-        cis[k] = list(item_bootstrap(stat, x.size, rng, resamples, level))
+        if units is None:
+            def stat(i: np.ndarray, f: Callable[[np.ndarray, np.ndarray], float] = f
+                     ) -> float:
+                return f(x[i], y[i])
+            cis[k] = list(item_bootstrap(stat, x.size, rng, resamples, level))
+        else:
+            def by_cluster(c: np.ndarray, f: Callable[[np.ndarray, np.ndarray], float] = f,
+                           units: list[np.ndarray] = units) -> float:
+                i = np.concatenate([units[j] for j in c])
+                return f(x[i], y[i])
+            cis[k] = list(item_bootstrap(by_cluster, len(units), rng, resamples, level))
     values, counts = np.unique(y, return_counts=True)
     top = values[np.argmax(counts)]
     return Agreement(int(x.size), po, _finite(v["kappa"]), _finite(v["alpha"]), v["ac"],

@@ -14,7 +14,8 @@ from numpy.typing import ArrayLike
 
 from judgekit.errors import StatsError
 
-__all__ = ["Corrected", "importance_inclusion", "ppi_mean", "ppi_shares", "ppi_weighted"]
+__all__ = ["Corrected", "importance_inclusion", "ppi_difference", "ppi_mean", "ppi_shares",
+           "ppi_weighted"]
 
 
 class Corrected(NamedTuple):
@@ -56,6 +57,19 @@ def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
     lambda = 0)."""
     from judgekit.stats.proportions import wilson_effective
 
+    est, var, lam, s_y, n, big_n, y_mean = _ppi(judge_all, judge_labelled, human_labelled,
+                                                 lam)
+    # the labels' worth in human-only labels: n times the variance the judge removes
+    gain = s_y / n / var if var > 0 and s_y > 0 else 1.0
+    ci = wilson_effective(est, n * max(1.0, gain), level)
+    h_ci = wilson_effective(y_mean, n, level)
+    return Corrected(min(1.0, max(0.0, est)), ci.as_list(), y_mean, h_ci.as_list(),
+                     int(n), int(big_n), lam, level, "random")
+
+
+def _ppi(judge_all: ArrayLike, judge_labelled: ArrayLike, human_labelled: ArrayLike,
+         lam: float | None) -> tuple[float, float, float, float, int, int, float]:
+    """PPI++'s estimate, variance, lambda, Var(y), n, N and the labels' mean."""
     f = np.asarray(judge_all, float)
     fl, y = np.asarray(judge_labelled, float), np.asarray(human_labelled, float)
     if fl.shape != y.shape or y.size < 2 or f.size < 2:
@@ -81,14 +95,35 @@ def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
         var += (1 / n - 1 / big_n) * lam**2 / n
         h_var = (1 / n - 1 / big_n) * s_y + s_y / big_n
         if var >= h_var:
-            lam, rect = 0.0, y
+            lam = 0.0
             est, var = float(y.mean()), h_var
-    # the labels' worth in human-only labels: n times the variance the judge removes
-    gain = s_y / n / var if var > 0 and s_y > 0 else 1.0
-    ci = wilson_effective(est, n * max(1.0, gain), level)
-    h_ci = wilson_effective(float(y.mean()), n, level)
-    return Corrected(min(1.0, max(0.0, est)), ci.as_list(), float(y.mean()), h_ci.as_list(),
-                     int(n), int(big_n), lam, level, "random")
+    return est, var, lam, s_y, n, big_n, float(y.mean())
+
+
+def ppi_difference(judge_all: ArrayLike, judge_labelled: ArrayLike,
+                   human_labelled: ArrayLike, level: float = 0.90) -> Corrected:
+    """Prediction-powered mean of paired differences in [-1, 1] (two systems' verdicts on
+    the same questions: judge A - B on every shared question, human A - B on a random
+    sample of them), as ``ppi_mean`` (PPI++ power tuning, one unseen disagreement
+    counted when the labels show none) with a Student-t interval on n - 1 degrees of
+    freedom clipped to [-1, 1]: a difference takes three or more values, so a Wilson
+    interval at an effective n (a Bernoulli's variance) would be needlessly wide. When
+    the variance is 0 (every label agrees and every difference is equal) the interval
+    counts one unseen discordant question."""
+    from scipy.stats import t as student
+
+    est, var, lam, s_y, n, big_n, y_mean = _ppi(judge_all, judge_labelled, human_labelled,
+                                                 None)
+    q = float(student.ppf(0.5 + level / 2, n - 1))
+
+    def interval(centre: float, v: float) -> list[float]:
+        v = v if v > 0 else 1.0 / (n * n)  # one unseen discordant question
+        h = q * math.sqrt(v)
+        return [max(-1.0, centre - h), min(1.0, centre + h)]
+
+    h_var = s_y / n
+    return Corrected(min(1.0, max(-1.0, est)), interval(est, var), y_mean,
+                     interval(y_mean, h_var), int(n), int(big_n), lam, level, "random")
 
 
 def ppi_shares(judge_all: ArrayLike, judge_labelled: ArrayLike, human_labelled: ArrayLike,

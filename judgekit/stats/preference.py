@@ -42,18 +42,25 @@ def clustered_rate(groups: Sequence[Sequence[bool]], level: float = 0.95) -> Clu
     gs = [[bool(x) for x in g] for g in groups if len(g)]
     if not gs:
         raise StatsError("a clustered rate needs at least one non-empty cluster")
+    p, n, deff = _design_effect(gs)
+    ci = wilson_effective(p, n / deff, level)
+    return ClusteredRate(p, [ci.lo, ci.hi], int(n), len(gs))
+
+
+def _design_effect(gs: Sequence[Sequence[bool]]) -> tuple[float, float, float]:
+    """(pooled share, observations, design effect) of clustered 0/1 observations: the
+    linearised variance of the ratio estimator sum(y) / sum(m) over clusters against
+    that of a simple random sample of the same size (never below 1)."""
     m = np.array([len(g) for g in gs], float)
     y = np.array([sum(g) for g in gs], float)
     n, k = float(m.sum()), len(gs)
     p = float(y.sum() / n)
     deff = 1.0
     if k >= 2 and 0.0 < p < 1.0:
-        # linearised variance of the ratio estimator sum(y) / sum(m) over clusters
         resid = y - p * m
         var_ratio = k / (k - 1) * float(np.sum(resid ** 2)) / n ** 2
         deff = max(1.0, var_ratio / (p * (1 - p) / n))
-    ci = wilson_effective(p, n / deff, level)
-    return ClusteredRate(p, [ci.lo, ci.hi], int(n), k)
+    return p, n, deff
 
 
 class SignTest(NamedTuple):
@@ -106,30 +113,58 @@ def newcombe_unpaired(k1: int, n1: int, k2: int, n2: int, level: float = 0.95
 
 
 def feature_preference(feature: Sequence[str | None], better: Sequence[str | None],
-                       chosen: Sequence[str | None], level: float = 0.95) -> Preference:
+                       chosen: Sequence[str | None], level: float = 0.95,
+                       groups: Sequence[Any] | None = None) -> Preference:
     """The asymmetry of errors (module docstring) over pairs: ``feature[i]`` is the side
     ("a"/"b") carrying the feature (None: neither or both), ``better[i]`` the side the
     reference prefers, ``chosen[i]`` the judge's pick. Newcombe's unpaired interval
-    (method 10) and Fisher's exact test on the two error counts."""
-    from scipy.stats import fisher_exact
+    (method 10) and Fisher's exact test on the two error counts.
 
-    if not len(feature) == len(better) == len(chosen):
-        raise StatsError("feature, better and chosen need one entry per pair")
-    worse_err, better_err = [], []
-    for f, r, c in zip(feature, better, chosen):
+    ``groups`` names the pair each verdict belongs to when a pair was judged more than
+    once (both orders: the feature then sits in each position once, so a position bias
+    cancels instead of leaking into the preference). A pair falls wholly on one side
+    (its feature and reference do not change with the order), so the two error rates
+    stay independent; each is then a clustered rate: Newcombe's interval from Wilson
+    limits at the effective n (design effect, as ``clustered_rate``) and a z test with
+    the design-effect-inflated null variance."""
+    from scipy.stats import fisher_exact, norm
+
+    if not len(feature) == len(better) == len(chosen) or (
+            groups is not None and len(groups) != len(feature)):
+        raise StatsError("feature, better, chosen (and groups) need one entry per pair "
+                         "(per verdict with groups)")
+    keys = list(range(len(feature))) if groups is None else list(groups)
+    worse: dict[Any, list[bool]] = {}
+    good: dict[Any, list[bool]] = {}
+    for f, r, c, g in zip(feature, better, chosen, keys):
         if f not in ("a", "b") or r not in ("a", "b") or c not in ("a", "b"):
             continue
         if f == r:
-            better_err.append(c != f)
+            good.setdefault(g, []).append(c != f)
         else:
-            worse_err.append(c == f)
+            worse.setdefault(g, []).append(c == f)
+    worse_err = [x for v in worse.values() for x in v]
+    better_err = [x for v in good.values() for x in v]
     n1, n2 = len(worse_err), len(better_err)
     if n1 == 0 or n2 == 0:
         return Preference(None, None, 1.0, n1 + n2, None, n1, None, n2)
     k1, k2 = sum(worse_err), sum(better_err)
-    p = float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
-    return Preference(k1 / n1 - k2 / n2, newcombe_unpaired(k1, n1, k2, n2, level), p,
-                      n1 + n2, k1 / n1, n1, k2 / n2, n2)
+    p1, p2 = k1 / n1, k2 / n2
+    if len(worse) == n1 and len(good) == n2:  # one verdict per pair
+        p = float(fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue)
+        return Preference(p1 - p2, newcombe_unpaired(k1, n1, k2, n2, level), p,
+                          n1 + n2, p1, n1, p2, n2)
+    _, _, d1 = _design_effect(list(worse.values()))
+    _, _, d2 = _design_effect(list(good.values()))
+    l1, u1 = wilson_effective(p1, n1 / d1, level, continuity=False)
+    l2, u2 = wilson_effective(p2, n2 / d2, level, continuity=False)
+    d = p1 - p2
+    ci = [max(-1.0, d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2)),
+          min(1.0, d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2))]
+    pooled = (k1 + k2) / (n1 + n2)
+    se = math.sqrt(pooled * (1 - pooled) * (d1 / n1 + d2 / n2))
+    pv = 1.0 if se == 0 else float(2 * norm.sf(abs(d) / se))
+    return Preference(d, ci, pv, n1 + n2, p1, n1, p2, n2)
 
 
 def paired_n_needed(discordant: float, effect: float, power: float = 0.8,

@@ -21,6 +21,7 @@ class VerdictsConfig(RunSettings):
     data_path: str
     data_format: Shape = "auto"
     judge: str | None = None  # the judge's name (default: its column, or the file's)
+    judge_family: str | None = None  # its model family, for self-preference (default: judge)
     baseline: str | None = None  # pairwise with models: win rates against this model
     roles: dict[str, str] = Field(default_factory=dict)
     level: float = Field(0.95, gt=0, lt=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from judgekit.payload import DetailFile, Payload, Record
+from judgekit.payload import DetailFile, Payload, Record, absent
 
 
 class Measure(Record):
@@ -24,6 +24,17 @@ class Measure(Record):
     note: str | None = None
 
 
+class JudgeVerdicts(Record):
+    """Another judge of the same file (several judge columns): its own measures, read
+    exactly as the first judge's, for the card side by side."""
+
+    judge: str
+    column: str
+    unreadable: int
+    measures: list[Measure]
+    notes: list[str]
+
+
 class VerdictsPayload(Payload):
     """``verdicts``: what a recorded judge's verdicts show, with no model call."""
 
@@ -37,3 +48,5 @@ class VerdictsPayload(Payload):
     measures: list[Measure]
     notes: list[str]
     items: DetailFile
+    # several judge columns: the first judge's figures are above, the others' here
+    others: list[JudgeVerdicts] | None = absent()

@@ -70,12 +70,22 @@ def read(path: Path, fmt: str, roles: dict[str, str]) -> Table:
     missing_cols = [c for c in roles.values() if c not in columns and "," not in c]
     if missing_cols:
         raise DataError(f"{path}: no column {missing_cols[0]!r}; it has {', '.join(columns)}")
-    if shape == "pointwise" and "human" not in roles:
+    people = "human" if shape == "pointwise" else "label"
+    if people not in roles:
         several = [c for c in columns if re.fullmatch(
             r"(human|annotator|rater|label)_?\d+", c.strip().lower())]
         if len(several) >= 2:  # several annotators: one role, its columns joined by ","
-            roles = {**roles, "human": ",".join(several)}
-    missing_several = [c for c in roles.get("human", "").split(",")[1:] if c not in columns]
+            roles = {**roles, people: ",".join(several)}
+    judge_role = "judge" if shape == "pointwise" else "winner"
+    if judge_role not in roles:
+        # several judges side by side: judge_gpt4, judge_claude (pairwise: winner_...)
+        judges = [c for c in columns if re.fullmatch(
+            rf"{judge_role}[_:.\-].+", c.strip().lower())
+            and c.strip().lower() not in POINTWISE["judge"] + PAIRWISE["winner"]]
+        if len(judges) >= 2:
+            roles = {**roles, judge_role: ",".join(judges)}
+    missing_several = [c for role in (people, judge_role)
+                       for c in roles.get(role, "").split(",") if c and c not in columns]
     if missing_several:
         raise DataError(f"{path}: no column {missing_several[0]!r}; it has "
                         f"{', '.join(columns)}")

@@ -2,47 +2,79 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from judgekit.errors import DataError
+from judgekit.jsontypes import JSONObject
 from judgekit.payload import payload_from
-from judgekit.verdicts import analysis
+from judgekit.verdicts import pairwise, pointwise
 from judgekit.verdicts.config import VerdictsConfig
-from judgekit.verdicts.payload import VerdictsPayload
-from judgekit.verdicts.read import read
+from judgekit.verdicts.payload import JudgeVerdicts, Measure, VerdictsPayload
+from judgekit.verdicts.read import Table, read
 
 
 def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
-    """Every figure the file's verdicts allow (see judgekit.verdicts.analysis)."""
+    """Every figure the file's verdicts allow (see judgekit.verdicts.analysis), for each
+    judge column when the file holds several (one card per judge, side by side)."""
     path = Path(cfg.data_path)
     table = read(path, cfg.data_format, cfg.roles)
+    role = {"pointwise": "judge", "pairwise": "winner"}.get(table.shape)
+    columns = table.roles[role].split(",") if role else [""]
+    judged = [_one(cfg, path, table, {**table.roles, role: c} if role else table.roles,
+                   several=len(columns) > 1)
+              for c in columns]
+    first, items = judged[0]
+    others = [JudgeVerdicts(judge=j.judge, column=c, unreadable=j.unreadable,
+                            measures=j.measures, notes=j.notes)
+              for c, (j, _) in zip(columns[1:], judged[1:])]
+    if others:  # one item record per row and judge
+        items = [{"judge": j.judge, **x} for j, got in judged for x in got]
+    return payload_from(VerdictsPayload, {
+        "judge": first.judge, "shape": table.shape, "source": path.name,
+        "roles": table.roles, "n_rows": len(table.rows), "unreadable": first.unreadable,
+        "level": cfg.level, "measures": first.measures, "notes": first.notes,
+        "items": items, **({"others": others} if others else {})}, ("items",))
+
+
+class _Judged(NamedTuple):
+    judge: str
+    unreadable: int
+    measures: list[Measure]
+    notes: list[str]
+
+
+def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
+         several: bool) -> tuple[_Judged, list[JSONObject]]:
+    """One judge's measures and item records (``roles`` names its column)."""
     notes: list[str] = []
     if table.shape == "pointwise":
-        measures, items, unread = analysis.pointwise(table.rows, table.roles, cfg)
+        measures, items, unread = pointwise.pointwise(table.rows, roles, cfg)
         graders = sorted({str(r["grader"]) for r in table.rows if r.get("grader")})
-        judge = ", ".join(graders) or table.roles["judge"]
+        judge = ", ".join(graders) or roles["judge"]
     elif table.shape == "pairwise":
-        measures, items, unread, notes = analysis.pairwise(table.rows, table.roles, cfg)
-        judge = table.roles["winner"]
+        measures, items, unread, notes = pairwise.pairwise(table.rows, roles, cfg)
+        judge = roles["winner"]
         if "evaluators" in path.parts[:-1]:  # LLMBar: .../evaluators/JUDGE/SETTING/result.json
             judge = f"{path.parent.parent.name} ({path.parent.name})"
     else:
-        measures, items, unread, notes = analysis.alpaca_eval(table.rows, cfg)
+        measures, items, unread, notes = pairwise.alpaca_eval(table.rows, cfg)
         names = sorted({str(r.get("annotator")) for r in table.rows if r.get("annotator")})
         judge = ", ".join(names) or "alpaca_eval annotator"
-    judge = cfg.judge or judge
+    if not several:
+        judge = cfg.judge or judge
+    else:  # judge_gpt4 -> gpt4 (winner_gpt4 -> gpt4)
+        judge = re.sub(r"^(judge|winner)[_:.\-]", "", judge, flags=re.I) or judge
     if not items:
-        raise DataError(f"{path}: none of its {len(table.rows)} verdicts could be read "
+        raise DataError(f"{path}: none of its {len(table.rows)} verdicts" +
+                        (f" in column {judge!r}" if several else "") + " could be read "
                         "(pointwise: pass/fail, 1/0, yes/no, C/I or a score; pairwise: "
                         "first, second or tie; alpaca_eval: preference 1, 2 or 1.5)")
     if unread:
         notes.append(f"{unread} of {len(table.rows)} verdicts could not be read and are "
                      "left out of every figure")
-    return payload_from(VerdictsPayload, {
-        "judge": judge, "shape": table.shape, "source": path.name, "roles": table.roles,
-        "n_rows": len(table.rows), "unreadable": unread, "level": cfg.level,
-        "measures": measures, "notes": notes, "items": items}, ("items",))
+    return _Judged(judge, unread, measures, notes), items
 
 
 def headline(p: VerdictsPayload) -> str:
@@ -51,8 +83,12 @@ def headline(p: VerdictsPayload) -> str:
         "difference") else f"{m.key} {m.estimate:.3f} {_ci(m.ci)} (n = {m.n})"
         for m in shown if m.estimate is not None]
     flagged = [m.key for m in p.measures if m.finding]
+    others = [o.judge + (f" (findings: {', '.join(m.key for m in o.measures if m.finding)})"
+                         if any(m.finding for m in o.measures) else "")
+              for o in p.others or []]
     return (f"{p.judge} ({p.shape}, {p.n_rows} rows): " + "; ".join(parts) +
-            (f"; findings: {', '.join(flagged)}" if flagged else ""))
+            (f"; findings: {', '.join(flagged)}" if flagged else "") +
+            (f"; side by side with {', '.join(others)}" if others else ""))
 
 
 def _ci(ci: list[float] | None) -> str:

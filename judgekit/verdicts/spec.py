@@ -15,7 +15,8 @@ def _rows(p: VerdictsPayload) -> list[TableRow]:
 
 
 def _judge(result: RunResult[VerdictsPayload]) -> str | None:
-    return result.payload.judge if result.payload is not None else None
+    p = result.payload
+    return None if p is None else " | ".join([p.judge, *(o.judge for o in p.others or [])])
 
 
 SECTIONS = {"position_bias": "bias", "length_preference": "bias",
@@ -23,10 +24,15 @@ SECTIONS = {"position_bias": "bias", "length_preference": "bias",
 
 
 def _card_rows(p: VerdictsPayload, src: str) -> list[CardRow]:
+    """The card's rows; with several judges, every judge's rows, each naming its judge
+    (one card per judge, side by side)."""
+    judges = [(p.judge, p.measures), *((o.judge, o.measures) for o in p.others or [])]
+    several = len(judges) > 1
     return [CardRow(key=m.key, section=SECTIONS.get(m.key, "people"), measure=m.what,
                     estimate=m.estimate, ci=m.ci, n=m.n, decision=m.decision, units=m.units,
-                    source=src, finding=m.finding, baseline=m.baseline)
-            for m in p.measures if m.key != "pass_rate"]
+                    source=src, finding=m.finding, baseline=m.baseline,
+                    judge=judge if several else None)
+            for judge, measures in judges for m in measures if m.key != "pass_rate"]
 
 
 SPEC: MethodSpec[VerdictsConfig, VerdictsPayload] = MethodSpec(
