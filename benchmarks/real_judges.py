@@ -25,6 +25,14 @@ With a clone of WeOpenML/PandaLM (Apache-2.0) beside it (a folder named PandaLM)
 test set's three human annotators are compared with the README's figures: the
 pairwise Cohen's kappa of the annotators (published to two decimals: compared after
 rounding to two) and the label distribution of their majority (105 ties, 422 and 472).
+Its two recorded judges (gpt-3.5-turbo and PandaLM-7B, ``data/*-testset-v1.json``)
+then go through ``judgekit analyse`` as one pairwise file with two judge columns and the
+three annotator columns (judges side by side): their accuracy, kappa, position and
+length preference are printed (``pandalm_judges`` in the JSON). The paper's accuracy,
+precision, recall and F1 (arXiv 2306.05087) are not in the repository and are not
+compared; note that the released verdicts do not reproduce the abstract's F1 ratio
+(PandaLM-7B at 93.75% of gpt-3.5-turbo): on these files PandaLM-7B's accuracy against
+the annotators' majority is below gpt-3.5-turbo's, as printed.
 The last line is one JSON object with ``figures_compared`` and ``figures_matching``
 (to 1e-3; the rounded kappas as said).
 """
@@ -94,6 +102,51 @@ def pandalm(data: Path) -> tuple[int, int]:
     return compared, matching
 
 
+def pandalm_judges(data: Path, jk: str, work: Path) -> dict[str, dict[str, object]]:
+    """PandaLM's two recorded judges side by side through ``judgekit analyse``."""
+    import csv
+
+    folder = data / "PandaLM" / "data"
+    files = {"gpt-3.5-turbo": ("gpt-3.5-turbo-testset-v1.json", "gpt_result"),
+             "pandalm-7b": ("pandalm-7b-testset-v1.json", "pandalm_result")}
+    if not all((folder / f).exists() for f, _ in files.values()):
+        return {}
+    test = json.loads((folder / "testset-v1.json").read_text(encoding="utf-8"))
+    verdicts = {name: json.loads((folder / f).read_text(encoding="utf-8"))
+                for name, (f, _) in files.items()}
+    table = work / "pandalm.csv"
+    with open(table, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["pair_id", "question", "first", "second", "model_first", "model_second",
+                    *(f"winner_{n}" for n in files), "annotator1", "annotator2",
+                    "annotator3"])
+        for k, row in enumerate(test):
+            m1, m2 = str(row["cmp_key"]).split("_", 1)
+            w.writerow([row["idx"], row["instruction"], row["response1"], row["response2"],
+                        m1, m2, *(verdicts[n][k][key] for n, (_, key) in files.items()),
+                        row["annotator1"], row["annotator2"], row["annotator3"]])
+    out = work / "pandalm"
+    proc = subprocess.run([jk, "analyse", str(table), "--out", str(out)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"PandaLM judges: judgekit analyse failed: {proc.stderr.strip()[-200:]}")
+        return {}
+    doc = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    shown: dict[str, dict[str, object]] = {}
+    for judge in [doc, *doc.get("others", [])]:
+        got = {m["key"]: m for m in judge["measures"]}
+        row: dict[str, object] = {"unreadable": judge["unreadable"]}
+        for key in ("accuracy", "kappa", "position_bias", "length_preference"):
+            m = got.get(key, {})
+            row[key] = m.get("estimate")
+            est = "n/a" if m.get("estimate") is None else f"{m['estimate']:+.3f}"
+            ci = m.get("ci") or [float("nan")] * 2
+            print(f"{'PandaLM test set / ' + judge['judge']:<58} {key:<18} {est:>8} "
+                  f"[{ci[0]:.3f}, {ci[1]:.3f}] n = {m.get('n')}  {m.get('decision', '')}")
+        shown[judge["judge"]] = row
+    return shown
+
+
 def main() -> None:
     if len(sys.argv) != 2:
         sys.exit("usage: python benchmarks/real_judges.py DATA_DIR")
@@ -135,14 +188,15 @@ def main() -> None:
         if "MT-Bench" in name and "Vanilla_NoRules" in name:
             position[name] = (f"{got['position_bias']['estimate']:+.3f} "
                               f"{got['position_bias']['decision']}")
-    shutil.rmtree(work, ignore_errors=True)
     c, m = pandalm(Path(sys.argv[1]))
+    judges = pandalm_judges(Path(sys.argv[1]), jk, work)
+    shutil.rmtree(work, ignore_errors=True)
     compared, matching = compared + c, matching + m
     for k, v in position.items():
         print(f"position bias, {k}: {v}")
     print(json.dumps({"figures_compared": compared, "figures_matching": matching,
                       "files_with_unparsed_verdicts": skipped,
-                      "mt_bench_position_bias": position}))
+                      "mt_bench_position_bias": position, "pandalm_judges": judges}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,183 @@
+"""Recorded verdicts, round 2 of issue 31: several judges side by side (one card per
+judge), a corrected paired comparison of two systems, agreement intervals clustered by
+question, several annotators in pairwise files, self-preference and length preference
+controlled for position by both orders."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import t as student
+
+import judgekit
+from judgekit.stats.agreement import agreement, fleiss_kappa
+from judgekit.stats.ppi import ppi_difference
+
+from .test_recorded_verdicts import _cli, _measures, _write_csv
+
+
+def _two_judges(path):
+    rows = []
+    for i in range(40):
+        truth = i % 3 != 0
+        good = truth if i % 10 else not truth  # right on 36 of 40
+        bad = truth if i % 2 else not truth  # right on 20 of 40: chance
+        rows.append([f"i{i}", f"q{i // 2}", "AB"[i % 2], "pass" if good else "fail",
+                     "pass" if bad else "fail", "pass" if truth else "fail"])
+    return _write_csv(path, ["id", "question_id", "system", "judge_good", "judge_coin",
+                             "human"], rows)
+
+
+def test_several_judge_columns_give_one_card_per_judge_side_by_side(tmp_path):
+    f = _two_judges(tmp_path / "two.csv")
+    both = judgekit.run({"method": "verdicts", "data_path": str(f)}, save=False)
+    p = both.payload
+    assert p.judge == "good" and [o.judge for o in p.others] == ["coin"]
+    assert p.roles["judge"] == "judge_good,judge_coin"
+    # each judge's figures are exactly what a run of that column alone gives
+    for column, got in (("judge_good", p.measures), ("judge_coin", p.others[0].measures)):
+        alone = judgekit.run({"method": "verdicts", "data_path": str(f),
+                              "roles": {"judge": column}}, save=False)
+        assert [m.model_dump() for m in got] == [m.model_dump() for m in alone.payload.measures]
+    good, coin = _measures(both), {m.key: m for m in p.others[0].measures}
+    assert good["accuracy"].estimate == 36 / 40 and coin["accuracy"].estimate == 20 / 40
+    assert not good["accuracy"].finding and coin["accuracy"].finding
+    out = tmp_path / "run"
+    r = _cli("analyse", str(f), "--out", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "side by side with coin (findings:" in r.stdout
+    r = _cli("card", str(out), "--out", str(tmp_path / "card"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    card = json.loads((tmp_path / "card" / "card.json").read_text())
+    assert card["judges"] == ["good", "coin"]
+    keys = {(row["judge"], row["key"]) for row in card["rows"]}
+    assert {("good", "accuracy"), ("coin", "accuracy"), ("good", "kappa"),
+            ("coin", "kappa")} <= keys
+    assert any(x.startswith("coin: accuracy") for x in card["findings"])
+    assert not any(x.startswith("good:") for x in card["findings"])
+    md = (tmp_path / "card" / "report.md").read_text()
+    assert "## The judges side by side" in md and "| key | good | coin |" in md
+    items = [json.loads(x) for x in (out / "items.jsonl").read_text().splitlines()]
+    assert {x["judge"] for x in items} == {"good", "coin"} and len(items) == 80
+
+
+def test_paired_difference_is_ppi_plus_plus_on_per_question_differences():
+    f = np.array([1, 0, 0, 1, -1, 0, 1, 0, 0, 1, 0, 1], float)  # judge A - B, 12 questions
+    lab = np.arange(6)
+    y = np.array([1, 0, -1, 1, -1, 1], float)  # human A - B on the first 6
+    c = ppi_difference(f, f[lab], y, level=0.9)
+    fl = f[lab]
+    lam = min(1.0, max(0.0, np.cov(fl, y, ddof=1)[0, 1] / fl.var(ddof=1)))
+    est = lam * f.mean() + (y - lam * fl).mean()
+    var = (1 / 6 - 1 / 12) * (y - lam * fl).var(ddof=1) + y.var(ddof=1) / 12
+    h = student.ppf(0.95, 5) * math.sqrt(var)
+    assert c.lam == pytest.approx(lam) and c.estimate == pytest.approx(est)
+    assert c.ci == pytest.approx([max(-1, est - h), min(1, est + h)])
+    hh = student.ppf(0.95, 5) * math.sqrt(y.var(ddof=1) / 6)
+    assert c.human_only_ci == pytest.approx([y.mean() - hh, y.mean() + hh])
+    # no disagreement in the labels: one unseen disagreement keeps the interval open
+    same = ppi_difference(f, f[lab], f[lab], level=0.9)
+    assert same.ci[1] - same.ci[0] > 0.2
+    # every label and difference equal: one unseen discordant question
+    flat = ppi_difference(np.zeros(10), np.zeros(4), np.zeros(4), level=0.9)
+    assert flat.ci == pytest.approx([-student.ppf(0.95, 3) / 4, student.ppf(0.95, 3) / 4])
+
+
+def test_two_systems_compared_corrected_for_the_judge(tmp_path):
+    rng = np.random.default_rng(5)
+    rows = []
+    for q in range(120):
+        for s, p in (("A", 0.75), ("B", 0.45)):
+            y = rng.random() < p
+            v = y if rng.random() < 0.85 else not y
+            rows.append([f"{s}{q}", f"q{q}", s, int(v), int(y) if q % 4 == 0 else ""])
+    f = _write_csv(tmp_path / "ab.csv", ["id", "question_id", "system", "judge", "human"],
+                   rows)
+    res = judgekit.run({"method": "verdicts", "data_path": str(f), "level": 0.9},
+                       save=False)
+    m = _measures(res)["corrected_difference[A-B]"]
+    judge = {(r[2], r[1]): float(r[3]) for r in rows}
+    human = {(r[2], r[1]): float(r[4]) for r in rows if r[4] != ""}
+    qs = [f"q{q}" for q in range(120)]
+    lab = [q for q in qs if ("A", q) in human]
+    want = ppi_difference([judge[("A", q)] - judge[("B", q)] for q in qs],
+                          [judge[("A", q)] - judge[("B", q)] for q in lab],
+                          [human[("A", q)] - human[("B", q)] for q in lab], level=0.9)
+    assert m.estimate == pytest.approx(want.estimate) and m.ci == pytest.approx(want.ci)
+    assert m.n == 120 and m.ci[0] > 0 and m.decision == "A better (30 labelled questions)"
+    assert "human labels alone" in m.note
+
+
+def test_agreement_intervals_resample_questions_when_answers_share_one():
+    rng = np.random.default_rng(2)
+    j = rng.integers(0, 2, 30)
+    h = np.where(rng.random(30) < 0.8, j, 1 - j)
+    plain = agreement(j, h, seed=7, resamples=400, level=0.9)
+    # every question answered twice identically: resampling questions gives exactly the
+    # item bootstrap of the undoubled data; resampling rows would narrow it
+    jj, hh = np.repeat(j, 2), np.repeat(h, 2)
+    groups = np.repeat(np.arange(30), 2).tolist()
+    clustered = agreement(jj, hh, seed=7, resamples=400, level=0.9, groups=groups)
+    rows = agreement(jj, hh, seed=7, resamples=400, level=0.9)
+    assert clustered.kappa == pytest.approx(plain.kappa)
+    assert clustered.cis["kappa"] == pytest.approx(plain.cis["kappa"])
+    assert clustered.cis["ac"] == pytest.approx(plain.cis["ac"])
+    width = lambda a: a.cis["kappa"][1] - a.cis["kappa"][0]  # noqa: E731
+    assert width(rows) < 0.85 * width(clustered)
+
+
+def test_pairwise_several_annotators_majority_and_fleiss(tmp_path):
+    votes = [("1", "1", "2"), ("2", "2", "2"), ("0", "1", "2"), ("1", "1", "1"),
+             ("2", "0", "0"), ("1", "2", "1"), ("2", "2", "1"), ("0", "0", "0")]
+    winners = ["1", "2", "1", "2", "tie", "1", "2", "0"]
+    rows = [[f"p{i}", f"first {i}", f"second {i} longer", winners[i], *v]
+            for i, v in enumerate(votes)]
+    f = _write_csv(tmp_path / "pw.csv", ["pair_id", "first", "second", "winner",
+                                         "annotator1", "annotator2", "annotator3"], rows)
+    res = judgekit.run({"method": "verdicts", "data_path": str(f)}, save=False)
+    m = _measures(res)
+    # majority: 1, 2, none (three ways), 1, 0 (tie), 1, 2, 0 -> 7 labelled pairs
+    assert m["accuracy"].n == 7
+    # winners 1, 2, -, 2, tie, 1, 2, 0: only p3 (second for a first-label) is wrong
+    assert m["accuracy"].estimate == pytest.approx(6 / 7)
+    codes = {"0": 0, "1": 1, "2": 2}
+    want = fleiss_kappa(np.array([[codes[x] for x in v] for v in votes]))
+    assert m["fleiss_kappa"].estimate == pytest.approx(want) and m["fleiss_kappa"].n == 8
+
+
+def test_self_preference_from_recorded_pairs_uses_both_orders(tmp_path):
+    # the judge's own answer (gpt) is shown first in the file's order; on half the
+    # pairs the judge picks the first-shown answer, on the others the better one. As
+    # given that reads as self-preference (+0.5); both orders show it is the position.
+    rows = []
+    for i in range(24):
+        own_first = True
+        own_good = (i // 2) % 2 == 0
+        models = ("gpt-4o", "claude-3") if own_first else ("claude-3", "gpt-4o")
+        label = "first" if own_first == own_good else "second"
+        for order in (0, 1):
+            m1, m2 = models if order == 0 else models[::-1]
+            lab = label if order == 0 else {"first": "second", "second": "first"}[label]
+            winner = "first" if i < 12 else lab  # position bias on half the pairs
+            rows.append([f"p{i}", f"a{i}" if order == 0 else f"b{i}",
+                         f"b{i}" if order == 0 else f"a{i}", m1, m2, winner, lab])
+    f = _write_csv(tmp_path / "self.csv", ["pair_id", "first", "second", "model_first",
+                                           "model_second", "winner", "label"], rows)
+    res = judgekit.run({"method": "verdicts", "data_path": str(f), "judge_family": "gpt"},
+                       save=False)
+    sp = _measures(res)["self_preference"]
+    assert sp.n == 48 and sp.clusters == 24
+    assert sp.estimate == pytest.approx(0.0) and sp.decision == "no preference shown"
+    assert sp.note.startswith("both orders")
+    given = [r for k, r in enumerate(rows) if k % 2 == 0]
+    one = _write_csv(tmp_path / "one.csv", ["pair_id", "first", "second", "model_first",
+                                            "model_second", "winner", "label"], given)
+    res = judgekit.run({"method": "verdicts", "data_path": str(one), "judge_family": "gpt"},
+                       save=False)
+    sp1 = _measures(res)["self_preference"]
+    assert sp1.n == 24 and sp1.note.startswith("one order per pair")
+    assert sp1.estimate == pytest.approx(0.5)  # the position bias, read as a preference
+    assert sp1.decision == "preference shown"
