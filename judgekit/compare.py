@@ -11,7 +11,6 @@ with fewer than two matched items is refused.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Iterable
 from pathlib import Path
@@ -157,11 +156,10 @@ def _side_ci(values: list[float], binary: bool, level: float) -> list[float] | N
 
 
 def items_csv(items: Iterable[Difference]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(Difference.model_fields), lineterminator="\n")
-    w.writeheader()
-    for row in items:
-        w.writerow(row.model_dump())
+    from judgekit.csvsafe import write_dicts
+
+    buf = io.StringIO(newline="")
+    write_dicts(buf, list(Difference.model_fields), (row.model_dump() for row in items))
     return buf.getvalue()
 
 

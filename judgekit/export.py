@@ -9,7 +9,6 @@ row is one item whatever its nesting. Headline rows are each method's own (its s
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterable
@@ -73,11 +72,11 @@ def write(rows: Iterable[JSONObject], out: str | Path, fmt: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.part")
     if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=columns(rows), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-        tmp.write_text(buf.getvalue(), encoding="utf-8")
+        from judgekit.csvsafe import write_dicts
+
+        buf = io.StringIO(newline="")
+        write_dicts(buf, columns(rows), rows)
+        tmp.write_text(buf.getvalue(), encoding="utf-8", newline="")
     elif fmt == "jsonl":
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                        encoding="utf-8")

@@ -41,7 +41,7 @@ def write_json(path: Path, data: JSONObject) -> None:
 def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(scrub(text), encoding="utf-8")
+    tmp.write_text(scrub(text), encoding="utf-8", newline="")
     os.replace(tmp, path)
 
 

@@ -106,7 +106,7 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _inspect_samples(path: Path) -> tuple[str, list[JSONObject]]:
+def _inspect_samples(path: Path) -> tuple[JSONObject, list[JSONObject]]:
     if path.suffix == ".eval":
         try:
             with zipfile.ZipFile(path) as zf:
@@ -126,13 +126,40 @@ def _inspect_samples(path: Path) -> tuple[str, list[JSONObject]]:
             raise DataError(f"{path}: not an Inspect log (no 'eval' field); give "
                             "data_format: json for judgekit's own items")
         samples = header.get("samples") or []
-    task = str((header.get("eval") or {}).get("task", "inspect"))
     samples.sort(key=lambda s: (str(s.get("id")), int(s.get("epoch") or 0)))
-    return task, samples
+    return header, samples
+
+
+# Inspect's model_graded_qa/model_graded_fact read the grade with this pattern unless the
+# scorer was given its own grade_pattern (inspect_ai.scorer._model.DEFAULT_GRADE_PATTERN)
+INSPECT_GRADE_PATTERN = r"(?i)GRADE\s*:\s*([CPI])(.*)$"
+
+
+def _grader(header: JSONObject, name: str, sc: JSONObject) -> JSONObject:
+    """What a model-graded score recorded about its grader: the prompt it was sent (its
+    template filled in; Inspect keeps it in the score's ``metadata.grading``), the model
+    that answered, and the pattern its grade is read by. Empty for other scorers."""
+    grading = (sc.get("metadata") or {}).get("grading") if isinstance(sc, dict) else None
+    if not isinstance(grading, list) or not grading or not isinstance(grading[0], dict):
+        return {}
+    ev = header.get("eval") or {}
+    scorer = next((x for x in ev.get("scorers") or [] if isinstance(x, dict)
+                   and x.get("name") == name), {})
+    options = scorer.get("options") or {}
+    answered = grading[1] if len(grading) > 1 and isinstance(grading[1], dict) else {}
+    role = options.get("model_role", "grader")
+    roles = ev.get("model_roles") or {}
+    model = (answered.get("model") or (options.get("model") if isinstance(
+        options.get("model"), str) else None) or (roles.get(role) or {}).get("model")
+        or ev.get("model"))
+    return {"GraderPrompt": _text(grading[0].get("content")),
+            "GraderModel": None if model is None else str(model),
+            "GradePattern": str(options.get("grade_pattern") or INSPECT_GRADE_PATTERN)}
 
 
 def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[JSONObject]:
-    task, samples = _inspect_samples(path)
+    header, samples = _inspect_samples(path)
+    task = str((header.get("eval") or {}).get("task", "inspect"))
     if not samples:
         raise DataError(f"{path}: the Inspect log holds no samples (was it written with "
                         "--no-log-samples?)")
@@ -157,7 +184,8 @@ def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[JSONO
         out.append({"Prompt": prompt, "Output": str(answer),
                     "Label": label_of(sc.get("value"), threshold),
                     "Reason": sc.get("explanation"),
-                    "Source": f"inspect:{task}:{s.get('id')}:{s.get('epoch', 1)}:{name}"})
+                    "Source": f"inspect:{task}:{s.get('id')}:{s.get('epoch', 1)}:{name}",
+                    **_grader(header, name, sc)})
     return out
 
 

@@ -19,7 +19,12 @@ from judgekit.llm.identity import identity_key, request_identity
 from judgekit.llm.providers import Provider
 from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.stage import Call, Stage
-from judgekit.llm.structured import ParseFailure, looks_like_refusal, parse_output
+from judgekit.llm.structured import (
+    ParseFailure,
+    looks_like_refusal,
+    parse_output,
+    parse_text,
+)
 from judgekit.llm.templates import TemplateLibrary
 from judgekit.llm.types import (
     FAILURE_KINDS,
@@ -35,6 +40,8 @@ REASK = ("Your previous answer could not be used: {error}\n"
          "Answer again with only a JSON object that matches the required schema.")
 EMPTY_REASK = ("Your previous answer was empty.\n"
                "Answer with only a JSON object that matches the required schema.")
+TEXT_REASK = ("Your previous answer could not be used: {error}\n"
+              "Answer again, ending with your grade in the form the instructions ask for.")
 
 __all__ = ["EMPTY_REASK", "REASK", "CallState", "ParseFailure", "Prepared", "Terminal",
            "check_record", "prepare", "read_answer", "reask", "request_for", "validated"]
@@ -79,7 +86,7 @@ def prepare(templates: TemplateLibrary, provider: Provider, stage: Stage, call: 
 def request_for(prep: Prepared, stage: Stage, messages: list[dict[str, str]], timeout: float
                 ) -> ProviderRequest:
     return ProviderRequest(model=prep.provider.resolve_model(), messages=messages,
-                           sampling=prep.sampling, schema=stage.schema,
+                           sampling=prep.sampling, schema=stage.wire_schema,
                            schema_name=stage.name, base_url=prep.provider.base_url,
                            timeout=timeout, draw=prep.draw)
 
@@ -137,7 +144,8 @@ def read_answer(comp: Completion, stage: Stage, state: CallState) -> Any:
     if comp.refusal is not None or comp.finish_reason == "refusal":
         raise Terminal("refusal", f"the model refused: {clip(comp.refusal or comp.text, 300)}")
     try:
-        state.parsed = parse_output(comp.text, stage.output)
+        state.parsed = (parse_output(comp.text, stage.output) if stage.pattern is None
+                        else parse_text(comp.text, stage.pattern, stage.output))
         return state.parsed
     except ParseFailure as exc:
         if comp.finish_reason == "length":
@@ -148,16 +156,18 @@ def read_answer(comp: Completion, stage: Stage, state: CallState) -> Any:
             raise Terminal("refusal", "the model refused in plain text: "
                            f"{clip(comp.text, 300)}") from None
         state.error = str(exc)
-        state.messages = reask(state.messages, comp.text, str(exc))
+        state.messages = reask(state.messages, comp.text, str(exc),
+                               REASK if stage.pattern is None else TEXT_REASK)
         raise
 
 
-def reask(messages: list[dict[str, str]], text: str, error: str) -> list[dict[str, str]]:
+def reask(messages: list[dict[str, str]], text: str, error: str, note: str = REASK
+          ) -> list[dict[str, str]]:
     """Messages for a re-ask. An empty answer is never sent back as an empty assistant
     turn (Anthropic rejects it); the request is repeated with the note appended."""
     if text.strip():
         return [*messages, {"role": "assistant", "content": text},
-                {"role": "user", "content": REASK.format(error=error)}]
+                {"role": "user", "content": note.format(error=error)}]
     last = messages[-1]
     if last["role"] == "user":
         note = EMPTY_REASK if EMPTY_REASK not in last["content"] else ""

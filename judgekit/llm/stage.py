@@ -26,6 +26,10 @@ class Stage(Generic[OutT]):
         sampling: default sampling parameters (temperature, max_tokens, ...).
         variables: the names every call of the stage passes; with them the template is
             checked (syntax, undefined names) before the run pays for any call.
+        pattern: a free-text stage (a grader that answers in prose, e.g. Inspect's
+            "GRADE: C"): no schema is sent, and the answer is read by this regular
+            expression (its named groups, or group 1 as the output's first field) and
+            validated by ``output``; a miss is re-asked like a parse failure.
     """
 
     name: str
@@ -33,10 +37,20 @@ class Stage(Generic[OutT]):
     output: type[OutT]
     sampling: Sampling = field(default_factory=dict, hash=False, compare=False)
     variables: tuple[str, ...] = field(default=(), hash=False, compare=False)
+    pattern: str | None = None
 
     @cached_property
     def schema(self) -> JSONObject:
+        """What identifies the answer's form in the cache key: the output schema, or
+        for a free-text stage its pattern."""
+        if self.pattern is not None:
+            return {"text_pattern": self.pattern}
         return self.output.model_json_schema()
+
+    @property
+    def wire_schema(self) -> JSONObject | None:
+        """The schema sent to the provider (none for a free-text stage)."""
+        return None if self.pattern is not None else self.schema
 
     @cached_property
     def schema_json(self) -> str:

@@ -46,6 +46,22 @@ def parse_output(text: str, model: type[BaseModel]) -> BaseModel:
         raise ParseFailure(f"JSON does not match the schema: {errors}") from exc
 
 
+def parse_text(text: str, pattern: str, model: type[BaseModel]) -> BaseModel:
+    """A free-text answer read by ``pattern`` (Inspect's "GRADE: C"): its named groups,
+    or group 1 as ``model``'s first field, validated by ``model``."""
+    m = re.search(pattern, text)
+    if m is None:
+        raise ParseFailure(f"the answer does not match the grade pattern {pattern!r}"
+                           if text.strip() else "empty response")
+    data = m.groupdict() or {next(iter(model.model_fields)): m.group(1) if m.groups()
+                             else m.group(0)}
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ParseFailure(f"the grade {data} is not valid: {exc.errors()[0]['msg']}"
+                           ) from exc
+
+
 def output_schema(model: type[BaseModel]) -> JSONObject:
     return model.model_json_schema()
 

@@ -11,6 +11,7 @@ from judgekit.settings import RunSettings
 
 BUILTIN = ("swap", "rename", "pad", "inject")  # pairwise
 POINTWISE = ("reorder", "paraphrase", "pad", "inject")
+RECORDED = ("pad", "inject")  # a recorded grader's template has no rubric to reorder
 
 
 class TemplateTransform(BaseModel):
@@ -27,6 +28,10 @@ class ProbeConfig(RunSettings, JudgedInput):
     # pairwise: which of two answers is better; pointwise: a rubric verdict on one item
     judge_mode: Literal["pairwise", "pointwise"] = "pairwise"
     rubric: str = "west_frisian_ip.yaml"  # pointwise: what the judge is told
+    # pointwise: "recorded" re-asks the grader of an Inspect log (model_graded_qa,
+    # model_graded_fact) with the very prompt it was sent, the answer in it transformed,
+    # its grade read by its own grade pattern; models.judge defaults to the log's grader
+    grader: Literal["judgekit", "recorded"] = "judgekit"
     rubric_paraphrase: str | None = None  # pointwise: the same criteria, reworded
     # pairs: a JSONL of {"id", "question", "a", "b", "correct"?: "a"|"b", "human"?: "a"|"b"}
     data_path: str | None = None
@@ -76,9 +81,15 @@ class ProbeConfig(RunSettings, JudgedInput):
 
     @model_validator(mode="after")
     def _check(self) -> ProbeConfig:
-        if "judge" not in self.models:
+        recorded = self.grader == "recorded"
+        if recorded and (self.judge_mode != "pointwise" or self.data_format != "inspect"):
+            raise ValueError("grader: recorded re-asks the grader an Inspect log recorded: "
+                             "use it with judge_mode: pointwise and data_format: inspect")
+        if "judge" not in self.models and not recorded:
             raise ValueError("models.judge is required")
         known = BUILTIN if self.judge_mode == "pairwise" else POINTWISE
+        if recorded:
+            known = RECORDED
         if self.transforms is None:
             self.transforms = [t for t in known
                                if t != "paraphrase" or self.rubric_paraphrase]

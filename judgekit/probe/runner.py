@@ -168,6 +168,10 @@ def _pointwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
     from judgekit.probe.pointwise import collect, planted
 
     items = load_judged(str(cfg.data_path), spec=cfg)
+    if cfg.grader == "recorded" and "judge" not in cfg.models:
+        from judgekit.probe.pointwise import recorded_model
+
+        cfg = cfg.model_copy(update={"models": {**cfg.models, "judge": recorded_model(items)}})
 
     async def ask(idx: list[int]) -> list[dict[str, str | None]]:
         labels = await collect(cfg, client, items, idx)

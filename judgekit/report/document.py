@@ -7,9 +7,7 @@ place Markdown or HTML text is made, so the HTML never re-parses Markdown.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import re
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -114,9 +112,6 @@ def to_html(doc: Doc) -> str:
 
 
 def to_csv(table: Table) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(table.header)
-    for r in table.rows:
-        w.writerow(["" if v is None else v for v in r])
-    return buf.getvalue()
+    from judgekit.csvsafe import rows_text
+
+    return rows_text(table.header, table.rows)

@@ -1,0 +1,70 @@
+"""CSV written by judgekit (export, compare's differences.csv, report tables) is data:
+no cell runs as a spreadsheet formula, and a bare carriage return cannot split a row."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from judgekit.csvsafe import cell, rows_text
+
+HOSTILE = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx",
+           "line one\rline two", "a\r\nb", "plain"]
+
+
+@pytest.mark.parametrize("value,want", [
+    ("=1+1", "'=1+1"), ("+cmd", "'+cmd"), ("-2+3", "'-2+3"), ("@x", "'@x"), ("\tx", "'\tx"),
+    ("\rx", "'\rx"), ("-0.25", "-0.25"), ("+3e-2", "+3e-2"), ("-.5", "-.5"), ("", ""),
+    ("a=b", "a=b"), (-1.5, -1.5), (None, None)])
+def test_cells_that_would_run_as_formulas_are_prefixed(value, want):
+    assert cell(value) == want
+
+
+def test_rows_read_back_with_the_same_shape_and_text():
+    text = rows_text(["id", "text"], [[f"r{i}", v] for i, v in enumerate(HOSTILE)])
+    back = list(csv.reader(io.StringIO(text, newline="")))
+    assert len(back) == 1 + len(HOSTILE) and all(len(r) == 2 for r in back)
+    for (_, got), want in zip(back[1:], HOSTILE):
+        assert got == cell(want)
+        assert not got.startswith(("=", "+", "-", "@", "\t", "\r"))
+
+
+def test_export_and_differences_csv_are_safe(tmp_path):
+    from judgekit.compare import Difference, items_csv
+    from judgekit.export import write
+
+    rows = [{"id": v, "reason": v, "score": -0.5} for v in HOSTILE]
+    path = write(rows, tmp_path / "x.csv", "csv")
+    with open(path, encoding="utf-8", newline="") as fh:
+        back = list(csv.DictReader(fh))
+    assert len(back) == len(HOSTILE)
+    assert [r["id"] for r in back] == [cell(v) for v in HOSTILE]
+    assert {r["score"] for r in back} == {"-0.5"}
+    fields = {k: None for k in Difference.model_fields}
+    diff = Difference.model_validate({**{k: v for k, v in fields.items()},
+                                      **_minimal(Difference, "=cmd|' /C calc'!A0")})
+    text = items_csv([diff])
+    got = list(csv.DictReader(io.StringIO(text, newline="")))
+    assert len(got) == 1 and not any(str(v).startswith("=") for v in got[0].values())
+    json.dumps(got)
+
+
+def _minimal(model, hostile):
+    """A value for every required field: text fields carry the hostile string."""
+    out = {}
+    for name, f in model.model_fields.items():
+        ann = str(f.annotation)
+        if "str" in ann:
+            out[name] = hostile
+        elif "float" in ann:
+            out[name] = 0.0
+        elif "int" in ann:
+            out[name] = 0
+        elif "bool" in ann:
+            out[name] = False
+        else:
+            out[name] = None
+    return out
