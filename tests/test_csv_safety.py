@@ -68,3 +68,21 @@ def _minimal(model, hostile):
         else:
             out[name] = None
     return out
+
+
+def test_report_md_escapes_hostile_text_outside_code_spans():
+    from judgekit.report.document import Doc, md_text, to_markdown
+
+    d = Doc("t")
+    d.h(1, "Judge <img src=x onerror=alert(1)>\nsecond line")
+    d.p("reason: <script>alert(1)</script> [click](javascript:alert(1)) `<kept>` **bold**")
+    d.table(["id", "text"], [[f"r{i}", v] for i, v in enumerate(
+        ["<!--", "a|b", "x\ny", "<script>alert(2)</script>", "ok"])], "rows")
+    md = to_markdown(d)
+    assert "<script>" not in md and "<img" not in md and "<!--" not in md
+    assert "[click](" not in md and "`<kept>`" in md and "**bold**" in md
+    assert md.splitlines()[0] == "# Judge &lt;img src=x onerror=alert(1)&gt; second line"
+    table = [ln for ln in md.splitlines() if ln.startswith("| r")]
+    assert len(table) == 5  # every row survives: none hidden, none split
+    assert all(ln.count(" | ") == 1 for ln in table)  # the pipe in "a|b" is escaped
+    assert md_text("a & b") == "a &amp; b"

@@ -74,16 +74,42 @@ def cell(v: Any) -> str:
     return str(v)
 
 
+_CODE = re.compile(r"(`[^`\n]+`)")
+
+
+def md_text(text: str, *, one_line: bool = False) -> str:
+    """Text as Markdown shows it, whatever it holds: outside `code` spans (which
+    Markdown renders literally) the characters HTML and links are made of (& < > [ ])
+    are escaped, so judged text, ids and reasons cannot open a tag, a comment that
+    hides the rows after it, or a link; ``one_line`` (headings, table cells) turns
+    line breaks into spaces."""
+    out = []
+    for part in _CODE.split(text):
+        if part.startswith("`") and part.endswith("`") and len(part) > 1:
+            out.append(part)
+        else:
+            out.append(html.escape(part, quote=False).replace("[", "\\[")
+                       .replace("]", "\\]"))
+    joined = "".join(out)
+    return re.sub(r"[\r\n]+", " ", joined) if one_line else joined
+
+
+def _md_cell(v: Any) -> str:
+    return md_text(cell(v), one_line=True).replace("|", "\\|")
+
+
 def to_markdown(doc: Doc) -> str:
     parts = []
     for b in doc.blocks:
         if isinstance(b, Heading):
-            parts.append("#" * b.level + " " + b.text)
+            parts.append("#" * b.level + " " + md_text(b.text, one_line=True))
         elif isinstance(b, Para):
-            parts.append(f"> **Warning:** {b.text}" if b.kind == "warning" else b.text)
+            text = md_text(b.text)
+            parts.append(f"> **Warning:** {text}" if b.kind == "warning" else text)
         else:
-            lines = ["| " + " | ".join(b.header) + " |", "|" + "---|" * len(b.header)]
-            lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in b.rows]
+            lines = ["| " + " | ".join(_md_cell(h) for h in b.header) + " |",
+                     "|" + "---|" * len(b.header)]
+            lines += ["| " + " | ".join(_md_cell(v) for v in r) + " |" for r in b.rows]
             parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
 
