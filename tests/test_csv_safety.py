@@ -86,3 +86,33 @@ def test_report_md_escapes_hostile_text_outside_code_spans():
     assert len(table) == 5  # every row survives: none hidden, none split
     assert all(ln.count(" | ") == 1 for ln in table)  # the pipe in "a|b" is escaped
     assert md_text("a & b") == "a &amp; b"
+
+
+def test_an_inspect_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
+    import tracemalloc
+    import zipfile
+
+    import judgekit
+    from judgekit.data.external import read_inspect
+
+    bomb = tmp_path / "bomb.eval"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps({"eval": {"task": "t"}}))
+        zf.writestr("samples/1_epoch_1.json", b"[" + b" " * (64 << 20) + b"]")
+    assert bomb.stat().st_size < 1 << 20
+    tracemalloc.start()
+    with pytest.raises(judgekit.DataError, match="inflates to"):
+        read_inspect(bomb, None, 0.5)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 8 << 20  # refused from the declared sizes, nothing inflated
+    bad = tmp_path / "bad.eval"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("header.json", b"\xff\xfe not utf-8")
+    with pytest.raises(judgekit.DataError, match="not UTF-8"):
+        read_inspect(bad, None, 0.5)
+    lst = tmp_path / "list.eval"
+    with zipfile.ZipFile(lst, "w") as zf:
+        zf.writestr("header.json", "[1, 2]")
+    with pytest.raises(judgekit.DataError, match="JSON objects"):
+        read_inspect(lst, None, 0.5)

@@ -25,6 +25,7 @@ import csv
 import io
 import json
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -106,17 +107,51 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+# An .eval member larger than this, or inflating more than RATIO times its compressed
+# size, is refused before it is read (a 1 MB zip can inflate to 1 GiB).
+MEMBER_LIMIT = 256 * 1024 * 1024
+RATIO_LIMIT = 1000
+
+
+def _member(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
+    """One JSON member of an .eval zip, read in bounded chunks (the declared size can
+    lie): refused with a one-line error past MEMBER_LIMIT or RATIO_LIMIT."""
+    info = zf.getinfo(name)
+    limit = min(MEMBER_LIMIT, max(info.compress_size, 1) * RATIO_LIMIT + 65536)
+    if info.file_size > limit:
+        raise DataError(f"{path}: member {name} inflates to {info.file_size} bytes "
+                        f"(limit {limit}); not a plausible Inspect log")
+    buf = bytearray()
+    with zf.open(info) as fh:
+        while chunk := fh.read(1 << 20):
+            buf += chunk
+            if len(buf) > limit:
+                raise DataError(f"{path}: member {name} inflates past {limit} bytes; not "
+                                "a plausible Inspect log")
+    try:
+        return json.loads(bytes(buf).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: member {name} is not UTF-8 ({exc.reason} at byte "
+                        f"{exc.start})") from None
+
+
 def _inspect_samples(path: Path) -> tuple[JSONObject, list[JSONObject]]:
     if path.suffix == ".eval":
         try:
             with zipfile.ZipFile(path) as zf:
-                header = json.loads(zf.read("header.json")) if "header.json" in \
+                header = _member(zf, "header.json", path) if "header.json" in \
                     zf.namelist() else {}
                 names = [n for n in zf.namelist() if n.startswith("samples/")
                          and n.endswith(".json")]
-                samples = [json.loads(zf.read(n)) for n in names]
-        except (zipfile.BadZipFile, KeyError, json.JSONDecodeError) as exc:
+                samples = [_member(zf, n, path) for n in names]
+        except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, zlib.error,
+                EOFError, NotImplementedError, ValueError) as exc:
+            if isinstance(exc, DataError):
+                raise
             raise DataError(f"{path}: not an Inspect .eval log ({exc})") from exc
+        if not isinstance(header, dict) or not all(isinstance(x, dict) for x in samples):
+            raise DataError(f"{path}: not an Inspect .eval log (header and samples must be "
+                            "JSON objects)")
     else:
         try:
             header = json.loads(read_text(path))
