@@ -122,7 +122,7 @@ def _member(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
         raise DataError(f"{path}: member {name} inflates to {info.file_size} bytes "
                         f"(limit {limit}); not a plausible Inspect log")
     buf = bytearray()
-    with zf.open(info) as fh:
+    with _open_member(zf, info) as fh:
         while chunk := fh.read(1 << 20):
             buf += chunk
             if len(buf) > limit:
@@ -135,6 +135,32 @@ def _member(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
                         f"{exc.start})") from None
 
 
+ZSTD = 93  # the zip compression method Inspect writes .eval members with (0.3.1xx on)
+
+
+def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    """A readable stream of one member: zipfile's own for stored and deflated members,
+    and for Zstandard ones (which Python's zipfile reads only from 3.14) the raw bytes
+    after the member's local header through a zstd stream reader."""
+    if info.compress_type != ZSTD:
+        return zf.open(info)
+    import struct
+
+    import zstandard
+
+    fp = zf.fp
+    if fp is None:
+        raise ValueError("the zip file is closed")
+    fp.seek(info.header_offset)
+    head = fp.read(30)
+    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local header for {info.filename}")
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    fp.seek(info.header_offset + 30 + name_len + extra_len)
+    raw = io.BytesIO(fp.read(info.compress_size))
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+
 def _inspect_samples(path: Path) -> tuple[JSONObject, list[JSONObject]]:
     if path.suffix == ".eval":
         try:
@@ -145,7 +171,7 @@ def _inspect_samples(path: Path) -> tuple[JSONObject, list[JSONObject]]:
                          and n.endswith(".json")]
                 samples = [_member(zf, n, path) for n in names]
         except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, zlib.error,
-                EOFError, NotImplementedError, ValueError) as exc:
+                EOFError, NotImplementedError, ValueError, OSError) as exc:
             if isinstance(exc, DataError):
                 raise
             raise DataError(f"{path}: not an Inspect .eval log ({exc})") from exc
@@ -184,9 +210,11 @@ def _grader(header: JSONObject, name: str, sc: JSONObject) -> JSONObject:
     answered = grading[1] if len(grading) > 1 and isinstance(grading[1], dict) else {}
     role = options.get("model_role", "grader")
     roles = ev.get("model_roles") or {}
-    model = (answered.get("model") or (options.get("model") if isinstance(
-        options.get("model"), str) else None) or (roles.get(role) or {}).get("model")
-        or ev.get("model"))
+    # the model the scorer was configured with (Inspect's provider/name), else the one
+    # that answered (a server's own name), else the task's model (Inspect's default)
+    model = ((options.get("model") if isinstance(options.get("model"), str) else None)
+             or (roles.get(role) or {}).get("model") or answered.get("model")
+             or ev.get("model"))
     return {"GraderPrompt": _text(grading[0].get("content")),
             "GraderModel": None if model is None else str(model),
             "GradePattern": str(options.get("grade_pattern") or INSPECT_GRADE_PATTERN)}

@@ -97,8 +97,10 @@ def recorded_variants(cfg: ProbeConfig, item: JudgedItem, render: Any, key: str 
     for tt in cfg.template_transforms:
         out.append((tt.name, 0, swap(render(tt.template, {"answer": answer,
                                                           "question": item.Prompt}))))
-    if cfg.placebo and item.Prompt and prompt.count(item.Prompt) == 1:
-        tagged = prompt.replace(item.Prompt, item.Prompt + placebo_tag(cfg.seed, key))
+    if cfg.placebo and item.Prompt and item.Prompt in prompt:
+        # the first quote of the question: the task line, which Inspect's templates put
+        # before everything else that may repeat it
+        tagged = prompt.replace(item.Prompt, item.Prompt + placebo_tag(cfg.seed, key), 1)
         out.append((PLACEBO, 0, {"prompt": tagged}))
     return out
 
