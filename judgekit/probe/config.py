@@ -87,9 +87,8 @@ class ProbeConfig(RunSettings, JudgedInput):
                              "use it with judge_mode: pointwise and data_format: inspect")
         if "judge" not in self.models and not recorded:
             raise ValueError("models.judge is required")
-        known = BUILTIN if self.judge_mode == "pairwise" else POINTWISE
-        if recorded:
-            known = RECORDED
+        known: tuple[str, ...] = RECORDED if recorded else (
+            BUILTIN if self.judge_mode == "pairwise" else POINTWISE)
         if self.transforms is None:
             self.transforms = [t for t in known
                                if t != "paraphrase" or self.rubric_paraphrase]
