@@ -85,12 +85,16 @@ def _ci(ci: list[float] | None) -> str:
     return "n/a" if not ci or ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def write(card: JudgeCard, out: str | Path) -> Path:
-    """card.json, report.md, report.html and the figure card.png in ``out``."""
+def write(card: JudgeCard, out: str | Path, *, overwrite: bool = False) -> Path:
+    """card.json, report.md, report.html and the figure card.png in ``out`` (a new or
+    empty folder, or a previous card's with ``overwrite``; never a run's folder)."""
     from judgekit.report.card import doc, figure
     from judgekit.runfolder import write_folder
+    from judgekit.runio import prepare_out, record_outputs
 
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    before = prepare_out(folder, overwrite=overwrite, kind="card")
     figure(card, folder)
-    return write_folder(folder, doc(card), json_files={"card.json": card})
+    write_folder(folder, doc(card), json_files={"card.json": card})
+    record_outputs(folder, before, "card")
+    return folder

@@ -16,14 +16,16 @@ def compare(a: Path = typer.Argument(..., help="run A: its folder or results.jso
             out: Path = typer.Option(..., "--out", help="folder for compare.json, "
                                      "differences.csv and report.html"),
             level: float | None = typer.Option(None, "--level",
-                                               help="interval level (default: run A's)")
+                                               help="interval level (default: run A's)"),
+            overwrite: bool = typer.Option(False, "--overwrite",
+                                           help="replace a previous comparison in --out")
             ) -> None:
     """Paired comparison of two runs of one method on the same items (B - A)."""
     from judgekit.compare import compare as run_compare
     from judgekit.compare import write
 
     comp, items = run_compare(a, b, level=level)
-    folder = write(comp, items, out)
+    folder = write(comp, items, out, overwrite=overwrite)
     lo, hi = comp.difference_ci
     p = "n/a" if comp.p_value is None else f"{comp.p_value:.3g}"
     console.print(f"{comp.measure}: B - A = {comp.difference:+.3f} [{lo:.3f}, {hi:.3f}] "
@@ -113,13 +115,15 @@ def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or result
 
 def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of one judge "
                                            "(folders or results.json)"),
-         out: Path = typer.Option(..., "--out", help="folder for card.json and report.html")
+         out: Path = typer.Option(..., "--out", help="folder for card.json and report.html"),
+         overwrite: bool = typer.Option(False, "--overwrite",
+                                        help="replace a previous card in --out")
          ) -> None:
     """One judge card: its probes, audits and agreement with people side by side."""
     from judgekit.card import build, write
 
     c = build([str(r) for r in runs])
-    folder = write(c, out)
+    folder = write(c, out, overwrite=overwrite)
     console.print(f"judge {c.judge}: {len(c.rows)} measures from {len(c.runs)} run(s); "
                   f"{len(c.findings)} finding(s)" + "".join(f"\n  {f}" for f in c.findings))
     console.print(f"wrote {folder}")

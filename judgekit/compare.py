@@ -163,11 +163,18 @@ def items_csv(items: Iterable[Difference]) -> str:
     return buf.getvalue()
 
 
-def write(comp: Comparison, items: list[Difference], out: str | Path) -> Path:
-    """compare.json, differences.csv, report.md and report.html into ``out``."""
+def write(comp: Comparison, items: list[Difference], out: str | Path, *,
+          overwrite: bool = False) -> Path:
+    """compare.json, differences.csv, report.md and report.html into ``out`` (a new or
+    empty folder, or a previous comparison's with ``overwrite``; never a run's)."""
     from judgekit.report.compare import build
     from judgekit.runfolder import write_folder
+    from judgekit.runio import prepare_out, record_outputs
 
-    return write_folder(Path(out), build(comp), details={"items": [
+    folder = Path(out)
+    before = prepare_out(folder, overwrite=overwrite, kind="compare")
+    write_folder(folder, build(comp), details={"items": [
         i.model_dump(mode="json") for i in items]}, json_files={"compare.json": comp},
         text_files={"differences.csv": items_csv(items)})
+    record_outputs(folder, before, "compare")
+    return folder

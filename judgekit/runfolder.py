@@ -22,7 +22,14 @@ from judgekit.payload import Json
 from judgekit.report.document import Doc, to_markdown
 from judgekit.report.html import write_report_html
 from judgekit.results import RunResult
-from judgekit.runio import jsonl_line, prepare_out, write_failures, write_json, write_text
+from judgekit.runio import (
+    jsonl_line,
+    prepare_out,
+    record_outputs,
+    write_failures,
+    write_json,
+    write_text,
+)
 
 __all__ = ["attach", "load_results", "report_doc", "write", "write_folder"]
 
@@ -36,7 +43,7 @@ def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -
     """Write ``result``'s folder (see the module docstring); returns it."""
     out = Path(out)
     spec = result.spec
-    prepare_out(out, overwrite=overwrite)
+    before = prepare_out(out, overwrite=overwrite)
     cfg = _settings(result)
     details = {name: list(ref.rows()) for name, ref in result.details().items()}
     for name, rows in details.items():
@@ -46,6 +53,7 @@ def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -
         spec.figures(cfg, result, out)
     write_folder(out, spec.report(cfg, result), details=details, views=spec.views)
     write_failures(out, result.failures)
+    record_outputs(out, before, "run")
     return out
 
 

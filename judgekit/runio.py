@@ -31,18 +31,33 @@ def clean(obj: Any) -> Any:
 
 
 def write_json(path: Path, data: JSONObject) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(scrub(clean(data)), indent=2, sort_keys=True,
-                              ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(scrub(clean(data)), indent=2, sort_keys=True,
+                                ensure_ascii=False) + "\n")
 
 
 def write_text(path: Path, text: str) -> None:
+    """``text`` into ``path`` atomically: a fresh temporary file beside it (created
+    exclusively, never through a link someone planted), flushed to disk, then renamed
+    over ``path`` (which replaces a link at ``path`` rather than writing through it)."""
+    write_bytes(path, scrub(text).encode("utf-8"))
+
+
+def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(scrub(text), encoding="utf-8", newline="")
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if tmp.is_symlink() or tmp.exists():
+        tmp.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_failures(out: Path, log: list[JSONObject]) -> dict[str, int]:
@@ -63,29 +78,83 @@ def write_failures(out: Path, log: list[JSONObject]) -> dict[str, int]:
 # The output folder's lock (judgekit.runguard): one run per folder at a time.
 LOCK_NAME = ".judgekit.lock"
 
-# What a run writes: cleared by --overwrite; anything else in the folder is left alone.
-RUN_OUTPUTS = ("results.json", "report.md", "report.html", "failures.jsonl", "*.png",
-               "queries.jsonl", "items.jsonl", "replica_failures.jsonl")
+# Which files a folder's judgekit outputs are: written last, after everything else, by
+# record_outputs; --overwrite removes exactly these (anything else in the folder, a
+# user's holiday.png included, is left alone).
+MANIFEST = ".judgekit-outputs.json"
+# A folder written before manifests existed: its fixed-name outputs (never *.png, which
+# cannot be told from a user's own pictures).
+LEGACY_OUTPUTS = ("results.json", "report.md", "report.html", "failures.jsonl",
+                  "queries.jsonl", "items.jsonl", "replica_failures.jsonl", "card.json",
+                  "compare.json", "differences.csv")
+Snapshot = dict[str, tuple[int, int, int]]
 
 
-def prepare_out(out: Path, *, overwrite: bool, inputs: tuple[Path, ...] = ()) -> None:
-    """A run writes into a fresh folder; a non-empty one needs ``overwrite``, which
-    removes the previous run's outputs (so no stale figure survives). Never the input."""
+def snapshot(out: Path) -> Snapshot:
+    """Every regular file in ``out`` (not links): name -> (inode, size, mtime)."""
+    if not out.is_dir():
+        return {}
+    found: Snapshot = {}
+    for p in out.iterdir():
+        st = p.lstat()
+        if p.is_file() and not p.is_symlink() and p.name not in (LOCK_NAME, MANIFEST):
+            found[p.name] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def record_outputs(out: Path, before: Snapshot, kind: str) -> None:
+    """Name what this write put in ``out`` (files new or changed since ``before``)."""
+    now = snapshot(out)
+    files = sorted(n for n, v in now.items() if before.get(n) != v)
+    write_json(out / MANIFEST, {"kind": kind, "files": files})
+
+
+def _previous(out: Path) -> tuple[str | None, list[str]]:
+    """(what the folder holds: run, card, compare or None; its output files)."""
+    try:
+        doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        kind, files = str(doc["kind"]), [str(f) for f in doc["files"]]
+        return kind, [f for f in files if "/" not in f and "\\" not in f and f not in
+                      ("", ".", "..")]
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(f"{out / MANIFEST} is unreadable; remove it or choose another "
+                          "--out") from None
+    legacy = [n for n in LEGACY_OUTPUTS if (out / n).is_file()]
+    held = ("run" if "results.json" in legacy else "card" if "card.json" in legacy else
+            "compare" if "compare.json" in legacy else None)
+    return held, legacy if held else []
+
+
+def prepare_out(out: Path, *, overwrite: bool, inputs: tuple[Path, ...] = (),
+                kind: str = "run") -> Snapshot:
+    """A run (card, comparison) writes into a fresh folder; a non-empty one needs
+    ``overwrite``, which removes exactly the previous outputs of the same kind (so no
+    stale figure survives, and nothing another program wrote is touched); a folder
+    holding another kind (a card into a run's folder) is refused. Never the input.
+    Returns the folder's files as they are now, for ``record_outputs``."""
     out = Path(out)
     for p in inputs:
         if p.exists() and out.resolve() in (p.resolve(), *p.resolve().parents):
             raise ConfigError(f"--out {out} contains the run's input {p}; choose another folder")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file; give a folder")
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise ConfigError(f"--out {out} is a file or a link; give a folder")
     if out.is_dir() and any(p.name != LOCK_NAME for p in out.iterdir()):
+        held, files = _previous(out)
+        if held is not None and held != kind:
+            raise ConfigError(f"--out {out} holds a judgekit {held}; write the {kind} to "
+                              "another folder")
         if not overwrite:
             raise ConfigError(f"output folder {out} is not empty; choose a new --out or pass "
-                              "--overwrite to replace the previous run's outputs")
-        for pattern in RUN_OUTPUTS:
-            for f in out.glob(pattern):
-                if f.is_file():
-                    f.unlink()
+                              "--overwrite to replace the previous outputs")
+        for name in files:
+            f = out / name
+            if f.is_symlink() or f.is_file():
+                f.unlink()
+        (out / MANIFEST).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
+    return snapshot(out)
 
 
 def _np_default(obj: Any) -> Any:

@@ -53,6 +53,7 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
         assert o["length_bias"]["n"] == 10 and n["length_bias"]["n"] == 20
         assert n["length_bias"]["orders"].startswith("both orders")
         assert n["length_bias"]["preference"] == 0.0  # was -0.238: the position bias
+        assert n["config"].pop("grader") == "judgekit"  # a new option, at its default
         for doc in (n, o):
             doc.pop("length_bias")
         assert n == o

@@ -60,14 +60,34 @@ def test_output_folder_safety(tmp_path, cache_env):
     args = ("run", str(ROOT / "experiments" / "demo.yaml"), "--cassette-mode", "none",
             "--out", str(out))
     assert jk(*args, cwd=tmp_path, env=cache_env).returncode == 0
+    manifest = json.loads((out / ".judgekit-outputs.json").read_text())
+    assert manifest["kind"] == "run"
+    assert {"results.json", "report.md", "report.html"} <= set(manifest["files"])
+    # a figure the previous run wrote that this one will not: stale, so removed
+    manifest["files"].append("stale_figure.png")
+    (out / ".judgekit-outputs.json").write_text(json.dumps(manifest))
     (out / "stale_figure.png").write_bytes(b"old")
+    (out / "holiday.png").write_bytes(b"mine")  # another program's: never touched
     (out / "notes.txt").write_text("mine")
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    (out / "report.md").unlink()
+    (out / "report.md").symlink_to(outside)  # a planted link is replaced, not followed
     r = jk(*args, cwd=tmp_path, env=cache_env)
     assert r.returncode == 2 and "not empty" in r.stderr and "--overwrite" in r.stderr
     r = jk(*args, "--overwrite", cwd=tmp_path, env=cache_env)
     assert r.returncode == 0, r.stderr
-    assert not (out / "stale_figure.png").exists() and (out / "notes.txt").exists()
+    assert not (out / "stale_figure.png").exists()
+    assert (out / "holiday.png").read_bytes() == b"mine" and (out / "notes.txt").exists()
+    assert outside.read_text() == "keep me" and not (out / "report.md").is_symlink()
     assert not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))
+    again = json.loads((out / ".judgekit-outputs.json").read_text())
+    assert "holiday.png" not in again["files"] and "notes.txt" not in again["files"]
+    # a card or a comparison never writes into a run's folder, even with --overwrite
+    r = jk("compare", str(out), str(out), "--out", str(out), "--overwrite", cwd=tmp_path,
+           env=cache_env)
+    assert r.returncode == 2 and "holds a judgekit run" in r.stderr
+    assert (out / "report.md").read_text().startswith("# ")
 
 
 def test_vbscore_never_writes_over_its_input(tmp_path):

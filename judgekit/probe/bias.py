@@ -5,9 +5,9 @@ a decision needs (a plan from this run as a pilot)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from judgekit.judging.family import family_of
 from judgekit.probe.pairs import Pair
 from judgekit.stats.preference import (
     audit_plan,
@@ -88,15 +88,6 @@ def injection(language: str, target: str, index: int,
         return custom[index % len(custom)].replace("{verdict}", word)
     texts = INJECTIONS[language][target]
     return texts[index % len(texts)]
-
-
-def family_of(model: str) -> str:
-    """A model string's family: the leading letters of its name after the provider
-    ('openai/gpt-4o' -> 'gpt', 'anthropic/claude-3-5-sonnet' -> 'claude',
-    'local/gemma-3-270m' -> 'gemma')."""
-    name = model.split("/")[-1].lower()
-    m = re.match(r"[a-z]+", name)
-    return m.group(0) if m else name
 
 
 def _reference(p: Pair) -> str | None:

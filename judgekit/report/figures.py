@@ -17,9 +17,15 @@ def pyplot() -> Any:
 
 
 def save(fig: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+    """The figure as PNG, written atomically (never through a link at ``path``)."""
+    import io
+
+    from judgekit.runio import write_bytes
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
     pyplot().close(fig)
+    write_bytes(path, buf.getvalue())
 
 
 def lines(path: Path, series: Mapping[str, tuple[Sequence[float], Sequence[float]]], *,

@@ -154,9 +154,8 @@ def write_report_html(out: Path, doc: Doc, details: dict[str, list[JSONObject]],
            f"{to_html(doc)}<h2>Figures</h2>{_figures(out) or '<p>none</p>'}"
            f"{''.join(sections)}</body></html>\n")
     from judgekit.llm.secrets import scrub_text
+    from judgekit.runio import write_bytes
 
     path = out / "report.html"
-    tmp = out / ".report.html.tmp"
-    tmp.write_text(scrub_text(page), encoding="utf-8")
-    tmp.replace(path)
+    write_bytes(path, scrub_text(page).encode("utf-8"))
     return path

@@ -49,7 +49,7 @@ def slot_of(value: Any) -> str | None:
     return SLOTS.get(str(value).strip().lower())
 
 
-def _rate(key: str, what: str, flags: list[bool], groups: Sequence[Any] | None,
+def rate_measure(key: str, what: str, flags: list[bool], groups: Sequence[Any] | None,
           level: float, **kw: Any) -> Measure:
     """A share with a Wilson interval, clustered by ``groups`` when several rows share
     one (a question, a pair)."""
@@ -91,7 +91,7 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
     jr = {c: judge.count(c) / len(judge) for c in set(judge)}
     hr = {c: human.count(c) / len(human) for c in set(human)}
     random_at_rate = sum(jr.get(c, 0.0) * p for c, p in hr.items())
-    acc = _against_uninformed(_rate("accuracy", f"accuracy against {what}",
+    acc = _against_uninformed(rate_measure("accuracy", f"accuracy against {what}",
                                     [a == b for a, b in zip(judge, human)], groups,
                                     cfg.level),
                               max(ag.majority_baseline, random_at_rate))
@@ -110,7 +110,7 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
     return out
 
 
-def _majority(labels: Sequence[Any]) -> Any:
+def majority(labels: Sequence[Any]) -> Any:
     """The label more annotators gave than any other (None: no label, or a tie)."""
     from collections import Counter
 
@@ -120,7 +120,7 @@ def _majority(labels: Sequence[Any]) -> Any:
     return top[0][0]
 
 
-def _fleiss(items: list[JSONObject], m: int, cfg: VerdictsConfig) -> Measure:
+def fleiss_measure(items: list[JSONObject], m: int, cfg: VerdictsConfig) -> Measure:
     """People's agreement among themselves (Fleiss' kappa over items every annotator
     labelled; percentile bootstrap over items): the ceiling a judge is held to."""
     full = np.array([x["humans"] for x in items if len(x["humans"]) == m

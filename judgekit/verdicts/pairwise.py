@@ -10,10 +10,10 @@ from judgekit.stats.agreement import agreement
 from judgekit.stats.bootstrap import derive_seed, percentile_interval
 from judgekit.stats.preference import feature_preference
 from judgekit.verdicts.analysis import (
-    _fleiss,
-    _majority,
-    _rate,
     agreement_measures,
+    fleiss_measure,
+    majority,
+    rate_measure,
     slot_of,
 )
 from judgekit.verdicts.config import VerdictsConfig
@@ -35,7 +35,7 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
         people = [slot_of(r.get(c)) for c in annotators if r.get(c) not in (None, "")]
         items.append({"pair_id": str(r.get(roles["pair_id"], i)) if "pair_id" in roles
                       else str(i), "first": first, "second": second, "winner": w,
-                      "label": _majority(people),
+                      "label": majority(people),
                       **({"humans": people} if len(annotators) >= 2 else {}),
                       "chosen": {"first": first, "second": second}.get(w),
                       **({"models": [str(r.get(roles["model_first"])),
@@ -49,7 +49,7 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     notes = [f"{len(both)} of {len(pairs)} pairs were judged in both orders" +
              ("" if both else "; position bias assumes the order shown was randomised")]
     decided = [x for x in items if x["winner"] != "tie"]
-    pos = _rate("position_bias", "share of non-tie verdicts for the first-shown answer, "
+    pos = rate_measure("position_bias", "share of non-tie verdicts for the first-shown answer, "
                 "minus 1/2", [x["winner"] == "first" for x in decided],
                 [x["pair_id"] for x in decided], cfg.level, units="difference of shares")
     if pos.estimate is not None and pos.ci is not None:
@@ -69,7 +69,7 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                             "the labels (order as given)" if both else "the labels")
     out += ag
     if len(annotators) >= 2:  # their agreement on the pairs as given
-        out.append(_fleiss(given, len(annotators), cfg))
+        out.append(fleiss_measure(given, len(annotators), cfg))
     out += _win_rates(items, cfg)
     out.append(_length(items, cfg))
     family = cfg.judge_family or cfg.judge
@@ -131,11 +131,11 @@ def _both_orders(pairs: list[list[JSONObject]], cfg: VerdictsConfig) -> list[Mea
     ``equal``, ``correct_both`` and ``kappa_agreement``)."""
     a = [p[0]["winner"] for p in pairs]
     b = [SWAPPED[p[1]["winner"]] for p in pairs]  # the second order's verdict, as the first
-    out = [_rate("order_consistency", "the same answer (or a tie) chosen in both orders",
+    out = [rate_measure("order_consistency", "the same answer (or a tie) chosen in both orders",
                  [x == y for x, y in zip(a, b)], None, cfg.level)]
     labelled = [(p, x, y) for p, x, y in zip(pairs, a, b) if p[0]["label"] is not None]
     if labelled:
-        out.append(_rate("accuracy_both_orders", "right in both orders (a win counts only "
+        out.append(rate_measure("accuracy_both_orders", "right in both orders (a win counts only "
                          "when both orders agree on it)",
                          [x == y == p[0]["label"] for p, x, y in labelled], None, cfg.level))
     if len(a) >= 2:
@@ -168,7 +168,7 @@ def _length(items: list[JSONObject], cfg: VerdictsConfig) -> Measure:
 def _self(items: list[JSONObject], family: str, cfg: VerdictsConfig) -> Measure | None:
     """Preference for answers of the judge's own model family (rows naming both
     answers' models, exactly one of them the judge's family)."""
-    from judgekit.probe.bias import family_of
+    from judgekit.judging.family import family_of
 
     fam = family.lower()
     rows = [x for x in items if "models" in x]
@@ -217,7 +217,7 @@ def _preference(key: str, name: str, feature: list[str | None], items: list[JSON
                        decision="preference shown" if shown else "no preference shown",
                        note=order_note)
     flags = [f == c for f, c in zip(feature, chosen) if f and c]
-    m = _rate(key, f"share of decided verdicts for the {name} answer, minus 1/2 (not "
+    m = rate_measure(key, f"share of decided verdicts for the {name} answer, minus 1/2 (not "
               "controlled for quality: no labels)", flags, None, cfg.level,
               units="difference of shares", decision="not controlled: descriptive only",
               note=order_note)

@@ -8,7 +8,7 @@ import numpy as np
 from judgekit.data.external import label_of
 from judgekit.jsontypes import JSONObject
 from judgekit.stats.ppi import ppi_difference, ppi_mean
-from judgekit.verdicts.analysis import _fleiss, _majority, _rate, agreement_measures
+from judgekit.verdicts.analysis import agreement_measures, fleiss_measure, majority, rate_measure
 from judgekit.verdicts.config import VerdictsConfig
 from judgekit.verdicts.payload import Measure
 
@@ -25,7 +25,7 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
         v = label_of(r.get(roles["judge"]), cfg.pass_threshold)
         people = [label_of(r.get(c), cfg.pass_threshold) for c in humans
                   if r.get(c) not in (None, "")]
-        h = _majority(people)
+        h = majority(people)
         if v is None:
             unread += 1
             continue
@@ -36,14 +36,14 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                       "verdict": v, "human": h, "humans": people,
                       **({"explanation": r["explanation"]} if r.get("explanation") else {})})
     groups = [x["question_id"] or x["id"] for x in items]
-    out = [_rate("pass_rate", "the judge's pass rate", [x["verdict"] == 1 for x in items],
+    out = [rate_measure("pass_rate", "the judge's pass rate", [x["verdict"] == 1 for x in items],
                  groups, cfg.level)]
     lab = [x for x in items if x["human"] is not None]
     out += agreement_measures([str(x["verdict"]) for x in lab], [str(x["human"]) for x in lab],
                               cfg, "human labels",
                               [x["question_id"] or x["id"] for x in lab])
     if len(humans) >= 2:
-        out.append(_fleiss(items, len(humans), cfg))
+        out.append(fleiss_measure(items, len(humans), cfg))
     out += _corrected(items, cfg)
     out += _paired(items, cfg)
     return out, items, unread
