@@ -64,6 +64,13 @@ def test_several_judge_columns_give_one_card_per_judge_side_by_side(tmp_path):
     assert {x["judge"] for x in items} == {"good", "coin"} and len(items) == 80
 
 
+def _var_half(x):
+    vals = np.concatenate([x, [1.0, -1.0]])
+    w = np.concatenate([np.ones(len(x)), [0.5, 0.5]])
+    m = np.sum(w * vals) / w.sum()
+    return np.sum(w * (vals - m) ** 2) / (w.sum() - 1)
+
+
 def test_paired_difference_is_ppi_plus_plus_on_per_question_differences():
     f = np.array([1, 0, 0, 1, -1, 0, 1, 0, 0, 1, 0, 1], float)  # judge A - B, 12 questions
     lab = np.arange(6)
@@ -72,18 +79,22 @@ def test_paired_difference_is_ppi_plus_plus_on_per_question_differences():
     fl = f[lab]
     lam = min(1.0, max(0.0, np.cov(fl, y, ddof=1)[0, 1] / fl.var(ddof=1)))
     est = lam * f.mean() + (y - lam * fl).mean()
-    var = (1 / 6 - 1 / 12) * (y - lam * fl).var(ddof=1) + y.var(ddof=1) / 12
+    # Agresti-Min: one discordant pseudo-question each way, weight 1/2, in each variance
+    var = (1 / 6 - 1 / 12) * _var_half(y - lam * fl) + _var_half(y) / 12
     h = student.ppf(0.95, 5) * math.sqrt(var)
     assert c.lam == pytest.approx(lam) and c.estimate == pytest.approx(est)
     assert c.ci == pytest.approx([max(-1, est - h), min(1, est + h)])
-    hh = student.ppf(0.95, 5) * math.sqrt(y.var(ddof=1) / 6)
+    hh = student.ppf(0.95, 5) * math.sqrt(_var_half(y) / 6)
     assert c.human_only_ci == pytest.approx([y.mean() - hh, y.mean() + hh])
-    # no disagreement in the labels: one unseen disagreement keeps the interval open
+    # the pseudo-observations by hand: 6 zeros plus +1 and -1 at weight 1/2 -> 1 / 6
+    assert _var_half(np.zeros(6)) == pytest.approx(1 / 6)
+    # no disagreement in the labels: the interval stays open
     same = ppi_difference(f, f[lab], f[lab], level=0.9)
     assert same.ci[1] - same.ci[0] > 0.2
-    # every label and difference equal: one unseen discordant question
     flat = ppi_difference(np.zeros(10), np.zeros(4), np.zeros(4), level=0.9)
-    assert flat.ci == pytest.approx([-student.ppf(0.95, 3) / 4, student.ppf(0.95, 3) / 4])
+    v = (1 / 4 - 1 / 10) * (1 / 4) + (1 / 4) / 10  # _var_half of 4 zeros is 1 / 4
+    assert flat.ci == pytest.approx([-student.ppf(0.95, 3) * math.sqrt(v),
+                                     student.ppf(0.95, 3) * math.sqrt(v)])
 
 
 def test_two_systems_compared_corrected_for_the_judge(tmp_path):

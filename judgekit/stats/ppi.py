@@ -104,26 +104,37 @@ def ppi_difference(judge_all: ArrayLike, judge_labelled: ArrayLike,
                    human_labelled: ArrayLike, level: float = 0.90) -> Corrected:
     """Prediction-powered mean of paired differences in [-1, 1] (two systems' verdicts on
     the same questions: judge A - B on every shared question, human A - B on a random
-    sample of them), as ``ppi_mean`` (PPI++ power tuning, one unseen disagreement
-    counted when the labels show none) with a Student-t interval on n - 1 degrees of
-    freedom clipped to [-1, 1]: a difference takes three or more values, so a Wilson
-    interval at an effective n (a Bernoulli's variance) would be needlessly wide. When
-    the variance is 0 (every label agrees and every difference is equal) the interval
-    counts one unseen discordant question."""
+    sample of them): PPI++'s estimate and power tuning as ``ppi_mean``, with a
+    Student-t interval on n - 1 degrees of freedom clipped to [-1, 1] (a difference
+    takes three or more values, so a Wilson interval at an effective n would be
+    needlessly wide). Both variances count, as Agresti and Min (2005) do for paired
+    proportions, one discordant pseudo-question each way at weight 1/2: without it the
+    interval under-covers when few labelled questions differ (0.85 at nominal 0.90
+    with 50 labels and nested outcomes) and collapses when none does; with it coverage
+    stays at or above the level across the designs of benchmarks/recorded_verdicts.py."""
     from scipy.stats import t as student
 
-    est, var, lam, s_y, n, big_n, y_mean = _ppi(judge_all, judge_labelled, human_labelled,
-                                                 None)
+    est, _, lam, _, n, big_n, y_mean = _ppi(judge_all, judge_labelled, human_labelled,
+                                           None)
+    fl, y = np.asarray(judge_labelled, float), np.asarray(human_labelled, float)
+    var = (1 / n - 1 / big_n) * _var_pseudo(y - lam * fl) + _var_pseudo(y) / big_n
     q = float(student.ppf(0.5 + level / 2, n - 1))
 
     def interval(centre: float, v: float) -> list[float]:
-        v = v if v > 0 else 1.0 / (n * n)  # one unseen discordant question
         h = q * math.sqrt(v)
         return [max(-1.0, centre - h), min(1.0, centre + h)]
 
-    h_var = s_y / n
     return Corrected(min(1.0, max(-1.0, est)), interval(est, var), y_mean,
-                     interval(y_mean, h_var), int(n), int(big_n), lam, level, "random")
+                     interval(y_mean, _var_pseudo(y) / n), int(n), int(big_n), lam, level,
+                     "random")
+
+
+def _var_pseudo(x: np.ndarray) -> float:
+    """Sample variance of ``x`` with pseudo-observations +1 and -1 of weight 1/2 each."""
+    vals = np.concatenate([np.asarray(x, float), [1.0, -1.0]])
+    w = np.concatenate([np.ones(len(vals) - 2), [0.5, 0.5]])
+    m = float(np.sum(w * vals) / w.sum())
+    return float(np.sum(w * (vals - m) ** 2) / (w.sum() - 1))
 
 
 def ppi_shares(judge_all: ArrayLike, judge_labelled: ArrayLike, human_labelled: ArrayLike,
