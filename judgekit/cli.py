@@ -405,7 +405,7 @@ def _on_sigint(signum: int, frame: object) -> None:
 def _main(argv: list[str] | None) -> int:
     import signal
 
-    from judgekit.errors import DryRun, RunAborted
+    from judgekit.errors import DryRun, OutputError, RunAborted
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
@@ -420,8 +420,8 @@ def _main(argv: list[str] | None) -> int:
     except DryRun as exc:
         print(exc)
         return 0
-    except RunAborted as exc:  # the run started and failed: budget spent, key rejected...
-        _err(f"error: {exc}")
+    except (RunAborted, OutputError) as exc:  # the run started and failed: budget spent,
+        _err(f"error: {exc}")  # key rejected, an output could not be written...
         return 1
     except JudgekitError as exc:
         _err(f"error: {exc}")

@@ -57,6 +57,11 @@ class RunAborted(JudgekitError):
     """A run-wide problem (bad key, unknown model, failure budget spent): stop at once."""
 
 
+class OutputError(JudgekitError):
+    """An output file could not be written (a read-only folder, a full disk): the run's
+    answers are in the cache, the file keeps its previous content; exit 1."""
+
+
 class MissingKeyError(JudgekitError):
     """A provider needs an API key that is not set in the environment."""
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.errors import ConfigError
+from judgekit.errors import ConfigError, OutputError
 from judgekit.jsontypes import JSONObject
 from judgekit.llm.secrets import scrub
 
@@ -43,21 +43,29 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """``data`` into ``path`` atomically (see ``write_text``); a folder that cannot be
+    written (read-only, full) is an :class:`OutputError` naming the file, and ``path``
+    keeps its previous content."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(tmp, flags, 0o644)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc} (a read-only folder "
+                          "or a full disk?); it keeps its previous content, and the run's "
+                          "answers are cached: rerun with another --out") from None
 
 
 def write_failures(out: Path, log: list[JSONObject]) -> dict[str, int]:
@@ -148,12 +156,19 @@ def prepare_out(out: Path, *, overwrite: bool, inputs: tuple[Path, ...] = (),
         if not overwrite:
             raise ConfigError(f"output folder {out} is not empty; choose a new --out or pass "
                               "--overwrite to replace the previous outputs")
-        for name in files:
-            f = out / name
-            if f.is_symlink() or f.is_file():
-                f.unlink()
-        (out / MANIFEST).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
+        try:
+            for name in files:
+                f = out / name
+                if f.is_symlink() or f.is_file():
+                    f.unlink()
+            (out / MANIFEST).unlink(missing_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot clear {out}: {exc.strerror or exc}") from None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {out}: {exc.strerror or exc} (a read-only "
+                          "folder?)") from None
     return snapshot(out)
 
 

@@ -116,3 +116,80 @@ def test_an_inspect_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
         zf.writestr("header.json", "[1, 2]")
     with pytest.raises(judgekit.DataError, match="JSON objects"):
         read_inspect(lst, None, 0.5)
+
+
+@pytest.mark.parametrize("text,fmt,match", [
+    ("prompt,output\nhi,there\nshort\n", "csv", "line 3: 1 cells where the header has 2"),
+    ('{"prompt": "a", "output": "b"}\n[1, 2]\n', "jsonl", "line 2: a JSON object"),
+])
+def test_malformed_judged_tables_are_one_line_errors(tmp_path, text, fmt, match):
+    import judgekit
+    from judgekit.data.external import read_table
+
+    f = tmp_path / f"t.{fmt}"
+    f.write_text(text)
+    with pytest.raises(judgekit.DataError, match=match):
+        read_table(f, fmt, {"prompt": "prompt", "output": "output"}, 0.5)
+
+
+@pytest.mark.parametrize("doc,match", [
+    ({"results": {"results": [1, 2]}}, "result 0 is a int"),
+    ({"results": {"results": [{"gradingResult": [1]}]}}, "not an object"),
+])
+def test_promptfoo_files_with_non_objects_are_one_line_errors(tmp_path, doc, match):
+    import judgekit
+    from judgekit.data.external import read_promptfoo
+
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(judgekit.DataError, match=match):
+        read_promptfoo(f, None)
+
+
+@pytest.mark.parametrize("doc,match", [
+    ({"eval": {}, "samples": [1]}, "not a list of objects"),
+    ({"eval": {}, "samples": [{"id": 1, "scores": {"x": 3}}]}, "not objects"),
+    ({"eval": {}, "samples": [{"id": 1, "epoch": "x", "scores": {}}]}, "epoch"),
+])
+def test_inspect_json_logs_with_non_objects_are_one_line_errors(tmp_path, doc, match):
+    import judgekit
+    from judgekit.data.external import read_inspect
+
+    f = tmp_path / "l.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(judgekit.DataError, match=match):
+        read_inspect(f, None, 0.5)
+
+
+def test_a_pairs_line_that_is_a_list_is_a_one_line_error(tmp_path):
+    import judgekit
+    from judgekit.probe.pairs import load_pairs
+
+    f = tmp_path / "pairs.jsonl"
+    f.write_text('{"id": "1", "question": "q", "a": "x", "b": "y"}\n["not", "a", "pair"]\n')
+    with pytest.raises(judgekit.DataError, match="line 2: a JSON object per line"):
+        load_pairs(str(f))
+
+
+def test_a_full_disk_while_writing_is_a_clear_exit_1_and_keeps_the_old_file(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    script = f"""
+import errno, os, sys
+real = os.fsync
+def full(fd):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+import judgekit.cli
+os.fsync = full
+sys.exit(judgekit.cli.main(["run", "demo", "--cassette-mode", "none", "--out", {str(out)!r}]))
+"""
+    env = {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
+           "HOME": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and "cannot write" in r.stderr
+    assert "No space left on device" in r.stderr
+    assert not list(out.glob(".*.tmp"))  # nothing half-written left behind

@@ -187,7 +187,12 @@ def _inspect_samples(path: Path) -> tuple[JSONObject, list[JSONObject]]:
             raise DataError(f"{path}: not an Inspect log (no 'eval' field); give "
                             "data_format: json for judgekit's own items")
         samples = header.get("samples") or []
-    samples.sort(key=lambda s: (str(s.get("id")), int(s.get("epoch") or 0)))
+        if not isinstance(samples, list) or not all(isinstance(x, dict) for x in samples):
+            raise DataError(f"{path}: the log's samples are not a list of objects")
+    try:
+        samples.sort(key=lambda s: (str(s.get("id")), int(s.get("epoch") or 0)))
+    except (TypeError, ValueError):
+        raise DataError(f"{path}: a sample's epoch is not a number") from None
     return header, samples
 
 
@@ -229,6 +234,10 @@ def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[JSONO
     out = []
     for s in samples:
         scores = s.get("scores") or {}
+        if not isinstance(scores, dict) or not all(isinstance(v, dict)
+                                                    for v in scores.values()):
+            raise DataError(f"{path}: sample {s.get('id')} has scores that are not objects "
+                            "(Inspect's scores map a scorer's name to its score)")
         if not scores:
             raise DataError(f"{path}: sample {s.get('id')} has no scores; score the log "
                             "first (inspect score)")
@@ -263,14 +272,19 @@ def read_promptfoo(path: Path, scorer: str | None) -> list[JSONObject]:
         raise DataError(f"{path}: no results list (expected promptfoo's "
                         "{\"results\": {\"results\": [...]}})")
     out = []
-    for row in rows:
+    for k, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}: result {k} is a {type(row).__name__}, not an object "
+                            "(promptfoo's results are objects with gradingResult)")
         grading = row.get("gradingResult") or {}
+        if not isinstance(grading, dict):
+            raise DataError(f"{path}: result {k} has a gradingResult that is not an object")
         prompt = (row.get("prompt") or {}).get("raw", "")
         output = (row.get("response") or {}).get("output")
         provider = (row.get("provider") or {}).get("id", "?")
         for comp in grading.get("componentResults") or []:
-            assertion = comp.get("assertion") or {}
-            if assertion.get("type") != "llm-rubric":
+            assertion = comp.get("assertion") if isinstance(comp, dict) else None
+            if not isinstance(assertion, dict) or assertion.get("type") != "llm-rubric":
                 continue
             rubric = str(assertion.get("value", ""))
             if scorer and scorer not in rubric:
@@ -295,15 +309,26 @@ def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
         raise DataError(f"columns: unknown field {bad[0]!r}; use {', '.join(FIELDS)}")
     text = read_text(path)
     if fmt == "csv":
-        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = []
+        for n, row in enumerate(reader, start=2):
+            if None in row or any(v is None for v in row.values()):
+                raise DataError(f"{path} line {n}: {_cells(row)} cells where "
+                                f"the header has {len(reader.fieldnames or [])}; fix the row "
+                                "(a cell with a comma or a line break needs quotes)")
+            rows.append(row)
     else:
         rows = []
         for n, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
+                if not isinstance(row, dict):
+                    raise DataError(f"{path} line {n}: a JSON object per line is expected, "
+                                    f"got {type(row).__name__}")
+                rows.append(row)
     if rows:
         missing = [c for c in columns.values() if c not in rows[0]]
         if missing:
@@ -359,3 +384,11 @@ def _read_csv(path: Path, spec: JudgedInput) -> list[Any]:
 @judged_format("jsonl")
 def _read_jsonl(path: Path, spec: JudgedInput) -> list[Any]:
     return read_table(path, "jsonl", spec.columns, spec.pass_threshold)
+
+
+def _cells(row: dict[str | None, object]) -> int:
+    """How many cells a csv.DictReader row really had (short rows are padded with None,
+    long ones keep their extra cells under the key None)."""
+    extra = row.get(None)
+    return sum(v is not None for k, v in row.items() if k is not None) + (
+        len(extra) if isinstance(extra, list) else 0)

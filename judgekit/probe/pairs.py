@@ -38,6 +38,9 @@ def load_pairs(path: str | Path) -> list[Pair]:
             continue
         try:
             r = json.loads(line)
+            if not isinstance(r, dict):
+                raise DataError(f"{p} line {n}: a JSON object per line is expected (id, "
+                                f"question, a, b), got {type(r).__name__}")
             humans = r.get("humans")
             pair = Pair(str(r["id"]), str(r["question"]), str(r["a"]), str(r["b"]),
                         r.get("correct"), r.get("human") or (humans[0] if humans else None),

@@ -214,7 +214,7 @@ def _csv(path: Path) -> list[JSONObject]:
     rows: list[JSONObject] = []
     for n, row in enumerate(reader, start=2):
         if None in row or any(v is None for v in row.values()):
-            raise DataError(f"{path} line {n}: {len(row) - (None in row)} cells where the "
+            raise DataError(f"{path} line {n}: {_cells(row)} cells where the "
                             f"header has {len(reader.fieldnames or [])}")
         rows.append(dict(row))
     return rows
@@ -250,3 +250,11 @@ def _alpaca(path: Path) -> list[JSONObject]:
             raise DataError(f"{path}: annotation {i} has no field {gone[0]!r} (alpaca_eval's "
                             "annotations.json has generator_1, generator_2, preference)")
     return doc
+
+
+def _cells(row: dict[str | None, object]) -> int:
+    """How many cells a csv.DictReader row really had (short rows are padded with None,
+    long ones keep their extra cells under the key None)."""
+    extra = row.get(None)
+    return sum(v is not None for k, v in row.items() if k is not None) + (
+        len(extra) if isinstance(extra, list) else 0)
