@@ -120,3 +120,24 @@ def test_probe_page_filters_by_what_flipped(tmp_path, jsdom):
     out = _run(jsdom, tmp_path / "p" / "report.html", [["", k] for k in kinds])
     assert sum(r["n"] for r in out["results"]) == len(items)
     assert swapped == sum(r["n"] for k, r in zip(kinds, out["results"]) if "swap" in k)
+
+
+def test_a_hostile_item_beyond_the_rendered_ones_cannot_break_the_search(tmp_path, jsdom,
+                                                                          monkeypatch):
+    from judgekit.report.document import Doc
+    from judgekit.runfolder import write_folder
+
+    monkeypatch.setattr(rhtml, "MAX_ITEMS", 5)
+    items = [{"id": f"i{k}", "text": f"plain {k}"} for k in range(12)]
+    items[7]["text"] = "<!--<script>alert(1)</script>"  # beyond the 5 rendered in full
+    items[10]["text"] = "needle-after-the-hostile-one"
+    d = Doc("hostile")
+    d.h(1, "hostile")
+    write_folder(tmp_path, d, details={"items": items})
+    out = _run(jsdom, tmp_path / "report.html",
+               [["needle-after-the-hostile-one", ""], ["<!--<script>", ""], ["", ""]])
+    assert not out["errors"] and not out["requests"]
+    needle, hostile, everything = out["results"]
+    assert needle["n"] == 1 and needle["rest"] == 1
+    assert hostile["n"] == 1
+    assert everything["n"] == 5  # the rendered ones; the rest are searched

@@ -75,8 +75,11 @@ _TAGS = re.compile(r"<[^>]+>")
 
 
 def _script_json(obj: Any) -> str:
-    """JSON safe inside <script>: a "</" in the data cannot close the element."""
-    return js(obj).replace("</", "<\\/")
+    """JSON safe inside <script>: every "<", ">" and "&" is a JSON escape, so neither
+    "</script>" nor "<!--<script>" (which puts the HTML parser in its double-escaped
+    state and swallows the rest of the page) can appear in the element."""
+    return (js(obj).replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("&", "\\u0026"))
 
 
 def js(obj: Any) -> str:
