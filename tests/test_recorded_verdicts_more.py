@@ -192,3 +192,26 @@ def test_self_preference_from_recorded_pairs_uses_both_orders(tmp_path):
     assert sp1.n == 24 and sp1.note.startswith("one order per pair")
     assert sp1.estimate == pytest.approx(0.5)  # the position bias, read as a preference
     assert sp1.decision == "preference shown"
+
+
+def test_alpha_and_repeat_consistency_of_a_pointwise_file(tmp_path):
+    import krippendorff
+
+    rows = []
+    verdicts = {"a": ["pass", "pass"], "b": ["fail", "pass"], "c": ["fail", "fail", "fail"],
+                "d": ["pass"]}
+    humans = {"a": "pass", "b": "fail", "c": "pass", "d": "pass"}
+    for item, vs in verdicts.items():
+        for v in vs:
+            rows.append([item, v, humans[item]])
+    f = _write_csv(tmp_path / "rep.csv", ["id", "judge", "human"], rows)
+    res = judgekit.run({"method": "verdicts", "data_path": str(f)}, save=False)
+    m = _measures(res)
+    rep = m["repeat_consistency"]
+    assert rep.estimate == pytest.approx(2 / 3) and rep.n == 3  # a and c agree, b does not
+    assert rep.note.startswith("3 items judged 2-3 times")
+    j = [1 if r[1] == "pass" else 0 for r in rows]
+    h = [1 if r[2] == "pass" else 0 for r in rows]
+    want = krippendorff.alpha(reliability_data=[j, h], level_of_measurement="nominal")
+    assert m["alpha"].estimate == pytest.approx(want, abs=1e-12)
+    assert m["alpha"].n == len(rows)

@@ -96,8 +96,9 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
                                     cfg.level),
                               max(ag.majority_baseline, random_at_rate))
     out = [acc]
-    for key, value, name in (("kappa", ag.kappa, "Cohen's kappa"), ("ac1", ag.ac, "Gwet's AC1")):
-        ci = ag.cis.get("kappa" if key == "kappa" else "ac")
+    for key, value, name in (("kappa", ag.kappa, "Cohen's kappa"), ("ac1", ag.ac, "Gwet's AC1"),
+                             ("alpha", ag.alpha, "Krippendorff's alpha (nominal)")):
+        ci = ag.cis.get({"ac1": "ac"}.get(key, key))
         shown = ci is not None and ci[0] > 0
         out.append(Measure(key=key, what=f"{name} with {what}", estimate=value, ci=ci,
                            n=ag.n, baseline=0.0,
@@ -105,8 +106,7 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
                            units="chance-corrected agreement",
                            decision="agrees beyond chance" if shown else
                            "no agreement beyond chance shown", finding=not shown,
-                           note=(ag.undefined or {}).get("kappa") if key == "kappa"
-                           else None))
+                           note=(ag.undefined or {}).get(key) if key != "ac1" else None))
     return out
 
 

@@ -44,9 +44,27 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                               [x["question_id"] or x["id"] for x in lab])
     if len(humans) >= 2:
         out.append(fleiss_measure(items, len(humans), cfg))
+    repeated = _repeats(items, cfg)
+    if repeated is not None:
+        out.append(repeated)
     out += _corrected(items, cfg)
     out += _paired(items, cfg)
     return out, items, unread
+
+
+def _repeats(items: list[JSONObject], cfg: VerdictsConfig) -> Measure | None:
+    """Repeat consistency: items judged more than once (rows sharing an ``id``) whose
+    verdicts all agree, with the share's interval; None when no item repeats."""
+    by: dict[str, list[int]] = {}
+    for x in items:
+        by.setdefault(x["id"], []).append(int(x["verdict"]))
+    again = [v for v in by.values() if len(v) >= 2]
+    if not again or "id" not in {k for x in items for k in x}:
+        return None
+    return rate_measure("repeat_consistency", "items judged more than once whose verdicts "
+                        "all agree", [len(set(v)) == 1 for v in again], None, cfg.level,
+                        note=f"{len(again)} items judged {min(map(len, again))}-"
+                             f"{max(map(len, again))} times (rows sharing an id)")
 
 
 def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
