@@ -196,6 +196,68 @@ def split_key(root: Path, env: dict[str, str]) -> dict[str, object]:
     return {"split_key_leaks": leaks, "split_key_failures_logged": logged}
 
 
+def open_files(root: Path, env: dict[str, str]) -> dict[str, object]:
+    """A 20,000-call map at concurrency 64 against a fast loopback server: the most file
+    descriptors the worker held at once (polled from /proc), which must stay bounded by
+    the concurrency (claims are taken inside the limit), not by the queue."""
+    from judgekit.testing import ChaosServer
+
+    work, n = _fresh(root, "open_files"), 20000
+    peak = 0
+    with ChaosServer(seed=3) as srv:
+        p = subprocess.Popen(_cmd(srv.url, work, n), env=env, stderr=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL)
+        fd_dir = Path(f"/proc/{p.pid}/fd")
+        while p.poll() is None:
+            try:
+                peak = max(peak, len(os.listdir(fd_dir)))
+            except OSError:
+                pass
+            time.sleep(0.01)
+        rc = p.wait()
+    return {"max_open_files": peak, "open_files_calls": n, "open_files_ok": rc == 0,
+            "open_files_limit": CONCURRENCY + 64}
+
+
+HOSTILE = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tlead tab",
+           "\rlead cr", "mid\rcr", "crlf\r\nrow", "lf\nrow", "<script>alert(1)</script>",
+           "<!--", "| a | b |", "\u202eRTL override", "\x00\x01\x1b[31m control",
+           "x" * (1 << 20), "-0.25", "plain"]
+
+
+def hostile_exports(root: Path) -> dict[str, object]:
+    """The hostile corpus through judgekit's CSV writers (export and compare's
+    differences.csv) and back: every cell reads back as written (text a spreadsheet
+    would evaluate carries its leading "'"), and no cell begins a formula."""
+    import csv
+
+    from judgekit.compare import Difference, items_csv
+    from judgekit.csvsafe import cell
+    from judgekit.export import write
+
+    root.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": f"r{k}", "text": v, "reason": v} for k, v in enumerate(HOSTILE)]
+    path = write(rows, root / "hostile.csv", "csv")
+    with open(path, encoding="utf-8", newline="") as fh:
+        back = list(csv.DictReader(fh))
+    same = len(back) == len(rows) and all(
+        b["text"] == cell(r["text"]) and b["reason"] == cell(r["reason"])
+        for b, r in zip(back, rows))
+    numbers = {"-0.25"}
+    safe = all(not b[k].startswith(("=", "+", "-", "@", "\t", "\r")) or b[k] in numbers
+               for b in back for k in ("text", "reason"))
+    fields = {}
+    for name, f in Difference.model_fields.items():
+        ann = str(f.annotation)
+        fields[name] = ("=cmd|' /C calc'!A0" if "str" in ann else 0.0 if "float" in ann
+                        else 0 if "int" in ann else False if "bool" in ann else None)
+    diff_rows = list(csv.DictReader(__import__("io").StringIO(
+        items_csv([Difference.model_validate(fields)]), newline="")))
+    safe = safe and len(diff_rows) == 1 and not any(
+        str(v).startswith("=") for v in diff_rows[0].values())
+    return {"hostile_exports_ok": bool(same and safe), "hostile_cells": 2 * len(rows)}
+
+
 def persisted_items(work: Path) -> set[int]:
     """Items whose answer is on disk (cassette file or journal), read independently."""
     from judgekit.llm.cassette import read_all
@@ -242,8 +304,9 @@ def main() -> None:
         faults = dict(srv.counts)
     wall = time.perf_counter() - t0
     extra: dict[str, object] = {}
-    for scenario in (torn_journal, concurrent_runs, disk_full, split_key):
+    for scenario in (torn_journal, concurrent_runs, disk_full, split_key, open_files):
         extra.update(scenario(work / "scenarios", env))
+    extra.update(hostile_exports(work / "scenarios" / "hostile"))
     rows = json.loads((work / "results.json").read_text()) if rc == 0 else []
     by_kind: dict[str, int] = {}
     for r in rows:

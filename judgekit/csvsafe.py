@@ -50,3 +50,32 @@ def rows_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     buf = io.StringIO(newline="")
     write_rows(buf, header, rows)
     return buf.getvalue()
+
+
+def read_dicts(text: str, path: object) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of CSV ``text`` (from ``path``): a cell may be as long as the
+    text itself (a judged answer of megabytes), and a malformed file, or a row with more
+    or fewer cells than the header, is a one-line :class:`DataError` naming its line."""
+    import io
+
+    from judgekit.errors import DataError
+
+    # the csv module's per-field limit (128 KiB by default) is process-wide; raising it
+    # is idempotent and only ever allows longer cells
+    csv.field_size_limit(max(csv.field_size_limit(), min(len(text) + 1, 2**31 - 1)))
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    rows: list[dict[str, str]] = []
+    try:
+        for row in reader:
+            n = reader.line_num
+            extra = row.get(None)  # type: ignore[call-overload]
+            if extra is not None or any(v is None for v in row.values()):
+                got = sum(v is not None for k, v in row.items() if k is not None) + (
+                    len(extra) if isinstance(extra, list) else 0)
+                raise DataError(f"{path} line {n}: {got} cells where the header has "
+                                f"{len(reader.fieldnames or [])}; fix the row (a cell with "
+                                "a comma or a line break needs quotes)")
+            rows.append(dict(row))
+    except csv.Error as exc:
+        raise DataError(f"{path} line {reader.line_num}: not valid CSV ({exc})") from None
+    return list(reader.fieldnames or []), rows

@@ -193,3 +193,16 @@ sys.exit(judgekit.cli.main(["run", "demo", "--cassette-mode", "none", "--out", {
     assert "Traceback" not in r.stderr and "cannot write" in r.stderr
     assert "No space left on device" in r.stderr
     assert not list(out.glob(".*.tmp"))  # nothing half-written left behind
+
+
+def test_a_megabyte_cell_is_read_and_a_broken_quote_is_one_line(tmp_path):
+    import judgekit
+    from judgekit.csvsafe import read_dicts
+
+    big = "y" * (1 << 20)
+    header, rows = read_dicts(f'id,text\n1,"{big}"\n', "big.csv")
+    assert header == ["id", "text"] and rows[0]["text"] == big
+    with pytest.raises(judgekit.DataError, match=r"bad.csv line \d+: not valid CSV"):
+        read_dicts('id,text\n1,"unterminated\n', "bad.csv")
+    with pytest.raises(judgekit.DataError, match="not valid CSV"):
+        read_dicts('id,text\n1,"x"y\n', "bad.csv")

@@ -21,7 +21,6 @@ agreement with the audited evaluator as "known" accuracy, so say which judge mad
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import zipfile
@@ -309,14 +308,9 @@ def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
         raise DataError(f"columns: unknown field {bad[0]!r}; use {', '.join(FIELDS)}")
     text = read_text(path)
     if fmt == "csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        rows = []
-        for n, row in enumerate(reader, start=2):
-            if None in row or any(v is None for v in row.values()):
-                raise DataError(f"{path} line {n}: {_cells(row)} cells where "
-                                f"the header has {len(reader.fieldnames or [])}; fix the row "
-                                "(a cell with a comma or a line break needs quotes)")
-            rows.append(row)
+        from judgekit.csvsafe import read_dicts
+
+        rows = list(read_dicts(text, path)[1])
     else:
         rows = []
         for n, line in enumerate(text.splitlines(), start=1):
@@ -385,10 +379,3 @@ def _read_csv(path: Path, spec: JudgedInput) -> list[Any]:
 def _read_jsonl(path: Path, spec: JudgedInput) -> list[Any]:
     return read_table(path, "jsonl", spec.columns, spec.pass_threshold)
 
-
-def _cells(row: dict[str | None, object]) -> int:
-    """How many cells a csv.DictReader row really had (short rows are padded with None,
-    long ones keep their extra cells under the key None)."""
-    extra = row.get(None)
-    return sum(v is not None for k, v in row.items() if k is not None) + (
-        len(extra) if isinstance(extra, list) else 0)

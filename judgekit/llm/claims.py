@@ -8,22 +8,45 @@ the key in a folder beside the shared storage. A process that finds the key clai
 waits until the claim is released, then looks the answer up again (the holder stored
 it before releasing) and pays only if the holder failed.
 
-Lock files are removed when released. If a waiter holds the old file while a third
-process creates a new one, both may end up calling, but only when the first holder
-failed to store an answer; a stored answer is always found first.
+On POSIX systems every claim is a one-byte record lock (fcntl) at an offset derived
+from the key, in one shared file: a process holds one descriptor for all its claims,
+however many calls are in flight (a 20,000-call map at concurrency 64 used to hold 64
+lock files besides its 64 sockets). Record locks do not exclude each other inside one
+process, so claims held in this process are also kept in a process-wide set. Elsewhere
+(Windows) each claim is a lock file, removed when released. If a waiter holds an old
+file while a third process creates a new one, both may end up calling, but only when
+the first holder failed to store an answer; a stored answer is always found first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
+import os
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+try:
+    import fcntl
+except ImportError:  # Windows: one lock file per claim
+    fcntl = None  # type: ignore[assignment]
+
 log = logging.getLogger("judgekit.claims")
+
+# (claims file, offset) held by any Claims object of this process: record locks do not
+# exclude each other within one process, this set does
+_HELD: set[tuple[str, int]] = set()
+_HELD_LOCK = threading.Lock()
+# one descriptor per claims file per process, shared by every Claims object on it and
+# closed with the last: closing any descriptor of a file drops all of this process's
+# record locks on it (POSIX), so no object may close one another still uses
+_FILES: dict[str, list[int]] = {}  # path -> [fd, users]
+CLAIMS_FILE = "claims"
 
 
 class Claims:
@@ -33,11 +56,48 @@ class Claims:
         self.dir = Path(directory)
         self.poll, self.max_poll = poll, max_poll
         self.waited = 0  # claims found held by another process (for tests and benchmarks)
+        self._fd: int | None = None
+
+    def _file(self) -> int:
+        if self._fd is None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            path = str(self.dir / CLAIMS_FILE)
+            with _HELD_LOCK:
+                shared = _FILES.get(path)
+                if shared is None:
+                    shared = _FILES[path] = [os.open(path, os.O_RDWR | os.O_CREAT, 0o644), 0]
+                shared[1] += 1
+                self._fd = shared[0]
+        return self._fd
+
+    def _try(self, fd: int, offset: int) -> bool:
+        """Take the record lock at ``offset`` if neither this process nor another
+        holds it."""
+        name = str(self.dir)
+        with _HELD_LOCK:
+            if (name, offset) in _HELD:
+                return False
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset)
+            except (BlockingIOError, PermissionError):
+                return False
+            _HELD.add((name, offset))
+            return True
+
+    def _release(self, fd: int, offset: int) -> None:
+        with _HELD_LOCK:
+            _HELD.discard((str(self.dir), offset))
+            with contextlib.suppress(OSError):
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
 
     @contextlib.asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[bool]:
         """Hold the claim on ``key``; yields True if another process held it first (so
         the caller should look the answer up again before paying)."""
+        if fcntl is not None:
+            async with self._hold_record(key) as waited:
+                yield waited
+            return
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # no claims possible: go on as a single process would
@@ -68,7 +128,52 @@ class Claims:
                 path.unlink()
             lock.release()
 
+    @contextlib.asynccontextmanager
+    async def _hold_record(self, key: str) -> AsyncIterator[bool]:
+        try:
+            fd = self._file()
+        except OSError as exc:  # no claims possible: go on as a single process would
+            log.debug("claims disabled: %s", exc)
+            yield False
+            return
+        # 62 bits of the key's hash: a collision only makes one call wait for another
+        offset = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 2
+        waited, delay = False, self.poll
+        try:
+            while not self._try(fd, offset):
+                waited = True
+                await asyncio.sleep(delay)
+                delay = min(delay * 1.5, self.max_poll)
+        except OSError as exc:
+            log.debug("claim on %s not possible: %s", key[:12], exc)
+            yield False
+            return
+        if waited:
+            self.waited += 1
+        try:
+            yield waited
+        finally:
+            self._release(fd, offset)
+
     def close(self) -> None:
-        """Remove the claims folder if nothing is left in it."""
+        """Close the claims file; remove it and the folder when no process holds a
+        claim in it (a whole-file lock can be taken)."""
+        if self._fd is not None:
+            self._fd = None
+            path = str(self.dir / CLAIMS_FILE)
+            with _HELD_LOCK:
+                shared = _FILES[path]
+                shared[1] -= 1
+                if shared[1] > 0:
+                    return
+                del _FILES[path]
+                fd = shared[0]
+                try:  # no other process holds a claim: the file and folder can go
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 0, 0)
+                    os.unlink(path)
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
         with contextlib.suppress(OSError):
             self.dir.rmdir()

@@ -346,7 +346,10 @@ class Client:
         fut: asyncio.Future[CallRecord] = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            async with self.store.claim(key) as waited:
+            # The concurrency limit first, then the cross-process claim: at most
+            # `concurrency` claims (lock files) are held at once, whatever the queue,
+            # and the first request leaves as soon as its own claim is taken.
+            async with self._limit(prep.provider), self.store.claim(key) as waited:
                 # Another process may have answered it since our lookup (it held the
                 # claim, or finished just before we took it): use its answer.
                 rec = self.store.recheck(key, prep.identity, stage, waited)
@@ -354,15 +357,14 @@ class Client:
                     fut.set_result(rec)
                     return rec, "cache"
                 req = request_for(prep, stage, prep.messages, self.settings.timeout)
-                async with self._limit(prep.provider):
-                    if self.ledger.aborted is not None:
-                        raise RunAborted(str(self.ledger.aborted))
-                    try:
-                        record = scrub(await self._call(prep.provider, req, stage))
-                        self.store.save(key, prep.identity, record)
-                    except (RunAborted, JudgekitError) as exc:
-                        self.ledger.aborted = exc
-                        raise
+                if self.ledger.aborted is not None:
+                    raise RunAborted(str(self.ledger.aborted))
+                try:
+                    record = scrub(await self._call(prep.provider, req, stage))
+                    self.store.save(key, prep.identity, record)
+                except (RunAborted, JudgekitError) as exc:
+                    self.ledger.aborted = exc
+                    raise
             fut.set_result(record)
             return record, "provider"
         except BaseException as exc:

@@ -7,8 +7,6 @@ lists them, as is a required role no column plays."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from pathlib import Path
@@ -209,15 +207,9 @@ def _detect(columns: list[str], known: dict[str, tuple[str, ...]], given: dict[s
 
 
 def _csv(path: Path) -> list[JSONObject]:
-    text = read_text(path)
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    rows: list[JSONObject] = []
-    for n, row in enumerate(reader, start=2):
-        if None in row or any(v is None for v in row.values()):
-            raise DataError(f"{path} line {n}: {_cells(row)} cells where the "
-                            f"header has {len(reader.fieldnames or [])}")
-        rows.append(dict(row))
-    return rows
+    from judgekit.csvsafe import read_dicts
+
+    return [dict(r) for r in read_dicts(read_text(path), path)[1]]
 
 
 def _jsonl(path: Path) -> list[JSONObject]:
@@ -251,10 +243,3 @@ def _alpaca(path: Path) -> list[JSONObject]:
                             "annotations.json has generator_1, generator_2, preference)")
     return doc
 
-
-def _cells(row: dict[str | None, object]) -> int:
-    """How many cells a csv.DictReader row really had (short rows are padded with None,
-    long ones keep their extra cells under the key None)."""
-    extra = row.get(None)
-    return sum(v is not None for k, v in row.items() if k is not None) + (
-        len(extra) if isinstance(extra, list) else 0)
