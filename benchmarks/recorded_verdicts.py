@@ -83,31 +83,25 @@ def preference_design(d: float, pos: float, n: int, seed: int, one_order_leak: b
     for _ in range(DRAWS):
         feat, ref, chosen, groups = [], [], [], []
         g_feat, g_ref, g_chosen = [], [], []
+        def pick(f: str, b: str, e: float, first: str) -> str:
+            if rng.random() < d:
+                return f
+            if rng.random() < pos:
+                return first
+            return b if rng.random() > e else ("a" if b == "b" else "b")
+
         for i in range(n):
             f = "a" if rng.random() < 0.5 else "b"
             b = "a" if rng.random() < 0.5 else "b"
             e = rng.uniform(0, 0.6)
-            for order in (0, 1):
-                first = "a" if order == 0 else "b"
-                if rng.random() < d:
-                    c = f
-                elif rng.random() < pos:
-                    c = first
-                else:
-                    c = b if rng.random() > e else ("a" if b == "b" else "b")
+            for first in ("a", "b"):  # both orders
                 feat.append(f)
                 ref.append(b)
-                chosen.append(c)
+                chosen.append(pick(f, b, e, first))
                 groups.append(i)
             # one order, the feature side always shown first (as a file whose longer
             # answer is always "a"): the position bias falls on the worse-feature errors
-            shown_first = f
-            if rng.random() < d:
-                c1 = f
-            elif rng.random() < pos:
-                c1 = shown_first
-            else:
-                c1 = b if rng.random() > e else ("a" if b == "b" else "b")
+            c1 = pick(f, b, e, f)
             g_feat.append(f)
             g_ref.append(b)
             g_chosen.append(c1)

@@ -26,7 +26,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -94,53 +94,15 @@ class Claims:
     async def hold(self, key: str) -> AsyncIterator[bool]:
         """Hold the claim on ``key``; yields True if another process held it first (so
         the caller should look the answer up again before paying)."""
-        if fcntl is not None:
-            async with self._hold_record(key) as waited:
-                yield waited
-            return
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            attempt, release = self._record(key) if fcntl is not None else self._lockfile(key)
         except OSError as exc:  # no claims possible: go on as a single process would
             log.debug("claims disabled: %s", exc)
             yield False
             return
-        path = self.dir / f"{key}.lock"
-        lock = FileLock(str(path), timeout=0, thread_local=False)
-        waited, delay = False, self.poll
-        while True:
-            try:
-                lock.acquire()
-                break
-            except Timeout:
-                waited = True
-                await asyncio.sleep(delay)
-                delay = min(delay * 1.5, self.max_poll)
-            except OSError as exc:
-                log.debug("claim on %s not possible: %s", key[:12], exc)
-                yield False
-                return
-        if waited:
-            self.waited += 1
-        try:
-            yield waited
-        finally:
-            with contextlib.suppress(OSError):
-                path.unlink()
-            lock.release()
-
-    @contextlib.asynccontextmanager
-    async def _hold_record(self, key: str) -> AsyncIterator[bool]:
-        try:
-            fd = self._file()
-        except OSError as exc:  # no claims possible: go on as a single process would
-            log.debug("claims disabled: %s", exc)
-            yield False
-            return
-        # 62 bits of the key's hash: a collision only makes one call wait for another
-        offset = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 2
         waited, delay = False, self.poll
         try:
-            while not self._try(fd, offset):
+            while not attempt():
                 waited = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, self.max_poll)
@@ -153,7 +115,33 @@ class Claims:
         try:
             yield waited
         finally:
-            self._release(fd, offset)
+            release()
+
+    def _record(self, key: str) -> tuple[Callable[[], bool], Callable[[], None]]:
+        """(try, release) of a record lock in the shared claims file."""
+        fd = self._file()
+        # 62 bits of the key's hash: a collision only makes one call wait for another
+        offset = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 2
+        return (lambda: self._try(fd, offset)), (lambda: self._release(fd, offset))
+
+    def _lockfile(self, key: str) -> tuple[Callable[[], bool], Callable[[], None]]:
+        """(try, release) of a lock file of its own (where record locks are absent)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.dir / f"{key}.lock"
+        lock = FileLock(str(path), timeout=0, thread_local=False)
+
+        def attempt() -> bool:
+            try:
+                lock.acquire()
+                return True
+            except Timeout:
+                return False
+
+        def release() -> None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            lock.release()
+        return attempt, release
 
     def close(self) -> None:
         """Close the claims file; remove it and the folder when no process holds a
