@@ -236,6 +236,7 @@ def hostile_exports(root: Path) -> dict[str, object]:
     from judgekit.export import write
 
     root.mkdir(parents=True, exist_ok=True)
+    csv.field_size_limit(1 << 24)  # a reader of megabyte cells must allow them
     rows = [{"id": f"r{k}", "text": v, "reason": v} for k, v in enumerate(HOSTILE)]
     path = write(rows, root / "hostile.csv", "csv")
     with open(path, encoding="utf-8", newline="") as fh:
