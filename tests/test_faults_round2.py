@@ -504,3 +504,21 @@ def test_anthropic_batch_error_types_are_final_unless_transient(etype, kind):
     item = api._item({"custom_id": "k", "result": {"type": "errored", "error": {
         "type": "error", "error": {"type": etype, "message": "m"}}}})
     assert item.kind == kind
+
+
+@pytest.mark.parametrize("usage", [
+    {"prompt_tokens": -5, "completion_tokens": 3},
+    {"prompt_tokens": 1e30, "completion_tokens": 3},
+    {"prompt_tokens": 10, "completion_tokens": 10**9},
+])
+async def test_insane_usage_is_a_provider_error_not_a_price(fake_api, make_client, usage):
+    body = openai_body(json.dumps({"answer": "Paris", "confidence": 0.8}))
+    body["usage"] = usage
+    fake_api.default = Reply(body=body)
+    client = oa(make_client(), fake_api)
+    res = await ask(client)
+    assert not res.ok and res.kind == "transport"
+    assert "outside [0, 100000000]" in res.error
+    cost = client.summary()["cost_usd"]
+    assert cost is None or cost >= 0  # never negative, never absurd
+    assert cost is None or cost < 1.0

@@ -66,6 +66,9 @@ FAILURE_KINDS = ("transport", "http_4xx", "parse", "refusal", "truncated", "time
 ANSWER_FAILURES = frozenset({"parse", "refusal", "truncated"})
 
 
+MAX_TOKENS = 100_000_000  # more tokens than any single request can use
+
+
 @dataclass
 class Usage:
     """Tokens of one or more requests. ``prompt_tokens`` counts every input token,
@@ -77,6 +80,20 @@ class Usage:
     completion_tokens: int = 0
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        """A provider's token counts must be whole numbers in [0, MAX_TOKENS]: a negative
+        count would make a negative cost and 1e30 tokens a cost of $4e23, so a body that
+        reports them is a bad response (a provider error), not a price."""
+        from judgekit.errors import ProviderError
+
+        for name in ("prompt_tokens", "completion_tokens", "cache_write_tokens",
+                     "cache_read_tokens"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_TOKENS:
+                raise ProviderError(f"the provider reported {name} = {v!r}, outside "
+                                    f"[0, {MAX_TOKENS}]: not a usable response",
+                                    kind="transport")
 
     def add(self, other: Usage) -> None:
         self.prompt_tokens += other.prompt_tokens
