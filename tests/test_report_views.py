@@ -36,7 +36,10 @@ def test_synthetic_report_searches_every_item(tmp_path, monkeypatch):
 
 
 def test_script_json_cannot_close_its_element():
-    assert rhtml._script_json(["</script><b>"]) == '["<\\/script><b>"]'
+    got = rhtml._script_json(["</script><b>&<!--"])
+    assert got == '["\\u003c/script\\u003e\\u003cb\\u003e\\u0026\\u003c!--"]'
+    assert "<" not in got and ">" not in got and "&" not in got
+    assert __import__("json").loads(got) == ["</script><b>&<!--"]
 
 
 def test_vbscore_score_is_typed_with_numeric_alpha_keys(tmp_path):

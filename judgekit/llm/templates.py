@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from jinja2 import StrictUndefined, TemplateNotFound, UndefinedError
+from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound, UndefinedError
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
 from jinja2.runtime import new_context
 from jinja2.sandbox import SandboxedEnvironment
@@ -42,6 +43,19 @@ def _data_block(value: object, name: str = "DATA") -> str:
     return f"<{name}>\n{text}\n</{name}>"
 
 
+class _MarkedLoader(FileSystemLoader):
+    """Templates from folders, their ``<<<user>>>`` line replaced by ``mark``."""
+
+    def __init__(self, search: list[str], mark: str) -> None:
+        super().__init__(search)
+        self.mark = mark
+
+    def get_source(self, environment: Any, template: str
+                   ) -> tuple[str, str, Callable[[], bool]]:
+        source, filename, uptodate = super().get_source(environment, template)
+        return source.replace(USER_MARK, self.mark), filename, uptodate
+
+
 class TemplateLibrary:
     """Loads and renders templates from a folder through a SandboxedEnvironment."""
 
@@ -55,10 +69,15 @@ class TemplateLibrary:
             raise TemplateError(f"prompts folder {self.user} not found; create it with "
                                 f"`judgekit prompts export {self.user}`")
         self.search = [p for p in (self.user, self.folder) if p is not None]
-        from jinja2 import FileSystemLoader
+        import secrets
 
+        # The template's own role marker becomes an unguessable token while rendering;
+        # any marker left in the rendered text afterwards came from the data (also
+        # from two variables printed side by side, which _neutralise cannot see one at
+        # a time) and is neutralised before the token turns back into the marker.
+        self._mark = f"\x00jk-{secrets.token_hex(16)}\x00"
         self.env = SandboxedEnvironment(
-            loader=FileSystemLoader([str(p) for p in self.search]),
+            loader=_MarkedLoader([str(p) for p in self.search], self._mark),
             undefined=StrictUndefined,
             autoescape=False,
             keep_trailing_newline=True,
@@ -97,6 +116,7 @@ class TemplateLibrary:
                 g = self._globals[name] = dict(tmpl.globals)
             ctx = new_context(self.env, tmpl.name, tmpl.blocks, {**g, **variables}, True, g)
             text = self.env.concat(tmpl.root_render_func(ctx))  # type: ignore[attr-defined]
+            text = str(_neutralise(text)).replace(self._mark, USER_MARK)
         except TemplateNotFound as exc:
             raise TemplateError(f"template {name!r} not found in "
                                 f"{' or '.join(str(p) for p in self.search)}") from exc
