@@ -206,3 +206,51 @@ def test_a_megabyte_cell_is_read_and_a_broken_quote_is_one_line(tmp_path):
         read_dicts('id,text\n1,"unterminated\n', "bad.csv")
     with pytest.raises(judgekit.DataError, match="not valid CSV"):
         read_dicts('id,text\n1,"x"y\n', "bad.csv")
+
+
+CORPUS = ["<script>alert(1)</script>", "<!--", "=HYPERLINK(\"http://x\",\"y\")", "@SUM(A1)",
+          "+cmd", "| a | b |", "\u202eevil", "[x](javascript:alert(1))", "cr\rinside",
+          "\x1b[31mred", "z" * 200_000]
+
+
+def test_the_hostile_corpus_through_analyse_report_export_and_card(tmp_path):
+    import csv as _csv
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    rows = []
+    for i in range(44):
+        bad = CORPUS[i % len(CORPUS)]
+        rows.append([f"{bad}-{i}", f"q{i // 2}", f"{bad[:40]}" if i % 2 else "sys",
+                     "pass" if i % 3 else "fail", ("pass" if i % 4 else "fail") if i % 2 else ""])
+    f = tmp_path / "hostile.csv"
+    with open(f, "w", newline="", encoding="utf-8") as fh:
+        w = _csv.writer(fh)
+        w.writerow(["id", "question_id", "system", "judge", "human"])
+        w.writerows(rows)
+    run = tmp_path / "run"
+    for args in (["analyse", str(f), "--out", str(run)],
+                 ["export", str(run), "--out", str(tmp_path / "x.csv")],
+                 ["card", str(run), "--out", str(tmp_path / "card")]):
+        r = subprocess.run([jk, *args], capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stderr)
+    for md in (run / "report.md", tmp_path / "card" / "report.md"):
+        text = md.read_text(encoding="utf-8")
+        import re
+
+        assert "<script" not in text and "<!--" not in text
+        assert not re.search(r"(?<!\\)\]\(javascript", text)  # only escaped \](
+    for page in (run / "report.html", tmp_path / "card" / "report.html"):
+        body = page.read_text(encoding="utf-8")
+        assert "<script>alert" not in body and "<!--<" not in body
+    with open(tmp_path / "x.csv", encoding="utf-8", newline="") as fh:
+        _csv.field_size_limit(1 << 24)
+        back = list(_csv.DictReader(fh))
+    assert len(back) == 44
+    assert not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
+                   for r in back for v in r.values())
