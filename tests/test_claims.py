@@ -86,3 +86,18 @@ class contextlib_all:
     async def __aexit__(self, *exc):
         for cm in reversed(self.cms):
             await cm.__aexit__(None, None, None)
+
+
+def test_claims_that_cannot_be_taken_are_said_once_not_dropped_silently(tmp_path, caplog):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    c = Claims(blocker / "claims")
+
+    async def go():
+        for k in ("a", "b"):
+            async with c.hold(k) as waited:
+                assert waited is False
+    with caplog.at_level("WARNING", logger="judgekit.claims"):
+        asyncio.run(go())
+    said = [r for r in caplog.records if "without protection" in r.getMessage()]
+    assert len(said) == 1

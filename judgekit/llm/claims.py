@@ -57,6 +57,7 @@ class Claims:
         self.poll, self.max_poll = poll, max_poll
         self.waited = 0  # claims found held by another process (for tests and benchmarks)
         self._fd: int | None = None
+        self.warned = False
 
     def _file(self) -> int:
         if self._fd is None:
@@ -97,7 +98,7 @@ class Claims:
         try:
             attempt, release = self._record(key) if fcntl is not None else self._lockfile(key)
         except OSError as exc:  # no claims possible: go on as a single process would
-            log.debug("claims disabled: %s", exc)
+            self._unprotected(exc)
             yield False
             return
         waited, delay = False, self.poll
@@ -107,7 +108,7 @@ class Claims:
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, self.max_poll)
         except OSError as exc:
-            log.debug("claim on %s not possible: %s", key[:12], exc)
+            self._unprotected(exc)
             yield False
             return
         if waited:
@@ -116,6 +117,14 @@ class Claims:
             yield waited
         finally:
             release()
+
+    def _unprotected(self, exc: OSError) -> None:
+        """Say once, loudly, that calls go on without cross-process protection (another
+        process sharing this cache may pay for the same call)."""
+        if not self.warned:
+            self.warned = True
+            log.warning("cannot claim calls in %s (%s): going on without protection "
+                        "against another process paying for the same call", self.dir, exc)
 
     def _record(self, key: str) -> tuple[Callable[[], bool], Callable[[], None]]:
         """(try, release) of a record lock in the shared claims file."""
