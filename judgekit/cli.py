@@ -102,6 +102,10 @@ def run(
                       f"see {directory}/failures.jsonl. A rerun calls again those that failed "
                       "in transport; --retry-failed also asks again for answers recorded as "
                       "failed.")
+        if failed.get("timeout"):
+            console.print(f"{failed['timeout']} of them were abandoned at the deadline: a "
+                          "provider may still bill them, and the reported cost cannot "
+                          "include their usage.")
 
 
 def _model_arg(text: str) -> tuple[str, str]:

@@ -87,7 +87,7 @@ def build(cfg: VBScoreConfig, res: Json) -> Doc:
         "see failures.jsonl); "
         f"{calls['total'] / n_rep:.2f} calls per scored replica. Tokens: prompt "
         f"{calls['prompt_tokens']}, completion {calls['completion_tokens']}; cost "
-        f"{_cost(calls['cost_usd'])}.")
+        f"{_cost(calls['cost_usd'])}" + _abandoned(calls) + ".")
     doc.table(["stage", "calls", "provider", "cached", "failed", "attempts",
                "prompt tokens", "completion tokens"], stage_rows, "calls")
     doc.p("Replicas excluded from scores (never scored as zero): " +
@@ -233,6 +233,14 @@ def _alpha(ax: Any, rows: list[Json], cfg: VBScoreConfig) -> None:
     ax.set_ylabel("VB")
     ax.set_title("VB against alpha")
     ax.legend(fontsize=8)
+
+
+def _abandoned(calls: Any) -> str:
+    """Calls the client gave up on (its deadline): the provider may still answer and
+    bill them, and reports no usage to this run, so the cost cannot include them."""
+    n = int((calls.get("failed_by_kind") or {}).get("timeout", 0))
+    return "" if not n else (f" (not counting {n} call(s) abandoned at the deadline, which "
+                             "a provider may still bill: their usage never reached the run)")
 
 
 def _cost(v: float | None) -> str:
