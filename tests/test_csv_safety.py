@@ -254,3 +254,60 @@ def test_the_hostile_corpus_through_analyse_report_export_and_card(tmp_path):
     assert len(back) == 44
     assert not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
                    for r in back for v in r.values())
+
+
+def test_the_hostile_corpus_through_a_probe_its_export_and_a_compare(tmp_path):
+    import csv as _csv
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env["JUDGEKIT_CACHE_DIR"] = str(tmp_path / "cache")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({
+        "id": f"{CORPUS[i % len(CORPUS)][:50]}-{i}", "question": CORPUS[(i + 1) % len(CORPUS)],
+        "a": CORPUS[(i + 2) % len(CORPUS)], "b": CORPUS[(i + 3) % len(CORPUS)],
+        "correct": "a" if i % 2 else "b"}) + "\n" for i in range(12)), encoding="utf-8")
+    import zlib
+
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+    from judgekit.llm.providers.mock import FunctionProvider
+
+    def coin(seed):
+        def fn(req):
+            text = req.messages[-1]["content"]
+            pick = (zlib.crc32(text.encode()) + seed) % 2
+            return {"winner": "A" if pick else "B", "reason": CORPUS[0]}
+        return fn
+    runs = []
+    for seed in (1, 2):
+        out = tmp_path / f"run{seed}"
+        with Client(ClientSettings(use_cache=False, progress=False),
+                    providers={"mock/coin": FunctionProvider(coin(seed))}) as client:
+            judgekit.run({"method": "probe", "data_path": str(pairs), "use_cache": False,
+                          "models": {"judge": "mock/coin"}, "transforms": ["swap"],
+                          "resamples": 200}, client=client, out=out)
+        runs.append(out)
+    for args in (["compare", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "cmp")],
+                 ["export", str(runs[0]), "--out", str(tmp_path / "x.csv")]):
+        r = subprocess.run([jk, *args], capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stderr)
+    for md in [runs[0] / "report.md", tmp_path / "cmp" / "report.md"]:
+        text = md.read_text(encoding="utf-8")
+        assert "<script" not in text and "<!--" not in text
+        assert not re.search(r"(?<!\\)\]\(javascript", text)
+    for page in [runs[0] / "report.html", tmp_path / "cmp" / "report.html"]:
+        body = page.read_text(encoding="utf-8")
+        assert "<script>alert" not in body and "<!--<" not in body
+    _csv.field_size_limit(1 << 24)
+    for f in [tmp_path / "x.csv", tmp_path / "cmp" / "differences.csv"]:
+        with open(f, encoding="utf-8", newline="") as fh:
+            back = list(_csv.DictReader(fh))
+        assert back and not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
+                                for r in back for v in r.values())
