@@ -248,7 +248,7 @@ def test_ppi_shares_for_k_ary_labels_sum_to_one():
     assert sum(s.estimate for s in shares.values()) == pytest.approx(1.0)
 
 
-def _pointwise(tmp_path, name, fn, **extra):
+def _pointwise(tmp_path, name, fn, out=None, **extra):
     from judgekit.testing import judges
 
     (tmp_path / "items.json").write_text(json.dumps(judges.make_items(40, seed=5)))
@@ -259,7 +259,7 @@ def _pointwise(tmp_path, name, fn, **extra):
         "method": "probe", "judge_mode": "pointwise", "data_path": str(tmp_path / "items.json"),
         "rubric": str(tmp_path / "rubric.yaml"), "rubric_paraphrase": str(tmp_path / "para.yaml"),
         "use_cache": False, "resamples": 300, "models": {"judge": f"mock/{name}"}, **extra},
-        name, fn)
+        name, fn, out)
 
 
 def test_pointwise_oracle_is_stable_under_every_transform(tmp_path):
@@ -368,3 +368,29 @@ def test_probe_reports_the_human_ceiling_and_importance_sampled_rate(tmp_path):
     assert r["human"]["agreement"]["percent"] == 1.0
     assert r["human"]["a_win_rate"]["sampling"] == "importance"
     assert r["human"]["a_win_rate"]["estimate"] == pytest.approx(0.5)
+
+
+def test_compare_two_pointwise_probes_by_their_pass_rates(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from judgekit.testing import judges
+
+    for name, kind in (("a", "oracle"), ("b", "constant")):
+        (tmp_path / name).mkdir()
+        _pointwise(tmp_path / name, f"pw_{name}", judges.judge(kind), transforms=["pad"],
+                   out=tmp_path / name / "run")
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    r = subprocess.run([jk, "compare", str(tmp_path / "a" / "run"), str(tmp_path / "b" / "run"),
+                        "--out", str(tmp_path / "cmp")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    items = json.loads((tmp_path / "a" / "items.json").read_text())
+    truth = sum(int(x["Label"]) for x in items) / len(items)  # the oracle passes these
+    assert doc["measure"] == "pass rate (verdicts as given)" and doc["n_paired"] == 40
+    assert doc["difference"] == pytest.approx(1.0 - truth)
+    lo, hi = doc["difference_ci"]
+    assert lo <= doc["difference"] <= hi and -1 <= lo and hi <= 1

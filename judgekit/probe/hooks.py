@@ -96,6 +96,32 @@ def _flipped(rec: Json, t: str) -> float | None:
     return None if not v.get("run0") or not v.get(t) else float(v["run0"] != v[t])
 
 
+def _mode(r: RunResult[ProbePayload]) -> str | None:
+    return r.payload.mode if r.payload is not None else None
+
+
+def _pointwise_paired(ra: RunResult[ProbePayload], ia: dict[str, Json], ib: dict[str, Json],
+                      both: list[str], level: float) -> Paired:
+    """Two pointwise probes of the same items: the judges' pass rates as given (run0),
+    paired per item; flip rates under every shared transform as secondary rows."""
+    keys = [k for k in both if (ia[k].get("verdicts") or {}).get("run0")
+            and (ib[k].get("verdicts") or {}).get("run0")]
+    va = [float(ia[k]["verdicts"]["run0"] == "a") for k in keys]
+    vb = [float(ib[k]["verdicts"]["run0"] == "a") for k in keys]
+    out = []
+    transforms = sorted({t for k in both for t in (ia[k].get("verdicts") or {})
+                         if ":" not in t and not t.startswith("run")})
+    for t in transforms:
+        pairs = [(fa, fb) for k in both
+                 if (fa := _flipped(ia[k], t)) is not None and (fb := _flipped(ib[k], t))
+                 is not None]
+        if pairs:
+            out.append(paired_rate(f"flip rate under {t}", pairs, level))
+    return Paired("pass rate (verdicts as given)", keys, va, vb, out,
+                  agreement([int(x) for x in va], [int(x) for x in vb], level, ra.seed or 0),
+                  (len(ia), len(ib)), binary=True)
+
+
 def paired(ra: RunResult[ProbePayload], rb: RunResult[ProbePayload], level: float
            ) -> Paired:
     """Per pair, did the verdict flip when the answers were swapped (order
@@ -104,6 +130,8 @@ def paired(ra: RunResult[ProbePayload], rb: RunResult[ProbePayload], level: floa
     ia = rows_by(ra.detail("items"), lambda r: str(r["id"]))
     ib = rows_by(rb.detail("items"), lambda r: str(r["id"]))
     both = [k for k in ia if k in ib]
+    if _mode(ra) == "pointwise" or _mode(rb) == "pointwise":
+        return _pointwise_paired(ra, ia, ib, both, level)
     keys = [k for k in both if _flipped(ia[k], "swap") is not None
             and _flipped(ib[k], "swap") is not None]
     out = []
