@@ -215,3 +215,32 @@ def test_alpha_and_repeat_consistency_of_a_pointwise_file(tmp_path):
     want = krippendorff.alpha(reliability_data=[j, h], level_of_measurement="nominal")
     assert m["alpha"].estimate == pytest.approx(want, abs=1e-12)
     assert m["alpha"].n == len(rows)
+
+
+def test_plan_prints_the_label_plan_of_every_corrected_figure(tmp_path):
+    rng = np.random.default_rng(9)
+    rows = []
+    for q in range(60):
+        for s, p in (("A", 0.7), ("B", 0.5)):
+            y = rng.random() < p
+            v = y if rng.random() < 0.85 else not y
+            rows.append([f"{s}{q}", f"q{q}", s, int(v), int(y) if q % 3 == 0 else ""])
+    f = _write_csv(tmp_path / "ab.csv", ["id", "question_id", "system", "judge", "human"],
+                   rows)
+    out = tmp_path / "run"
+    assert _cli("analyse", str(f), "--out", str(out), cwd=tmp_path).returncode == 0
+    r = _cli("plan", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "results.json").read_text())
+    corrected = [m for m in doc["measures"] if m.get("labelled") is not None]
+    assert {m["key"] for m in corrected} == {
+        "corrected_pass_rate", "corrected_pass_rate[A]", "corrected_pass_rate[B]",
+        "corrected_difference[A-B]"}
+    for m in corrected:
+        half = (m["ci"][1] - m["ci"][0]) / 2
+        want = None if half <= 0.05 else min(m["n"], math.ceil(m["labelled"] * (half / 0.05) ** 2))
+        assert m["labels_for_target"] == want
+        line = next(x for x in r.stdout.splitlines() if f" {m['key']} " in x)
+        assert line.split()[-1] == (str(want) if want is not None else "already")
+    r = _cli("plan", str(tmp_path / "nothing"), cwd=tmp_path)
+    assert r.returncode == 2

@@ -22,6 +22,10 @@ class Measure(Record):
     units: str = "share"
     finding: bool = False  # the decision is a claim against the judge
     note: str | None = None
+    # corrected figures: the human labels used, and about how many give +/- the
+    # run's target_halfwidth under the same design (None: already that narrow)
+    labelled: int | None = None
+    labels_for_target: int | None = None
 
 
 class JudgeVerdicts(Record):

@@ -84,6 +84,8 @@ def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
                            f"(prediction-powered){'' if name is None else f', {name}'}",
                            estimate=c.estimate, ci=list(c.ci), n=c.n_items,
                            decision=f"{c.n_labelled} human labels",
+                           labelled=c.n_labelled,
+                           labels_for_target=c.labels_for_halfwidth(cfg.target_halfwidth),
                            note=f"human labels alone: {c.human_only:.3f} "
                                 f"[{c.human_only_ci[0]:.3f}, {c.human_only_ci[1]:.3f}]; "
                                 + _plan(c.labels_for_halfwidth(cfg.target_halfwidth),
@@ -150,10 +152,13 @@ def _difference(a: str, b: str, judged: dict[tuple[str, str], list[float]],
                        level=cfg.level)
     return Measure(
         key=key, what=what, estimate=c.estimate, ci=c.ci, n=c.n_items, baseline=0.0,
-        units="difference of shares",
+        units="difference of shares", labelled=c.n_labelled,
+        labels_for_target=c.labels_for_halfwidth(cfg.target_halfwidth),
         decision=(f"{a} better" if c.ci[0] > 0 else f"{b} better" if c.ci[1] < 0
                   else "no difference shown") + f" ({c.n_labelled} labelled questions)",
         note=f"{a} - {b}: human labels alone {c.human_only:+.3f} "
              f"[{c.human_only_ci[0]:.3f}, {c.human_only_ci[1]:.3f}] on {c.n_labelled} "
              f"questions; the judge alone {float(np.mean(every)):+.3f} on {c.n_items} "
-             "(uncorrected)")
+             "(uncorrected); " + _plan(c.labels_for_halfwidth(cfg.target_halfwidth),
+                                       cfg.target_halfwidth).replace("labels", "labelled "
+                                                                     "questions", 1))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from judgekit.errors import ConfigError
 from judgekit.results import RunResult
-from judgekit.spec import CardRow, MethodSpec, TableRow
+from judgekit.spec import CardRow, MethodSpec, PlanTable, TableRow
 from judgekit.verdicts.config import VerdictsConfig
 from judgekit.verdicts.payload import VerdictsPayload
 from judgekit.verdicts.report import report
@@ -35,7 +36,27 @@ def _card_rows(p: VerdictsPayload, src: str) -> list[CardRow]:
             for judge, measures in judges for m in measures if m.key != "pass_rate"]
 
 
+def _plan(result: RunResult[VerdictsPayload], power: float, effects: tuple[float, ...]
+          ) -> PlanTable:
+    """The label plan of every corrected figure (each judge's, side by side)."""
+    p = result.payload
+    assert p is not None
+    half = float((result.config or {}).get("target_halfwidth") or 0.05)  # type: ignore[arg-type]
+    rows = [[judge, m.key, "n/a" if m.estimate is None else f"{m.estimate:.3f}",
+             "n/a" if not m.ci else f"[{m.ci[0]:.3f}, {m.ci[1]:.3f}]", str(m.labelled),
+             "already" if m.labels_for_target is None else str(m.labels_for_target)]
+            for judge, ms in [(p.judge, p.measures),
+                              *((o.judge, o.measures) for o in p.others or [])]
+            for m in ms if m.labelled is not None]
+    if not rows:
+        raise ConfigError("this run has no figure corrected by human labels (give the "
+                          "file a human column with labels on some rows)")
+    return PlanTable(f"human labels for a corrected interval of +/- {half:g} (same "
+                     "design; from {run}):", ["judge", "figure", "estimate", "interval",
+                                              "labels now", "labels needed"], rows)
+
+
 SPEC: MethodSpec[VerdictsConfig, VerdictsPayload] = MethodSpec(
     name="verdicts", config=VerdictsConfig, payload=VerdictsPayload, execute=execute,
     report=report, headline=headline, title="Recorded verdicts", uses_client=False,
-    rows=_rows, judge=_judge, card_rows=_card_rows)
+    rows=_rows, judge=_judge, card_rows=_card_rows, plan=_plan)
