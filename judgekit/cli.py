@@ -102,10 +102,8 @@ def run(
                       f"see {directory}/failures.jsonl. A rerun calls again those that failed "
                       "in transport; --retry-failed also asks again for answers recorded as "
                       "failed.")
-        if failed.get("timeout"):
-            console.print(f"{failed['timeout']} of them were abandoned at the deadline: a "
-                          "provider may still bill them, and the reported cost cannot "
-                          "include their usage.")
+        if failed.get("timeout"):  # a provider may still bill them; no usage reached us
+            console.print(f"{failed['timeout']} abandoned at the deadline: not in the cost.")
 
 
 def _model_arg(text: str) -> tuple[str, str]:
