@@ -311,3 +311,54 @@ def test_the_hostile_corpus_through_a_probe_its_export_and_a_compare(tmp_path):
             back = list(_csv.DictReader(fh))
         assert back and not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
                                 for r in back for v in r.values())
+
+
+def test_the_hostile_corpus_through_an_audit_report_and_export(tmp_path):
+    """Judged items whose prompts, outputs and ids are hostile, audited with mock/auto
+    models: report.md, report.html and the CSV export stay inert."""
+    import csv as _csv
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from judgekit.resources import resource_dir
+
+    src = resource_dir("experiments") / "data" / "west_frisian_excerpt.json"
+    items = json.loads(src.read_text(encoding="utf-8"))[:4]
+    for k, it in enumerate(items):
+        it["Prompt"] = CORPUS[k % len(CORPUS)] + " " + it["Prompt"]
+        it["Output"] = it["Output"] + " " + CORPUS[(k + 1) % len(CORPUS)]
+        it["Source"] = CORPUS[(k + 2) % len(CORPUS)][:60]
+    data = tmp_path / "items.json"
+    data.write_text(json.dumps(items), encoding="utf-8")
+    rubric = resource_dir("rubrics") / "west_frisian_ip.yaml"
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(
+        f"method: nodata\nexperiment: llm\ndata_path: {json.dumps(str(data))}\n"
+        f"rubric: {json.dumps(str(rubric))}\nverifier_rubric: {json.dumps(str(rubric))}\n"
+        "rubric_label: IP\nrounds: 1\nphi: [0.3]\nsample_size: 4\n"
+        "models: {evaluator: mock/auto, verifier: mock/auto, generator: mock/auto}\n",
+        encoding="utf-8")
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env["JUDGEKIT_CACHE_DIR"] = str(tmp_path / "cache")
+    out = tmp_path / "run"
+    r = subprocess.run([jk, "run", str(cfg), "--out", str(out)], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    x = subprocess.run([jk, "export", str(out), "--out", str(tmp_path / "x.csv")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert x.returncode == 0, x.stderr
+    _csv.field_size_limit(1 << 24)
+    with open(tmp_path / "x.csv", encoding="utf-8", newline="") as fh:
+        back = list(_csv.DictReader(fh))
+    assert back and not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
+                            for row in back for v in row.values())
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert "<script" not in text and "<!--" not in text
+    assert not re.search(r"(?<!\\)\]\(javascript", text)
+    body = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in body and "<!--<" not in body
