@@ -3,6 +3,7 @@ file is not UTF-8, instead of a traceback."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from judgekit.errors import DataError
@@ -28,3 +29,23 @@ def read_text(path: str | Path) -> str:
     except OSError as exc:
         raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     return decode(data, path)
+
+
+def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a UTF-8 file, read one line at a time (a
+    large JSONL file is never held whole); errors as ``read_text``'s."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, also when the caller stops
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}: line {n}, column {exc.start + 1}: byte "
+                                f"0x{raw[exc.start]:02x} is not valid UTF-8; save the file "
+                                "as UTF-8") from None
+            yield n, text.rstrip("\r\n")

@@ -362,3 +362,17 @@ def test_the_hostile_corpus_through_an_audit_report_and_export(tmp_path):
     assert not re.search(r"(?<!\\)\]\(javascript", text)
     body = (out / "report.html").read_text(encoding="utf-8")
     assert "<script>alert" not in body and "<!--<" not in body
+
+
+def test_jsonl_is_read_a_line_at_a_time_with_utf8_errors_named(tmp_path):
+    import judgekit
+    from judgekit.textio import read_lines
+
+    f = tmp_path / "v.jsonl"
+    f.write_bytes(b"\xef\xbb\xbf{\"a\": 1}\r\n{\"b\": 2}\n{\"c\": \"\xff\"}\n")
+    it = read_lines(f)
+    assert next(it) == (1, '{"a": 1}') and next(it) == (2, '{"b": 2}')
+    with pytest.raises(judgekit.DataError, match=r"v.jsonl: line 3, column 8: byte 0xff"):
+        next(it)
+    with pytest.raises(judgekit.DataError, match="file not found"):
+        list(read_lines(tmp_path / "missing.jsonl"))

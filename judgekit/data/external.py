@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from judgekit.errors import DataError
 from judgekit.jsontypes import JSONObject
-from judgekit.textio import read_text
+from judgekit.textio import read_lines, read_text
 
 __all__ = ["JudgedInput", "formats", "judged_format", "label_of", "read_records"]
 
@@ -306,14 +306,13 @@ def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
     bad = [k for k in columns if k not in FIELDS]
     if bad:
         raise DataError(f"columns: unknown field {bad[0]!r}; use {', '.join(FIELDS)}")
-    text = read_text(path)
     if fmt == "csv":
         from judgekit.csvsafe import read_dicts
 
-        rows = list(read_dicts(text, path)[1])
+        rows = list(read_dicts(read_text(path), path)[1])
     else:
         rows = []
-        for n, line in enumerate(text.splitlines(), start=1):
+        for n, line in read_lines(path):
             if line.strip():
                 try:
                     row = json.loads(line)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from judgekit.errors import DataError
-from judgekit.textio import read_text
+from judgekit.textio import read_lines
 
 
 @dataclass
@@ -33,7 +33,7 @@ def load_pairs(path: str | Path) -> list[Pair]:
     if not p.exists():
         raise DataError(f"pairs file {p} not found")
     out = []
-    for n, line in enumerate(read_text(p).splitlines(), start=1):
+    for n, line in read_lines(p):
         if not line.strip():
             continue
         try:
@@ -102,7 +102,7 @@ def attach_human_labels(pairs: list[Pair], path: str | Path, field: str = "human
     if not p.exists():
         raise DataError(f"{what} file {p} not found")
     by_id = {q.id: q for q in pairs}
-    for n, line in enumerate(read_text(p).splitlines(), start=1):
+    for n, line in read_lines(p):
         if not line.strip():
             continue
         try:

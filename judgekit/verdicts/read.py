@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from judgekit.errors import DataError
 from judgekit.jsontypes import JSONObject
-from judgekit.textio import read_text
+from judgekit.textio import read_lines, read_text
 
 # Column names each role is detected from (case and spaces ignored).
 POINTWISE = {"id": ("id", "item_id", "sample_id", "uid"),
@@ -214,7 +214,7 @@ def _csv(path: Path) -> list[JSONObject]:
 
 def _jsonl(path: Path) -> list[JSONObject]:
     rows: list[JSONObject] = []
-    for n, line in enumerate(read_text(path).splitlines(), start=1):
+    for n, line in read_lines(path):
         if not line.strip():
             continue
         try:
