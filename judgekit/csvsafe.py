@@ -52,30 +52,50 @@ def rows_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return buf.getvalue()
 
 
-def read_dicts(text: str, path: object) -> tuple[list[str], list[dict[str, str]]]:
-    """The header and rows of CSV ``text`` (from ``path``): a cell may be as long as the
-    text itself (a judged answer of megabytes), and a malformed file, or a row with more
-    or fewer cells than the header, is a one-line :class:`DataError` naming its line."""
+def read_dicts(source: str | object, path: object = None
+               ) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of a CSV file (``source`` a path, read as it is parsed, never
+    held whole) or of CSV text (``source`` the text, ``path`` its name): a cell may be as
+    long as the file (a judged answer of megabytes), and a malformed file, a row with
+    more or fewer cells than the header, or bytes that are not UTF-8 are a one-line
+    :class:`DataError` naming the line."""
     import io
+    import os
 
     from judgekit.errors import DataError
 
+    if isinstance(source, str) and path is not None:
+        name, size = path, len(source)
+        fh: IO[str] = io.StringIO(source, newline="")
+    else:
+        name = source
+        try:
+            size = os.path.getsize(str(source))
+            fh = open(str(source), encoding="utf-8-sig", newline="")  # noqa: SIM115
+        except FileNotFoundError:
+            raise DataError(f"{source}: file not found") from None
+        except OSError as exc:
+            raise DataError(f"{source}: cannot be read ({exc.strerror or exc})") from None
     # the csv module's per-field limit (128 KiB by default) is process-wide; raising it
     # is idempotent and only ever allows longer cells
-    csv.field_size_limit(max(csv.field_size_limit(), min(len(text) + 1, 2**31 - 1)))
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-    rows: list[dict[str, str]] = []
-    try:
-        for row in reader:
-            n = reader.line_num
-            extra = row.get(None)  # type: ignore[call-overload]
-            if extra is not None or any(v is None for v in row.values()):
-                got = sum(v is not None for k, v in row.items() if k is not None) + (
-                    len(extra) if isinstance(extra, list) else 0)
-                raise DataError(f"{path} line {n}: {got} cells where the header has "
-                                f"{len(reader.fieldnames or [])}; fix the row (a cell with "
-                                "a comma or a line break needs quotes)")
-            rows.append(dict(row))
-    except csv.Error as exc:
-        raise DataError(f"{path} line {reader.line_num}: not valid CSV ({exc})") from None
-    return list(reader.fieldnames or []), rows
+    csv.field_size_limit(max(csv.field_size_limit(), min(size + 1, 2**31 - 1)))
+    with fh:
+        reader = csv.DictReader(fh, strict=True)
+        rows: list[dict[str, str]] = []
+        try:
+            for row in reader:
+                n = reader.line_num
+                extra = row.get(None)  # type: ignore[call-overload]
+                if extra is not None or any(v is None for v in row.values()):
+                    got = sum(v is not None for k, v in row.items() if k is not None) + (
+                        len(extra) if isinstance(extra, list) else 0)
+                    raise DataError(f"{name} line {n}: {got} cells where the header has "
+                                    f"{len(reader.fieldnames or [])}; fix the row (a cell "
+                                    "with a comma or a line break needs quotes)")
+                rows.append(dict(row))
+        except csv.Error as exc:
+            raise DataError(f"{name} line {reader.line_num}: not valid CSV ({exc})") from None
+        except UnicodeDecodeError:
+            raise DataError(f"{name}: near line {reader.line_num + 1}: not valid UTF-8; "
+                            "save the file as UTF-8") from None
+        return list(reader.fieldnames or []), rows

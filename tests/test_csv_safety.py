@@ -376,3 +376,18 @@ def test_jsonl_is_read_a_line_at_a_time_with_utf8_errors_named(tmp_path):
         next(it)
     with pytest.raises(judgekit.DataError, match="file not found"):
         list(read_lines(tmp_path / "missing.jsonl"))
+
+
+def test_a_csv_file_is_parsed_as_it_is_read(tmp_path):
+    import judgekit
+    from judgekit.csvsafe import read_dicts
+
+    f = tmp_path / "big.csv"
+    big = "w" * (2 << 20)
+    f.write_text(f"id,text\n1,{big}\n2,short\n", encoding="utf-8")
+    header, rows = read_dicts(f)
+    assert header == ["id", "text"] and rows[0]["text"] == big and rows[1]["id"] == "2"
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"id,text\n1,ok\n2,\xff\n")
+    with pytest.raises(judgekit.DataError, match="bad.csv: near line .*not valid UTF-8"):
+        read_dicts(bad)

@@ -309,7 +309,7 @@ def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
     if fmt == "csv":
         from judgekit.csvsafe import read_dicts
 
-        rows = list(read_dicts(read_text(path), path)[1])
+        rows = list(read_dicts(path)[1])
     else:
         rows = []
         for n, line in read_lines(path):

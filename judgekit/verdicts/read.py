@@ -209,7 +209,7 @@ def _detect(columns: list[str], known: dict[str, tuple[str, ...]], given: dict[s
 def _csv(path: Path) -> list[JSONObject]:
     from judgekit.csvsafe import read_dicts
 
-    return [dict(r) for r in read_dicts(read_text(path), path)[1]]
+    return [dict(r) for r in read_dicts(path)[1]]
 
 
 def _jsonl(path: Path) -> list[JSONObject]:
