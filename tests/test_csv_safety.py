@@ -391,3 +391,43 @@ def test_a_csv_file_is_parsed_as_it_is_read(tmp_path):
     bad.write_bytes(b"id,text\n1,ok\n2,\xff\n")
     with pytest.raises(judgekit.DataError, match="bad.csv: near line .*not valid UTF-8"):
         read_dicts(bad)
+
+
+def test_the_hostile_corpus_through_a_vb_score_report_and_export(tmp_path):
+    import csv as _csv
+    import os
+    import re
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    queries = [{"id": f"{CORPUS[k][:40]}-{k}", "query": CORPUS[(k + 1) % len(CORPUS)][:500]}
+               for k in range(4)]
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(queries), encoding="utf-8")
+    (tmp_path / "vb.yaml").write_text(
+        "method: vbscore\ndatasets:\n  - name: demo\n    path: q.yaml\n    n: 4\n"
+        "replicas: 2\ninterpretations: 2\nk: 2\nalpha: 0.5\n"
+        "models: {system: mock/auto, judge: mock/auto}\n", encoding="utf-8")
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env["JUDGEKIT_CACHE_DIR"] = str(tmp_path / "cache")
+    out = tmp_path / "run"
+    r = subprocess.run([jk, "run", str(tmp_path / "vb.yaml"), "--out", str(out)],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    x = subprocess.run([jk, "export", str(out), "--out", str(tmp_path / "x.csv")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert x.returncode == 0, x.stderr
+    _csv.field_size_limit(1 << 24)
+    with open(tmp_path / "x.csv", encoding="utf-8", newline="") as fh:
+        back = list(_csv.DictReader(fh))
+    assert back and not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
+                            for row in back for v in row.values())
+    text = (out / "report.md").read_text(encoding="utf-8")
+    assert "<script" not in text and "<!--" not in text
+    assert not re.search(r"(?<!\\)\]\(javascript", text)
+    body = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in body and "<!--<" not in body
