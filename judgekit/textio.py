@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from judgekit.errors import DataError
 
@@ -49,3 +50,23 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                                 f"0x{raw[exc.start]:02x} is not valid UTF-8; save the file "
                                 "as UTF-8") from None
             yield n, text.rstrip("\r\n")
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file, one per non-blank line, read a line at a time;
+    a line that is not JSON, or not an object, is a one-line DataError naming it."""
+    import json
+
+    rows: list[dict[str, Any]] = []
+    for n, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path} line {n}: a JSON object per line is expected, got "
+                            f"{type(row).__name__}")
+        rows.append(row)
+    return rows

@@ -213,16 +213,60 @@ CORPUS = ["<script>alert(1)</script>", "<!--", "=HYPERLINK(\"http://x\",\"y\")",
           "\x1b[31mred", "z" * 200_000]
 
 
-def test_the_hostile_corpus_through_analyse_report_export_and_card(tmp_path):
-    import csv as _csv
+def _jk_env(tmp_path):
     import os
     import shutil
-    import subprocess
     import sys
     from pathlib import Path
 
     jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env["JUDGEKIT_CACHE_DIR"] = str(tmp_path / "cache")
+    return jk, env
+
+
+def _assert_inert(md=(), html=(), csvs=()):
+    """Reports and tables hold the hostile corpus as inert text."""
+    import csv as _csv
+    import re
+
+    for f in md:
+        text = f.read_text(encoding="utf-8")
+        assert "<script" not in text and "<!--" not in text
+        assert not re.search(r"(?<!\\)\]\(javascript", text)  # only escaped \](
+    for f in html:
+        body = f.read_text(encoding="utf-8")
+        assert "<script>alert" not in body and "<!--<" not in body
+    _csv.field_size_limit(1 << 24)
+    for f in csvs:
+        with open(f, encoding="utf-8", newline="") as fh:
+            back = list(_csv.DictReader(fh))
+        assert back and not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
+                                for row in back for v in row.values())
+
+
+def _run_and_export(tmp_path, cfg, **kw):
+    """``judgekit run CFG`` then ``judgekit export``; both must succeed; the run folder."""
+    import subprocess
+
+    jk, env = _jk_env(tmp_path)
+    out = tmp_path / "run"
+    r = subprocess.run([jk, "run", str(cfg), "--out", str(out)], capture_output=True,
+                       text=True, env=env, timeout=300, **kw)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    x = subprocess.run([jk, "export", str(out), "--out", str(tmp_path / "x.csv")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert x.returncode == 0, x.stderr
+    _assert_inert(md=[out / "report.md"], html=[out / "report.html"],
+                  csvs=[tmp_path / "x.csv"])
+    return out
+
+
+def test_the_hostile_corpus_through_analyse_report_export_and_card(tmp_path):
+    import csv as _csv
+    import subprocess
+
+    jk, env = _jk_env(tmp_path)
     rows = []
     for i in range(44):
         bad = CORPUS[i % len(CORPUS)]
@@ -239,35 +283,17 @@ def test_the_hostile_corpus_through_analyse_report_export_and_card(tmp_path):
                  ["card", str(run), "--out", str(tmp_path / "card")]):
         r = subprocess.run([jk, *args], capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stderr)
-    for md in (run / "report.md", tmp_path / "card" / "report.md"):
-        text = md.read_text(encoding="utf-8")
-        import re
-
-        assert "<script" not in text and "<!--" not in text
-        assert not re.search(r"(?<!\\)\]\(javascript", text)  # only escaped \](
-    for page in (run / "report.html", tmp_path / "card" / "report.html"):
-        body = page.read_text(encoding="utf-8")
-        assert "<script>alert" not in body and "<!--<" not in body
+    _assert_inert(md=[run / "report.md", tmp_path / "card" / "report.md"],
+                  html=[run / "report.html", tmp_path / "card" / "report.html"],
+                  csvs=[tmp_path / "x.csv"])
     with open(tmp_path / "x.csv", encoding="utf-8", newline="") as fh:
-        _csv.field_size_limit(1 << 24)
-        back = list(_csv.DictReader(fh))
-    assert len(back) == 44
-    assert not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
-                   for r in back for v in r.values())
+        assert len(list(_csv.DictReader(fh))) == 44
 
 
 def test_the_hostile_corpus_through_a_probe_its_export_and_a_compare(tmp_path):
-    import csv as _csv
-    import os
-    import re
-    import shutil
     import subprocess
-    import sys
-    from pathlib import Path
 
-    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env["JUDGEKIT_CACHE_DIR"] = str(tmp_path / "cache")
+    jk, env = _jk_env(tmp_path)
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({
         "id": f"{CORPUS[i % len(CORPUS)][:50]}-{i}", "question": CORPUS[(i + 1) % len(CORPUS)],
@@ -298,31 +324,14 @@ def test_the_hostile_corpus_through_a_probe_its_export_and_a_compare(tmp_path):
                  ["export", str(runs[0]), "--out", str(tmp_path / "x.csv")]):
         r = subprocess.run([jk, *args], capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stderr)
-    for md in [runs[0] / "report.md", tmp_path / "cmp" / "report.md"]:
-        text = md.read_text(encoding="utf-8")
-        assert "<script" not in text and "<!--" not in text
-        assert not re.search(r"(?<!\\)\]\(javascript", text)
-    for page in [runs[0] / "report.html", tmp_path / "cmp" / "report.html"]:
-        body = page.read_text(encoding="utf-8")
-        assert "<script>alert" not in body and "<!--<" not in body
-    _csv.field_size_limit(1 << 24)
-    for f in [tmp_path / "x.csv", tmp_path / "cmp" / "differences.csv"]:
-        with open(f, encoding="utf-8", newline="") as fh:
-            back = list(_csv.DictReader(fh))
-        assert back and not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
-                                for r in back for v in r.values())
+    _assert_inert(md=[runs[0] / "report.md", tmp_path / "cmp" / "report.md"],
+                  html=[runs[0] / "report.html", tmp_path / "cmp" / "report.html"],
+                  csvs=[tmp_path / "x.csv", tmp_path / "cmp" / "differences.csv"])
 
 
 def test_the_hostile_corpus_through_an_audit_report_and_export(tmp_path):
     """Judged items whose prompts, outputs and ids are hostile, audited with mock/auto
     models: report.md, report.html and the CSV export stay inert."""
-    import csv as _csv
-    import os
-    import re
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from judgekit.resources import resource_dir
 
@@ -342,26 +351,7 @@ def test_the_hostile_corpus_through_an_audit_report_and_export(tmp_path):
         "rubric_label: IP\nrounds: 1\nphi: [0.3]\nsample_size: 4\n"
         "models: {evaluator: mock/auto, verifier: mock/auto, generator: mock/auto}\n",
         encoding="utf-8")
-    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env["JUDGEKIT_CACHE_DIR"] = str(tmp_path / "cache")
-    out = tmp_path / "run"
-    r = subprocess.run([jk, "run", str(cfg), "--out", str(out)], capture_output=True,
-                       text=True, env=env, timeout=300)
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    x = subprocess.run([jk, "export", str(out), "--out", str(tmp_path / "x.csv")],
-                       capture_output=True, text=True, env=env, timeout=300)
-    assert x.returncode == 0, x.stderr
-    _csv.field_size_limit(1 << 24)
-    with open(tmp_path / "x.csv", encoding="utf-8", newline="") as fh:
-        back = list(_csv.DictReader(fh))
-    assert back and not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
-                            for row in back for v in row.values())
-    text = (out / "report.md").read_text(encoding="utf-8")
-    assert "<script" not in text and "<!--" not in text
-    assert not re.search(r"(?<!\\)\]\(javascript", text)
-    body = (out / "report.html").read_text(encoding="utf-8")
-    assert "<script>alert" not in body and "<!--<" not in body
+    _run_and_export(tmp_path, cfg)
 
 
 def test_jsonl_is_read_a_line_at_a_time_with_utf8_errors_named(tmp_path):
@@ -394,13 +384,6 @@ def test_a_csv_file_is_parsed_as_it_is_read(tmp_path):
 
 
 def test_the_hostile_corpus_through_a_vb_score_report_and_export(tmp_path):
-    import csv as _csv
-    import os
-    import re
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
 
     import yaml
 
@@ -411,23 +394,4 @@ def test_the_hostile_corpus_through_a_vb_score_report_and_export(tmp_path):
         "method: vbscore\ndatasets:\n  - name: demo\n    path: q.yaml\n    n: 4\n"
         "replicas: 2\ninterpretations: 2\nk: 2\nalpha: 0.5\n"
         "models: {system: mock/auto, judge: mock/auto}\n", encoding="utf-8")
-    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env["JUDGEKIT_CACHE_DIR"] = str(tmp_path / "cache")
-    out = tmp_path / "run"
-    r = subprocess.run([jk, "run", str(tmp_path / "vb.yaml"), "--out", str(out)],
-                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    x = subprocess.run([jk, "export", str(out), "--out", str(tmp_path / "x.csv")],
-                       capture_output=True, text=True, env=env, timeout=300)
-    assert x.returncode == 0, x.stderr
-    _csv.field_size_limit(1 << 24)
-    with open(tmp_path / "x.csv", encoding="utf-8", newline="") as fh:
-        back = list(_csv.DictReader(fh))
-    assert back and not any(str(v).startswith(("=", "+", "@", "\t", "\r"))
-                            for row in back for v in row.values())
-    text = (out / "report.md").read_text(encoding="utf-8")
-    assert "<script" not in text and "<!--" not in text
-    assert not re.search(r"(?<!\\)\]\(javascript", text)
-    body = (out / "report.html").read_text(encoding="utf-8")
-    assert "<script>alert" not in body and "<!--<" not in body
+    _run_and_export(tmp_path, tmp_path / "vb.yaml", cwd=tmp_path)

@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from judgekit.errors import DataError
 from judgekit.jsontypes import JSONObject
-from judgekit.textio import read_lines, read_text
+from judgekit.textio import read_jsonl, read_text
 
 __all__ = ["JudgedInput", "formats", "judged_format", "label_of", "read_records"]
 
@@ -311,17 +311,7 @@ def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
 
         rows = list(read_dicts(path)[1])
     else:
-        rows = []
-        for n, line in read_lines(path):
-            if line.strip():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
-                if not isinstance(row, dict):
-                    raise DataError(f"{path} line {n}: a JSON object per line is expected, "
-                                    f"got {type(row).__name__}")
-                rows.append(row)
+        rows = read_jsonl(path)
     if rows:
         missing = [c for c in columns.values() if c not in rows[0]]
         if missing:

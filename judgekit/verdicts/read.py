@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from judgekit.errors import DataError
 from judgekit.jsontypes import JSONObject
-from judgekit.textio import read_lines, read_text
+from judgekit.textio import read_jsonl, read_text
 
 # Column names each role is detected from (case and spaces ignored).
 POINTWISE = {"id": ("id", "item_id", "sample_id", "uid"),
@@ -54,7 +54,7 @@ def read(path: Path, fmt: str, roles: dict[str, str]) -> Table:
         return Table("alpaca_eval", _alpaca(path), {
             "baseline": "generator_1", "model": "generator_2", "preference": "preference",
             "first": "output_1", "second": "output_2", "question": "instruction"})
-    rows = _csv(path) if fmt == "csv" else _jsonl(path)
+    rows = _csv(path) if fmt == "csv" else read_jsonl(path)
     if not rows:
         raise DataError(f"{path}: no rows")
     columns = list(rows[0])
@@ -210,22 +210,6 @@ def _csv(path: Path) -> list[JSONObject]:
     from judgekit.csvsafe import read_dicts
 
     return [dict(r) for r in read_dicts(path)[1]]
-
-
-def _jsonl(path: Path) -> list[JSONObject]:
-    rows: list[JSONObject] = []
-    for n, line in read_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise DataError(f"{path} line {n}: a JSON object per line is expected, got "
-                            f"{type(row).__name__}")
-        rows.append(row)
-    return rows
 
 
 def _alpaca(path: Path) -> list[JSONObject]:
