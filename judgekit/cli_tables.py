@@ -106,11 +106,12 @@ def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or result
         table = hook(result, power, tuple(effect))
     except ConfigError as exc:
         raise ConfigError(f"{run}: {exc}") from None
-    console.print(table.title.replace("{run}", str(run)))
-    head, rows = table.header, table.rows
-    widths_ = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    for r in [head, *rows]:
-        console.print("  ".join(str(c).ljust(w) for c, w in zip(r, widths_)))
+    for i, t in enumerate([table, *table.more]):
+        console.print(("\n" if i else "") + t.title.replace("{run}", str(run)))
+        head, rows = t.header, t.rows
+        widths_ = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+        for r in [head, *rows]:
+            console.print("  ".join(str(c).ljust(w) for c, w in zip(r, widths_)))
 
 
 def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of one judge "

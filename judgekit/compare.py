@@ -115,15 +115,16 @@ def compare(a: Any, b: Any, *, level: float | None = None
         raise StatsError(f"compare: only {len(got.keys)} item(s) have an outcome in both "
                          f"runs (A has {n_a}, B has {n_b}); the runs must share their items")
     pairs = list(zip(got.a, got.b))
-    main = paired_rate(got.measure, pairs, lvl) if got.binary else \
-        mean_row(got.measure, pairs, lvl, ra.seed or 0)
+    main = got.main if got.main is not None else paired_rate(got.measure, pairs, lvl) \
+        if got.binary else mean_row(got.measure, pairs, lvl, ra.seed or 0, got.bounds)
     assert main.difference is not None and main.difference_ci is not None
     alpha = 1 - lvl
-    shown = main.p_value is not None and main.p_value < alpha and \
+    shown = (main.p_value is None or main.p_value < alpha) and \
         (main.difference_ci[0] > 0 or main.difference_ci[1] < 0)
     verdict = ("no difference shown at this level" if not shown else
                f"B is {'higher' if main.difference > 0 else 'lower'} than A")
-    side_ci = _side_ci(got.a, got.binary, lvl), _side_ci(got.b, got.binary, lvl)
+    side_ci = (_side_ci(got.a, got.binary, lvl, got.bounds),
+               _side_ci(got.b, got.binary, lvl, got.bounds))
     comp = Comparison(
         method=ra.method, measure=got.measure, level=lvl,
         a=Side(path=_where(ra), judge=_judge(ra), n_items=n_a, rate=main.a,
@@ -146,13 +147,14 @@ def _where(result: RunResult[Any]) -> str:
     return folder.name if folder else ""
 
 
-def _side_ci(values: list[float], binary: bool, level: float) -> list[float] | None:
-    from judgekit.stats.bootstrap import normal_interval
+def _side_ci(values: list[float], binary: bool, level: float,
+             bounds: tuple[float, float]) -> list[float] | None:
+    from judgekit.stats.bootstrap import bounded_mean_interval
     from judgekit.stats.proportions import wilson_interval
 
     if binary:
         return wilson_interval(int(sum(values)), len(values), level).as_list()
-    return normal_interval(np.array(values), level).as_list()
+    return bounded_mean_interval(np.array(values), bounds[0], bounds[1], level).as_list()
 
 
 def items_csv(items: Iterable[Difference]) -> str:

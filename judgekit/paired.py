@@ -1,7 +1,8 @@
 """Paired differences of two runs on the same items, the building blocks of every
 method's ``compare`` hook: a paired rate difference (Newcombe's interval with the exact
-McNemar test), a paired mean difference (percentile bootstrap, paired t test), the
-chance-corrected agreement of two runs' labels, records matched by a key."""
+McNemar test), a paired mean difference (Student t with range pseudo-observations,
+paired t test), the chance-corrected agreement of two runs' labels, records matched by
+a key."""
 
 from __future__ import annotations
 
@@ -37,22 +38,20 @@ def paired_rate(name: str, pairs: list[tuple[float, float]], level: float) -> Co
                       difference=d.diff, difference_ci=d.ci, p_value=d.p_value)
 
 
-def mean_row(name: str, pairs: list[tuple[float, float]], level: float, seed: int
-             ) -> CompareRow:
-    """B - A of paired scores: percentile bootstrap of the mean difference (Hoeffding's
-    bound when every difference is equal), paired t test."""
-    from judgekit.stats.bootstrap import percentile_interval
+def mean_row(name: str, pairs: list[tuple[float, float]], level: float, seed: int,
+             bounds: tuple[float, float] = (0.0, 1.0)) -> CompareRow:
+    """B - A of paired scores in ``bounds``: Student t on the differences with the ends
+    of their range (+-(hi - lo)) as two half-weight pseudo-observations
+    (:func:`judgekit.stats.bootstrap.bounded_mean_interval`), so identical runs give
+    0 with a finite-sample width (+-0.02 over 100 queries), not [-1, 1]; paired t test.
+    ``seed`` is kept for callers (the interval is analytic)."""
+    from judgekit.stats.bootstrap import bounded_mean_interval
     from judgekit.stats.tests import paired_t_test
 
     x, y = (np.array(v, float) for v in zip(*pairs))
     d = y - x
-    if np.all(d == d[0]):
-        # no spread to resample: Hoeffding's bound for a mean of differences in [-1, 1]
-        # keeps a width (the bootstrap would give [d, d] from a handful of queries)
-        half = float(np.sqrt(4.0 * np.log(2.0 / (1.0 - level)) / (2.0 * d.size)))
-        ci = [max(-1.0, float(d[0]) - half), min(1.0, float(d[0]) + half)]
-    else:
-        ci = percentile_interval(d, level, 10_000, seed).as_list()
+    span = float(bounds[1] - bounds[0])
+    ci = bounded_mean_interval(d, -span, span, level).as_list()
     t = paired_t_test(y, x)
     return CompareRow(name=name, n=len(x), a=float(x.mean()), b=float(y.mean()),
                       difference=float(d.mean()), difference_ci=ci, p_value=t.p_value)
@@ -67,4 +66,4 @@ def agreement(a: list[Any], b: list[Any], level: float, seed: int
         return None
     ag = measure(a, b, seed=seed, resamples=1000, level=level)
     return PairAgreement(n=ag.n, percent=ag.percent, kappa=ag.kappa, ac1=ag.ac, cis=ag.cis,
-                         undefined=ag.undefined)
+                         undefined=ag.undefined, note=ag.note)

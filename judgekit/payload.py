@@ -180,6 +180,7 @@ class AgreementFigures(Record):
     cis: dict[str, list[float] | None] | None = None
     level: float | None = None
     undefined: dict[str, str] | None = None
+    note: str | None = None  # why the intervals may not hold (few items)
 
 
 class Ensemble(Record):

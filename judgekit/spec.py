@@ -92,6 +92,7 @@ class PairAgreement(BaseModel):
     ac1: float | None
     cis: dict[str, list[float] | None]
     undefined: dict[str, str] | None = None
+    note: str | None = None
 
 
 class Paired(NamedTuple):
@@ -105,6 +106,8 @@ class Paired(NamedTuple):
     agreement: PairAgreement | None  # agreement of the two runs' labels
     counts: tuple[int, int]  # records in A and in B
     binary: bool  # 0/1 outcomes (paired proportions) or scores (paired means)
+    bounds: tuple[float, float] = (0.0, 1.0)  # the range a score can take
+    main: CompareRow | None = None  # a primary row the hook computed itself (e.g. PPI)
 
 
 class PlanTable(NamedTuple):
@@ -113,6 +116,7 @@ class PlanTable(NamedTuple):
     title: str
     header: list[str]
     rows: list[list[str]]
+    more: tuple[PlanTable, ...] = ()  # further tables (e.g. the label plan)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import judgekit
@@ -140,7 +141,12 @@ def test_compare_vbscore_runs_in_python(tmp_path):
     assert comp.method == "vbscore" and comp.n_paired == 2 and len(items) == 2
     assert comp.difference < 0 and comp.b.rate == 0.0
     lo, hi = comp.difference_ci
-    assert -1.0 <= lo <= comp.difference <= hi <= 1.0 and hi > lo
+    # VB at alpha = 0.5 lies in [-0.25, 1]: a difference in [-1.25, 1.25]; two queries
+    # give Student t on 1 df with the range's ends as half-weight pseudo-observations
+    assert -1.25 <= lo <= comp.difference <= hi <= 1.25 and hi > lo
+    from judgekit.stats.bootstrap import bounded_mean_interval
+    d = [i.difference for i in items]
+    assert [lo, hi] == pytest.approx(bounded_mean_interval(np.array(d), -1.25, 1.25, 0.95))
 
 
 def test_export_csv_jsonl_and_pandas(tmp_path):

@@ -259,7 +259,8 @@ def test_ppi_point_estimate_equals_ppi_py(seed):
 
 def test_ppi_variance_by_hand():
     """Var = (1/n - 1/N) Var(y - lam f) + Var(y) / N, reported as Wilson at the
-    effective n = n * Var(y)/n / Var."""
+    effective n = n * Var(y)/n / Var, with Student's t on n - 1 df and half of Wilson's
+    continuity correction (the human-only interval the same at n)."""
     f = np.array([1, 0, 1, 1, 0, 1, 0, 1, 1, 1], float)
     fl, y = f[:6], np.array([1, 0, 1, 0, 0, 1], float)
     c = ppi.ppi_mean(f, fl, y, 0.9, lam=0.5)
@@ -268,8 +269,15 @@ def test_ppi_variance_by_hand():
     est = 0.5 * f.mean() + rect.mean()
     n_eff = 6 * max(1.0, y.var(ddof=1) / 6 / var)
     assert c.estimate == pytest.approx(est)
-    assert c.ci == pytest.approx(pr.wilson_effective(est, n_eff, 0.9).as_list())
-    assert c.human_only_ci == pytest.approx(pr.wilson_effective(y.mean(), 6, 0.9).as_list())
+    assert c.ci == pytest.approx(pr.wilson_effective(est, n_eff, 0.9, 0.5, df=5).as_list())
+    assert c.human_only_ci == pytest.approx(
+        pr.wilson_effective(y.mean(), 6, 0.9, 0.5, df=5).as_list())
+    # the t quantile on 5 df and the half correction, written out for the lower limit
+    t5 = 2.015048372669157  # scipy.stats.t.ppf(0.95, 5)
+    x, n = est - 0.5 / (2 * n_eff), n_eff
+    lo = (x + t5**2 / (2 * n) - t5 * np.sqrt(x * (1 - x) / n + t5**2 / (4 * n * n))) / \
+        (1 + t5**2 / n)
+    assert c.ci[0] == pytest.approx(lo, abs=1e-9)
 
 
 def test_weighted_ppi_by_hand():

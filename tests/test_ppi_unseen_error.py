@@ -26,11 +26,12 @@ def test_no_disagreement_counts_one_unseen_error():
     rect = y - lam * fl
     var = (1 / n - 1 / big_n) * (float(rect.var(ddof=1)) + lam**2 / n) + s_y / big_n
     est = float(lam * f_all.mean() + rect.mean())
-    expected = wilson_effective(est, n * (s_y / n / var), 0.9).as_list()
+    expected = wilson_effective(est, n * (s_y / n / var), 0.9, 0.5, df=n - 1).as_list()
     assert lam == pytest.approx(1.0) and c.estimate == pytest.approx(f_all.mean())
     assert c.ci == pytest.approx(expected, abs=1e-12)
     # without the unseen error the variance would be s_y / N alone: a narrower interval
-    collapsed = wilson_effective(est, n * (s_y / n / (s_y / big_n)), 0.9).as_list()
+    collapsed = wilson_effective(est, n * (s_y / n / (s_y / big_n)), 0.9, 0.5,
+                                 df=n - 1).as_list()
     assert c.ci[1] - c.ci[0] > collapsed[1] - collapsed[0] + 0.01
 
 

@@ -93,9 +93,9 @@ def test_ppi_formula_pinned():
     assert c.estimate == pytest.approx(c.lam * f.mean() + rect.mean()) == pytest.approx(5 / 12)
     var = (1 / 4 - 1 / 8) * rect.var(ddof=1) + y.var(ddof=1) / 8
     n_eff = 4 * (y.var(ddof=1) / 4) / var
-    assert c.ci == pytest.approx(list(wilson_effective(5 / 12, n_eff, 0.90)))
+    assert c.ci == pytest.approx(list(wilson_effective(5 / 12, n_eff, 0.90, 0.5, df=3)))
     assert c.human_only == 0.5 and c.n_labelled == 4
-    assert c.human_only_ci == pytest.approx(list(wilson_effective(0.5, 4, 0.90)))
+    assert c.human_only_ci == pytest.approx(list(wilson_effective(0.5, 4, 0.90, 0.5, df=3)))
     # lambda = 0 is the human labels alone
     c0 = ppi_mean(f, fl, y, level=0.90, lam=0.0)
     assert c0.estimate == 0.5 and c0.ci == pytest.approx(c0.human_only_ci)
@@ -394,3 +394,69 @@ def test_compare_two_pointwise_probes_by_their_pass_rates(tmp_path):
     assert doc["difference"] == pytest.approx(1.0 - truth)
     lo, hi = doc["difference_ci"]
     assert lo <= doc["difference"] <= hi and -1 <= lo and hi <= 1
+
+
+def test_compare_two_pointwise_probes_corrects_by_their_human_labels(tmp_path):
+    """Two systems' answers to the same 40 questions, each judged pointwise with human
+    labels: compare's main row is the prediction-powered B - A (labels on every item:
+    exactly the people's difference), the judges' own difference a secondary row."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from judgekit.testing import judges
+
+    labels = {}
+    for name, kind, seed in (("a", "oracle", 5), ("b", "constant", 6)):
+        (tmp_path / name).mkdir()
+        items = judges.make_items(40, seed=seed)
+        labels[name] = [int(x["Label"]) for x in items]
+        (tmp_path / name / "items.json").write_text(json.dumps(items))
+        (tmp_path / name / "rubric.yaml").write_text(judges.rubric_yaml())
+        para = judges.rubric_yaml().replace("holds.", "is present in the response.")
+        (tmp_path / name / "para.yaml").write_text(para)
+        _in_memory({
+            "method": "probe", "judge_mode": "pointwise",
+            "data_path": str(tmp_path / name / "items.json"),
+            "rubric": str(tmp_path / name / "rubric.yaml"),
+            "rubric_paraphrase": str(tmp_path / name / "para.yaml"), "transforms": ["pad"],
+            "use_cache": False, "resamples": 300, "models": {"judge": f"mock/pw2_{name}"}},
+            f"pw2_{name}", judges.judge(kind), tmp_path / name / "run")
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    r = subprocess.run([jk, "compare", str(tmp_path / "a" / "run"), str(tmp_path / "b" / "run"),
+                        "--out", str(tmp_path / "cmp")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    people = (sum(labels["b"]) - sum(labels["a"])) / 40
+    assert doc["measure"].startswith("pass rate corrected by 40 human labels")
+    assert doc["difference"] == pytest.approx(people)
+    lo, hi = doc["difference_ci"]
+    assert lo <= people <= hi and -1 <= lo and hi <= 1
+    raw = next(x for x in doc["secondary"] if x["name"] == "pass rate (verdicts as given)")
+    assert raw["difference"] == pytest.approx(1.0 - sum(labels["a"]) / 40)
+
+
+def test_plan_prints_the_label_plan_of_a_probes_corrected_rate(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from judgekit.stats.ppi import Corrected
+    from judgekit.testing import judges
+
+    r = _pointwise(tmp_path, "pw_plan", judges.judge("oracle"), transforms=["pad"],
+                   human_sample=10, out=tmp_path / "run")
+    c = r["human"]["a_win_rate"]
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    out = subprocess.run([jk, "plan", str(tmp_path / "run")], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "human labels for a corrected interval of +/- 0.05" in out.stdout
+    line = next(x for x in out.stdout.splitlines() if x.startswith("corrected pass rate"))
+    fields = {k: c[k] for k in Corrected._fields if k in c}
+    need = Corrected(**fields).labels_for_halfwidth(0.05)
+    assert c["labels_for_target"] == need and need is not None and 10 < need <= 40
+    assert line.split()[-1] == str(need) and line.split()[-2] == "10"

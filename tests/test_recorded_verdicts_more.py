@@ -13,7 +13,14 @@ import pytest
 from scipy.stats import t as student
 
 import judgekit
-from judgekit.stats.agreement import agreement, fleiss_kappa
+from judgekit.stats.agreement import (
+    agreement,
+    cohen_kappa,
+    fleiss_kappa,
+    gwet_ac,
+    item_bootstrap,
+    krippendorff_alpha,
+)
 from judgekit.stats.ppi import ppi_difference
 
 from .test_recorded_verdicts import _cli, _measures, _write_csv
@@ -128,16 +135,21 @@ def test_agreement_intervals_resample_questions_when_answers_share_one():
     h = np.where(rng.random(30) < 0.8, j, 1 - j)
     plain = agreement(j, h, seed=7, resamples=400, level=0.9)
     # every question answered twice identically: resampling questions gives exactly the
-    # item bootstrap of the undoubled data; resampling rows would narrow it
+    # item bootstrap of the undoubled data; taking rows as independent (the posterior on
+    # the doubled table) would narrow it
     jj, hh = np.repeat(j, 2), np.repeat(h, 2)
     groups = np.repeat(np.arange(30), 2).tolist()
     clustered = agreement(jj, hh, seed=7, resamples=400, level=0.9, groups=groups)
     rows = agreement(jj, hh, seed=7, resamples=400, level=0.9)
     assert clustered.kappa == pytest.approx(plain.kappa)
-    assert clustered.cis["kappa"] == pytest.approx(plain.cis["kappa"])
-    assert clustered.cis["ac"] == pytest.approx(plain.cis["ac"])
+    rng = np.random.default_rng(7)  # kappa, alpha, then AC draw from one stream
+    want = [item_bootstrap(lambda i, f=f: f(j[i], h[i]), 30, rng, 400, 0.9)
+            for f in (cohen_kappa, krippendorff_alpha, gwet_ac)]
+    assert clustered.cis["kappa"] == pytest.approx(list(want[0]))
+    assert clustered.cis["ac"] == pytest.approx(list(want[2]))
     width = lambda a: a.cis["kappa"][1] - a.cis["kappa"][0]  # noqa: E731
     assert width(rows) < 0.85 * width(clustered)
+    assert width(rows) < width(plain)
 
 
 def test_pairwise_several_annotators_majority_and_fleiss(tmp_path):
@@ -220,7 +232,7 @@ def test_alpha_and_repeat_consistency_of_a_pointwise_file(tmp_path):
 def test_plan_prints_the_label_plan_of_every_corrected_figure(tmp_path):
     rng = np.random.default_rng(9)
     rows = []
-    for q in range(60):
+    for q in range(300):
         for s, p in (("A", 0.7), ("B", 0.5)):
             y = rng.random() < p
             v = y if rng.random() < 0.85 else not y
@@ -237,10 +249,28 @@ def test_plan_prints_the_label_plan_of_every_corrected_figure(tmp_path):
         "corrected_pass_rate", "corrected_pass_rate[A]", "corrected_pass_rate[B]",
         "corrected_difference[A-B]"}
     for m in corrected:
-        half = (m["ci"][1] - m["ci"][0]) / 2
-        want = None if half <= 0.05 else min(m["n"], math.ceil(m["labelled"] * (half / 0.05) ** 2))
-        assert m["labels_for_target"] == want
+        want = m["labels_for_target"]
+        assert want is None or m["labelled"] < want <= m["n"]
         line = next(x for x in r.stdout.splitlines() if f" {m['key']} " in x)
         assert line.split()[-1] == (str(want) if want is not None else "already")
+    # the overall rate's plan is the interval actually reported, recomputed from its
+    # variance terms: the smallest n whose half-width reaches +-0.05
+    from judgekit.stats.ppi import ppi_interval, ppi_mean
+
+    f_all = [float(x[3]) for x in rows]
+    lab = [x for x in rows if x[4] != ""]
+    c = ppi_mean(f_all, [float(x[3]) for x in lab], [float(x[4]) for x in lab], level=0.95)
+    overall = next(m for m in corrected if m["key"] == "corrected_pass_rate")
+    need = overall["labels_for_target"]
+    assert need == c.labels_for_halfwidth(0.05) and need is not None and need < 600
+
+    def half(n: int) -> float:
+        lo, hi = ppi_interval(c.estimate, c.label_var, c.residual_var, n, 600, 0.95)
+        return (hi - lo) / 2
+
+    assert half(need) <= 0.05 < half(need - 1)
+    # the old rule (half-width times sqrt(n / labels)) ignored the Var(y) / N term
+    old = math.ceil(c.n_labelled * ((c.ci[1] - c.ci[0]) / 2 / 0.05) ** 2)
+    assert old != need
     r = _cli("plan", str(tmp_path / "nothing"), cwd=tmp_path)
     assert r.returncode == 2

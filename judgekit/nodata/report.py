@@ -57,7 +57,8 @@ def _agreement_line(k: Json) -> str:
                                                one("Krippendorff's alpha", "alpha"),
                                                one("Gwet's AC1", "ac")])
             + f"; prevalence of the commonest human label {ag['prevalence']:.3f} "
-            f"(always saying it agrees {ag['majority_baseline']:.3f}).")
+            f"(always saying it agrees {ag['majority_baseline']:.3f})."
+            + (f" Note: {ag['note']}." if ag.get("note") else ""))
 
 
 def _pct(v: float | None) -> str:

@@ -201,6 +201,7 @@ def _items(pairs: list[Pair], verdicts: list[dict[str, str | None]], rows: list[
              "verdicts": verdicts[i],
              **({"model_a": p.model_a, "model_b": p.model_b} if p.model_a or p.model_b
                 else {}),
+             **({"human": p.human} if p.human else {}),
              "flipped_under": [r["name"] for r in rows if p.id in r["flipped"]]}
             for i, p in enumerate(pairs)]
 
@@ -271,6 +272,25 @@ def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None],
         c = ppi_mean(f_all if len(idx) < len(judged) else np.array(judge, float), f_lab,
                      [human[k] for k in pick], level=cfg.level)
     if c is not None:
+        c = _label_error(cfg, c, multi)
         out["a_win_rate"] = {**c._asdict(), "labels_for_target": c.labels_for_halfwidth(
             cfg.target_halfwidth), "target_halfwidth": cfg.target_halfwidth}
     return out
+
+
+def _label_error(cfg: ProbeConfig, c: Any, multi: list[list[int]]) -> Any:
+    """The corrected rate corrected for annotator error: a stated flip rate, or one
+    estimated from the first two labels of items labelled twice or more."""
+    from judgekit.errors import ConfigError
+    from judgekit.stats.ppi import label_error_from_repeats, with_label_error
+
+    if cfg.label_error is None:
+        return c
+    if cfg.label_error == "repeats":
+        if len(multi) < 2:
+            raise ConfigError(f"label_error: repeats needs items with two or more human "
+                              f"labels; {len(multi)} have them (state a rate instead)")
+        e, e_ci, _ = label_error_from_repeats([m[0] for m in multi], [m[1] for m in multi],
+                                              cfg.level)
+        return with_label_error(c, e, e_ci)
+    return with_label_error(c, float(cfg.label_error))

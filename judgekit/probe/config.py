@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -50,6 +50,9 @@ class ProbeConfig(RunSettings, JudgedInput):
     human_sample: int | None = Field(None, ge=2)  # human labels used by the corrected rate
     human_labels: str | None = None  # JSONL of {"id", "human"} for some of the pairs
     target_halfwidth: float = Field(0.05, gt=0, lt=0.5)  # labels needed for +- this
+    # the annotators' flip rate: a number, or "repeats" to estimate it from items with
+    # two or more human labels (each label one annotator's); None: labels error-free
+    label_error: Annotated[float, Field(ge=0, lt=0.5)] | Literal["repeats"] | None = None
     # an irrelevant reference id appended to the question, measured like a transform:
     # the noise floor of the consistency test (valid for temperature-0 judges)
     placebo: bool = True

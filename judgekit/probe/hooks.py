@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from judgekit.paired import agreement, paired_rate, rows_by
 from judgekit.payload import Json
 from judgekit.probe.payload import ProbePayload
 from judgekit.results import RunResult
-from judgekit.spec import CardRow, Paired, PlanTable, TableRow
+from judgekit.spec import CardRow, CompareRow, Paired, PlanTable, TableRow
 
 
 def rows(p: ProbePayload) -> list[TableRow]:
@@ -117,9 +119,39 @@ def _pointwise_paired(ra: RunResult[ProbePayload], ia: dict[str, Json], ib: dict
                  is not None]
         if pairs:
             out.append(paired_rate(f"flip rate under {t}", pairs, level))
-    return Paired("pass rate (verdicts as given)", keys, va, vb, out,
+    main = _corrected_difference(ia, ib, keys, level)
+    if main is not None:  # the judges' own difference stays as a secondary row
+        out.insert(0, paired_rate("pass rate (verdicts as given)", list(zip(va, vb)), level))
+    return Paired(main.name if main else "pass rate (verdicts as given)", keys, va, vb, out,
                   agreement([int(x) for x in va], [int(x) for x in vb], level, ra.seed or 0),
-                  (len(ia), len(ib)), binary=True)
+                  (len(ia), len(ib)), binary=True, main=main)
+
+
+def _corrected_difference(ia: dict[str, Json], ib: dict[str, Json], keys: list[str],
+                          level: float) -> CompareRow | None:
+    """B - A pass rate corrected by the human labels both runs carry (PPI++ on the
+    per-item difference: the judges' B - A on every shared item, the people's where
+    both items are labelled); None without two such items, or when both runs judged
+    the same answers (then the judges' own pass rates are what differs)."""
+    from judgekit.stats.ppi import ppi_difference
+
+    lab = [k for k in keys if ia[k].get("human") and ib[k].get("human")]
+    if len(lab) < 2 or all(ia[k].get("a") == ib[k].get("a") for k in keys):
+        return None  # the same answers: two judges compared, not two systems
+
+    def d(rec_a: Json, rec_b: Json, of: str) -> float:
+        pa = rec_a["verdicts"]["run0"] if of == "judge" else rec_a["human"]
+        pb = rec_b["verdicts"]["run0"] if of == "judge" else rec_b["human"]
+        return float(pb == "a") - float(pa == "a")
+
+    c = ppi_difference([d(ia[k], ib[k], "judge") for k in keys],
+                       [d(ia[k], ib[k], "judge") for k in lab],
+                       [d(ia[k], ib[k], "human") for k in lab], level=level)
+    a_rate = sum(ia[k]["verdicts"]["run0"] == "a" for k in keys) / len(keys)
+    return CompareRow(name=f"pass rate corrected by {c.n_labelled} human labels "
+                      "(prediction-powered)", n=c.n_items, a=a_rate,
+                      b=a_rate + float(np.mean([d(ia[k], ib[k], "judge") for k in keys])),
+                      difference=c.estimate, difference_ci=c.ci, p_value=None)
 
 
 def paired(ra: RunResult[ProbePayload], rb: RunResult[ProbePayload], level: float
@@ -170,5 +202,24 @@ def plan(result: RunResult[ProbePayload], power: float, effects: tuple[float, ..
     table = [[x["name"], x["question"], f"{x['discordant']:.3f}", str(x["n_now"]),
               *[str(x["pairs_needed"][repr(e)] or "n/a") for e in effects]]
              for x in pl["rows"]]
+    labels = _label_plan(result)
     return PlanTable(f"pairs needed for {power:.0%} power at level {pl['level']} "
-                     "(Connor 1987, from {run}):", head, table)
+                     "(Connor 1987, from {run}):", head, table,
+                     () if labels is None else (labels,))
+
+
+def _label_plan(result: RunResult[ProbePayload]) -> PlanTable | None:
+    """The corrected rate's label plan: labels for +- target_halfwidth, recomputed from
+    the interval's own variance terms."""
+    p = result.payload
+    c = p.human.a_win_rate if p is not None and p.human is not None else None
+    if c is None:
+        return None
+    what = "pass rate" if p is not None and p.mode == "pointwise" else "A's win rate"
+    need = c.labels_for_target
+    return PlanTable(f"human labels for a corrected interval of +/- {c.target_halfwidth:g} "
+                     "(same design; from {run}):",
+                     ["figure", "estimate", "interval", "labels now", "labels needed"],
+                     [[f"corrected {what}", f"{c.estimate:.3f}",
+                       f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]", str(c.n_labelled),
+                       "already" if need is None else str(need)]])

@@ -58,6 +58,11 @@ class Corrected(Record):
     lam: float | None = None
     level: float | None = None
     sampling: str | None = None
+    residual_var: float | None = None  # the interval's variance terms (random sampling)
+    label_var: float | None = None
+    label_error: float | None = None  # annotators' flip rate corrected for (None: not)
+    label_error_ci: list[float] | None = None
+    kind: str | None = None  # "rate" (or "difference")
     labels_for_target: int | None = None
     target_halfwidth: float | None = None
 

@@ -83,10 +83,22 @@ def build(cfg: ProbeConfig, r: Json) -> Doc:
                      f"{c['n_labelled']} human labels and {c['n_items']} judge verdicts "
                      f"({c['sampling']} sampling, lambda {c['lam']:.2f}); human labels alone "
                      f"{_pct(c['human_only'])} {_ci(c['human_only_ci'])}. "
-                     + (f"About {need} labels would give +-{c['target_halfwidth']}."
-                        if need else f"Already within +-{c['target_halfwidth']}.")))
+                     + (f"About {need} labels would give +-{c['target_halfwidth']}. "
+                        if need else f"Already within +-{c['target_halfwidth']}. ")
+                     + _label_error_text(c)))
     parts += _natural(r, lv) + _plan(r) + _sequential(r)
     return Doc(f"Probe of {r['judge']}", parts)
+
+
+def _label_error_text(c: Json) -> str:
+    """Whether the corrected rate accounts for annotator error (issue 33)."""
+    e = c.get("label_error")
+    if e is None:
+        return ("Human labels are taken as error-free: if annotators flip some labels, "
+                "set label_error (a rate, or \"repeats\").")
+    ci = c.get("label_error_ci")
+    return (f"Corrected for annotators flipping {_pct(e)} of labels"
+            + (f" (estimated from repeated labels, {_ci(ci)})" if ci else " (stated)") + ".")
 
 
 def _natural(r: Json, lv: str) -> list[Any]:

@@ -127,27 +127,37 @@ def newcombe_paired(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nda
 
 
 def wilson_effective(estimate: float, n_eff: float, level: float = 0.95,
-                     continuity: bool = True) -> Interval:
+                     continuity: bool | float = True, df: float | None = None) -> Interval:
     """Wilson's score interval for a proportion ``estimate`` at a real-valued effective
     sample size ``n_eff`` (a design other than simple random sampling: Kish's n for
-    unequal weights, scaled by the variance a judge's predictions remove), with
-    Wilson's continuity correction (Newcombe 1998, method 4) by default, so that
-    coverage does not dip below the level where the binomial's discreteness bites.
-    Inside [0, 1]; a width at 0 and 1. With ``continuity=False`` and n_eff = n it is
+    unequal weights, scaled by the variance a judge's predictions remove).
+
+    ``continuity`` is the weight c of Wilson's continuity correction (Newcombe 1998,
+    method 4, is c = 1; True is 1, False is 0): the lower limit is Wilson's for
+    estimate - c / (2 n_eff), the upper Wilson's for estimate + c / (2 n_eff), and a
+    limit is 0 (1) once its shifted estimate reaches 0 (1). ``df`` replaces the normal
+    quantile z by Student's t on ``df`` degrees of freedom (the variance was estimated
+    from df + 1 labels). Inside [0, 1]; a width at 0 and 1; always contains the
+    estimate. With continuity=False, df=None and n_eff = n it is
     :func:`wilson_interval`."""
     if not 0.0 < level < 1.0:
         raise StatsError(f"confidence level {level} must lie in (0, 1)")
     p = min(max(float(estimate), 0.0), 1.0)
     n = max(float(n_eff), 1.0)
-    z = float(ndtri(0.5 + level / 2.0))
-    if not continuity:
+    if df is not None and df >= 1:
+        from scipy.stats import t as student
+
+        z = float(student.ppf(0.5 + level / 2.0, df))
+    else:
+        z = float(ndtri(0.5 + level / 2.0))
+    delta = float(continuity) / (2 * n)
+
+    def limits(x: float) -> tuple[float, float]:
         denom = 1.0 + z * z / n
-        centre = (p + z * z / (2 * n)) / denom
-        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-        return Interval(max(0.0, centre - half), min(1.0, centre + half))
-    q = 1.0 - p
-    lo = 0.0 if p == 0 else (2 * n * p + z * z - 1 - z * math.sqrt(
-        max(0.0, z * z - 2 - 1 / n + 4 * p * (n * q + 1)))) / (2 * (n + z * z))
-    hi = 1.0 if p == 1 else (2 * n * p + z * z + 1 + z * math.sqrt(
-        max(0.0, z * z + 2 - 1 / n + 4 * p * (n * q - 1)))) / (2 * (n + z * z))
-    return Interval(max(0.0, lo), min(1.0, hi))
+        centre = (x + z * z / (2 * n)) / denom
+        half = z * math.sqrt(x * (1 - x) / n + z * z / (4 * n * n)) / denom
+        return centre - half, centre + half
+
+    lo = 0.0 if p - delta <= 0 else limits(p - delta)[0]
+    hi = 1.0 if p + delta >= 1 else limits(p + delta)[1]
+    return Interval(max(0.0, min(lo, p)), min(1.0, max(hi, p)))

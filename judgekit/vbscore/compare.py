@@ -1,6 +1,7 @@
 """`judgekit compare` of two VB-Score runs: per query, VB at the run's alpha; the mean
-difference (B - A) with a percentile bootstrap over queries (the query is the
-independent unit) and a paired t test; ES as a secondary row."""
+difference (B - A) with a Student t interval over queries (the query is the
+independent unit; the range's ends as pseudo-observations) and a paired t test; ES as
+a secondary row."""
 
 from __future__ import annotations
 
@@ -28,4 +29,5 @@ def paired(ra: RunResult[VBScorePayload], rb: RunResult[VBScorePayload], level: 
     return Paired(f"VB-Score at alpha = {alpha} (mean over queries)", keys,
                   [float(ia[k]["vb"][alpha]) for k in keys],
                   [float(ib[k]["vb"][alpha]) for k in keys], rows, None,
-                  (len(ia), len(ib)), binary=False)
+                  (len(ia), len(ib)), binary=False,
+                  bounds=(min(0.0, -float(ra.payload.alpha) / 2), 1.0))

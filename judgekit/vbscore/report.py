@@ -65,9 +65,12 @@ def build(cfg: VBScoreConfig, res: Json) -> Doc:
         f"System under test: `{cfg.models['system']}`; judge (interpretations, tagging, "
         f"correctness): `{cfg.models['judge']}`. B = {cfg.replicas} replicas, "
         f"{cfg.interpretations} interpretations, k = {cfg.k}, alpha = {a}, seed = {cfg.seed}. "
-        f"Intervals: {cfg.level:.0%} percentile bootstrap ({cfg.resamples} resamples); "
-        "collection level resamples queries with their replicas. VB is reported raw (it "
-        "can be negative).")
+        f"Intervals ({cfg.level:.0%}): per query Wilson when every replica scored 0 or 1, "
+        "Student t otherwise (the percentile bootstrap is in queries.jsonl only for "
+        "queries with 20 or more graded replicas, where it covers); per dataset Student t "
+        "over queries with the ends of the score's range as two half-weight "
+        "pseudo-observations, so that a few agreeing queries keep a width. VB is reported "
+        "raw (it can be negative).")
     lv = f"{cfg.level:.0%}"
     doc.h(2, "Per dataset (the paper's Table 1)").table(
         ["dataset", f"VB (alpha={a})", f"{lv} CI", "ES", f"ES {lv} CI", "accuracy",

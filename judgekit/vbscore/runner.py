@@ -22,6 +22,7 @@ from judgekit.vbscore.replicas import (
     aggregate_collection,
     aggregate_query,
     batch_query_intervals,
+    bootstrap_covers,
 )
 from judgekit.vbscore.selfcheck import TagCheck, parse_tag, rotation, tag_key
 
@@ -192,11 +193,13 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
             reps[qi].append(rec)
         aggs, qrows = [], []
         scored = [qi for qi in range(len(queries)) if reps[qi]]
-        # Every query's bootstrap at once (shared count patterns per replica count).
-        cis = dict(zip(scored, batch_query_intervals(
+        # The percentile bootstrap only where it covers, every such query at once
+        # (shared count patterns per replica count).
+        boot = [qi for qi in scored if bootstrap_covers([x["es"] for x in reps[qi]])]
+        cis = dict(zip(boot, batch_query_intervals(
             [np.array([[x["es"] for x in reps[qi]],
                        *[[x["vb"][repr(a)] for x in reps[qi]] for a in cfg.alphas]], float)
-             for qi in scored], cfg.level, cfg.resamples, derive_seed(cfg.seed, di, 31))))
+             for qi in boot], cfg.level, cfg.resamples, derive_seed(cfg.seed, di, 31))))
         for qi in scored:
             q, rs = queries[qi], reps[qi]
             readings.append([(x["top_intent"], [it["label"] for it in x["interpretations"]])
@@ -206,7 +209,7 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                                   {a: [x["vb"][repr(a)] for x in rs] for a in cfg.alphas},
                                   level=cfg.level, resamples=cfg.resamples,
                                   correct=corr if q.gold is not None and corr else None,
-                                  intervals=cis[qi])
+                                  intervals=cis.get(qi))
             aggs.append(agg)
             ents = [x["token_entropy"] for x in rs if x["token_entropy"] is not None]
             qrows.append({"dataset": name, "query_id": q.id, "query": q.text, "gold": q.gold,
@@ -216,6 +219,8 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                           "vb_ci": {repr(a): c.as_list() for a, c in agg.vb_ci.items()},
                           "vb_ci_normal": {repr(a): c.as_list()
                                            for a, c in agg.vb_ci_normal.items()},
+                          "vb_ci_bootstrap": None if agg.vb_ci_bootstrap is None else {
+                              repr(a): c.as_list() for a, c in agg.vb_ci_bootstrap.items()},
                           "accuracy": agg.accuracy, "replicas_agree": agg.replicas_agree,
                           "mean_token_entropy": float(np.mean(ents)) if ents else None,
                           "response_diversity": response_diversity(

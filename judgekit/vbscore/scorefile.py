@@ -16,7 +16,12 @@ from judgekit.errors import ConfigError, DataError, JudgekitError, describe_vali
 from judgekit.vbscore.distribution import Candidate, build, normalise_surface
 from judgekit.vbscore.metric import ALPHA_GRID, binary_gains, dcg_gains
 from judgekit.vbscore.metric import score as score_replica
-from judgekit.vbscore.replicas import aggregate_collection, aggregate_query, batch_query_intervals
+from judgekit.vbscore.replicas import (
+    aggregate_collection,
+    aggregate_query,
+    batch_query_intervals,
+    bootstrap_covers,
+)
 
 
 class _Interp(BaseModel):
@@ -143,6 +148,7 @@ class QueryScores(BaseModel):
     vb_of_mean_es: dict[float, float]
     vb_ci: dict[float, list[float]]
     vb_ci_normal: dict[float, list[float]]
+    vb_ci_bootstrap: dict[float, list[float]] | None = None
     accuracy: float | None
     replicas_agree: bool
 
@@ -229,7 +235,10 @@ def _score(lines: Iterable[ReplicaLine], *, alphas: list[float], k: int | None,
         per_query.append((qid, es, vbs, correct_list, [r[4] for r in rows]))
     stats = [np.array([es, *[vbs[a] for a in alphas]], float)
              for _, es, vbs, _, _ in per_query]
-    intervals = batch_query_intervals(stats, 0.95, resamples, seed)
+    boot = [i for i, (_, es, _, _, _) in enumerate(per_query) if bootstrap_covers(es)]
+    got = dict(zip(boot, batch_query_intervals([stats[i] for i in boot], 0.95, resamples,
+                                               seed)))
+    intervals = [got.get(i) for i in range(len(per_query))]
     aggs = [aggregate_query(qid, es, vbs, resamples=resamples, correct=correct or None,
                             variance_of_mean=None if variance == "bernoulli"
                             else float(np.mean(spreads)), clip=clip, intervals=cis)
@@ -239,7 +248,10 @@ def _score(lines: Iterable[ReplicaLine], *, alphas: list[float], k: int | None,
     return {
         "settings": {"alphas": alphas, "k": k, "seed": seed, "gain": gain, "variance": variance,
                      "resamples": resamples, "normalize": normalize,
-                     "interval": "95% percentile bootstrap (vb_ci_normal: Student t)",
+                     "interval": "95%: query level Wilson (0/1 replica scores) or Student "
+                                 "t, percentile bootstrap (vb_ci_bootstrap) only with >= 20 "
+                                 "graded replicas; collection level Student t with the "
+                                 "range's ends as pseudo-observations",
                      "vb_clipped_to_unit_interval": clip},
         "queries": [{
             "query_id": q.query_id, "replicas": q.replicas, "es": q.es,
@@ -247,6 +259,8 @@ def _score(lines: Iterable[ReplicaLine], *, alphas: list[float], k: int | None,
             "vb_of_mean_es": {fmt(a): v for a, v in q.vb_of_mean_es.items()},
             "vb_ci": {fmt(a): ci.as_list() for a, ci in q.vb_ci.items()},
             "vb_ci_normal": {fmt(a): ci.as_list() for a, ci in q.vb_ci_normal.items()},
+            "vb_ci_bootstrap": None if q.vb_ci_bootstrap is None else
+            {fmt(a): ci.as_list() for a, ci in q.vb_ci_bootstrap.items()},
             "es_ci": q.es_ci.as_list(), "accuracy": q.accuracy,
             # every replica gave the same score: the interval has zero width because B
             # replicas cannot show spread, not because the score is certain

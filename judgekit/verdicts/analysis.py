@@ -106,7 +106,8 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
                            units="chance-corrected agreement",
                            decision="agrees beyond chance" if shown else
                            "no agreement beyond chance shown", finding=not shown,
-                           note=(ag.undefined or {}).get(key) if key != "ac1" else None))
+                           note=((ag.undefined or {}).get(key) if key != "ac1" else None)
+                           or ag.note))
     return out
 
 

@@ -29,3 +29,6 @@ class VerdictsConfig(RunSettings):
     resamples: int = Field(2000, ge=200)
     min_length_ratio: float = Field(1.1, ge=1.0)  # "longer" means this much longer
     target_halfwidth: float = Field(0.05, gt=0, lt=0.5)  # the label plan's target
+    # the annotators' flip rate: corrected rates are corrected for it (None: the human
+    # labels are taken as error-free, and the figures say so)
+    label_error: float | None = Field(None, ge=0, lt=0.5)

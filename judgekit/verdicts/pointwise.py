@@ -7,7 +7,7 @@ import numpy as np
 
 from judgekit.data.external import label_of
 from judgekit.jsontypes import JSONObject
-from judgekit.stats.ppi import ppi_difference, ppi_mean
+from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error
 from judgekit.verdicts.analysis import agreement_measures, fleiss_measure, majority, rate_measure
 from judgekit.verdicts.config import VerdictsConfig
 from judgekit.verdicts.payload import Measure
@@ -79,6 +79,8 @@ def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
             continue
         c = ppi_mean([float(x["verdict"]) for x in mine], [float(x["verdict"]) for x in lab],
                      [float(x["human"]) for x in lab], level=cfg.level)
+        if cfg.label_error is not None:
+            c = with_label_error(c, cfg.label_error)
         key = "corrected_pass_rate" if name is None else f"corrected_pass_rate[{name}]"
         out.append(Measure(key=key, what="pass rate corrected by human labels "
                            f"(prediction-powered){'' if name is None else f', {name}'}",
@@ -89,8 +91,16 @@ def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
                            note=f"human labels alone: {c.human_only:.3f} "
                                 f"[{c.human_only_ci[0]:.3f}, {c.human_only_ci[1]:.3f}]; "
                                 + _plan(c.labels_for_halfwidth(cfg.target_halfwidth),
-                                        cfg.target_halfwidth)))
+                                        cfg.target_halfwidth) + label_error_note(cfg)))
     return out
+
+
+def label_error_note(cfg: VerdictsConfig) -> str:
+    """Whether a corrected figure accounts for annotator error."""
+    if cfg.label_error is None:
+        return ("; human labels taken as error-free (--set label_error=RATE corrects for "
+                "annotators who flip labels)")
+    return f"; corrected for annotators flipping {cfg.label_error:.1%} of labels (stated)"
 
 
 def _plan(labels: int | None, halfwidth: float) -> str:
@@ -150,6 +160,8 @@ def _difference(a: str, b: str, judged: dict[tuple[str, str], list[float]],
     every = [diff(judged, q) for q in shared]
     c = ppi_difference(every, [diff(judged, q) for q in lab], [diff(human, q) for q in lab],
                        level=cfg.level)
+    if cfg.label_error is not None:
+        c = with_label_error(c, cfg.label_error, difference=True)
     return Measure(
         key=key, what=what, estimate=c.estimate, ci=c.ci, n=c.n_items, baseline=0.0,
         units="difference of shares", labelled=c.n_labelled,
@@ -161,4 +173,5 @@ def _difference(a: str, b: str, judged: dict[tuple[str, str], list[float]],
              f"questions; the judge alone {float(np.mean(every)):+.3f} on {c.n_items} "
              "(uncorrected); " + _plan(c.labels_for_halfwidth(cfg.target_halfwidth),
                                        cfg.target_halfwidth).replace("labels", "labelled "
-                                                                     "questions", 1))
+                                                                     "questions", 1)
+             + label_error_note(cfg))
