@@ -9,16 +9,32 @@ interval, judgekit's query interval (Wilson when every replica scored 0 or 1, el
 Student t), and the percentile bootstrap (the paper's). Collection level: Q queries,
 the cluster bootstrap over queries, covering the superpopulation mean.
 
+Then issue 33's designs (benchmarks/coverage_edges.py): corrected pass rates at the
+edges beside ppi_py and truescore, corrected paired differences, agreement at n = 50
+and prevalence 0.9, label plans against the simulated need, and the VB headline over
+4-20 queries. ``python benchmarks/coverage.py [REPS]`` (default 1,000 per design).
+
 Prints a table and, on the last line, one JSON object keyed
-"<level>/<model>/<interval>/B=<B>[/Q=<Q>]" -> coverage, plus "zero_width_share".
+"<level>/<model>/<interval>/B=<B>[/Q=<Q>]" -> coverage, plus "zero_width_share", and
+ppi_coverage_min, ppi_width_over_human_max, paired_ppi_coverage_min,
+agreement_coverage_min, plan_error_max, vb_headline_coverage_min (with
+vb_headline_nominal) among others.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+# This file is named like the `coverage` package, which numba (under ppi_py, an optional
+# peer) imports: keep this folder off the import path and load the helper by its file.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from judgekit.stats import batched_percentile_intervals, cluster_bootstrap_interval
 from judgekit.stats.bootstrap import normal_interval
@@ -86,6 +102,13 @@ def main() -> None:
                 figs[key] = hits / COLLECTIONS
                 rows.append(f"collection {model:<10} B={b:<3} Q={q:<4} cluster bootstrap "
                             f"{figs[key]:.3f}")
+    spec = importlib.util.spec_from_file_location("coverage_edges", _HERE / "coverage_edges.py")
+    assert spec is not None and spec.loader is not None
+    edges = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(edges)
+    more, edge_rows = edges.run(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
+    figs.update(more)
+    rows += edge_rows
     print("\n".join(rows))
     figs["wall_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(figs, sort_keys=True))

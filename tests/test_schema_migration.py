@@ -108,7 +108,7 @@ def _issue_33_vb(n: dict, o: dict, res: judgekit.RunResult) -> None:
 def _issue_33_agreement(n: dict, o: dict) -> None:
     """Issue 33: kappa, alpha and AC1 take Dirichlet-posterior intervals (percent keeps
     its Wilson interval); a ``note`` slot says when n is too small."""
-    assert n.pop("note").startswith(f"only {n['n']} items: the intervals' coverage")
+    assert n.pop("note").startswith(f"only {n['n']} items: below 30 the agreement")
     assert n["cis"]["percent"] == o["cis"]["percent"]
     for k in ("kappa", "alpha", "ac"):
         lo, hi = n["cis"].pop(k)
