@@ -31,14 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
+from judgekit.stats import batched_percentile_intervals, cluster_bootstrap_interval
+from judgekit.stats.bootstrap import normal_interval
+from judgekit.vbscore.replicas import query_interval
+
 # This file is named like the `coverage` package, which numba (under ppi_py, an optional
 # peer) imports: keep this folder off the import path and load the helper by its file.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-
-from judgekit.stats import batched_percentile_intervals, cluster_bootstrap_interval
-from judgekit.stats.bootstrap import normal_interval
-from judgekit.vbscore.replicas import query_interval
 
 BS = (5, 10, 20, 50)
 QS = (10, 30, 100)

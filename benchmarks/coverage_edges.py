@@ -230,7 +230,8 @@ def plan(reps: int, rng: np.random.Generator) -> tuple[dict[str, float], list[st
             pilots.append(100 if need is None else need)  # None: 100 labels already do
         pilot = float(np.mean(pilots))  # the expected plan
 
-        def mean_half(n: int, draws: int = reps) -> float:
+        def mean_half(n: int, draws: int = reps, p: float = p, acc: float = acc,
+                      big_n: int = big_n) -> float:
             g = np.random.default_rng(n)
             tot = 0.0
             for _ in range(draws):
