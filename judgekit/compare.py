@@ -112,8 +112,9 @@ def compare(a: Any, b: Any, *, level: float | None = None
     got = hook(ra, rb, lvl)
     n_a, n_b = got.counts
     if len(got.keys) < 2:
-        raise StatsError(f"compare: only {len(got.keys)} item(s) have an outcome in both "
-                         f"runs (A has {n_a}, B has {n_b}); the runs must share their items")
+        raise StatsError(f"compare: only {len(got.keys)} item(s) have a {got.measure} in "
+                         f"both runs (A has {n_a} records, B has {n_b}); the runs must share "
+                         "their items (by id) and both have that measure on them")
     pairs = list(zip(got.a, got.b))
     main = got.main if got.main is not None else paired_rate(got.measure, pairs, lvl) \
         if got.binary else mean_row(got.measure, pairs, lvl, ra.seed or 0, got.bounds)

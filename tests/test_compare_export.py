@@ -48,12 +48,37 @@ def _pairs(tmp_path: Path, n: int = 16) -> Path:
     return p
 
 
-def _probe(tmp_path: Path, name: str, fn, pairs: Path | None = None) -> Path:
+def _probe(tmp_path: Path, name: str, fn, pairs: Path | None = None, **extra) -> Path:
     with Client(ClientSettings(use_cache=False, progress=False),
                 providers={"mock/j": FunctionProvider(fn)}) as client:
         res = judgekit.run({"method": "probe", "data_path": str(pairs or _pairs(tmp_path)),
-                            "models": {"judge": "mock/j"}, "resamples": 200}, client=client)
+                            "models": {"judge": "mock/j"}, "resamples": 200, **extra},
+                           client=client)
     return res.save(tmp_path / name)
+
+
+def test_compare_pairwise_probes_without_swap_compares_a_win_rates(tmp_path):
+    """Runs made without the swap transform have no order inconsistency to compare:
+    compare falls back to the measure both have, A's win rate as given."""
+    pairs = tmp_path / "alternating.jsonl"
+    pairs.write_text("".join(json.dumps(
+        {"id": f"p{i}", "question": f"Q{i}?", "a": f"good {i}" if i % 4 else f"bad {i}",
+         "b": f"bad {i}" if i % 4 else f"good {i}"}) + "\n" for i in range(16)))
+    a = _probe(tmp_path, "first", lambda r: {"winner": _first_label(r)}, pairs,
+               transforms=["pad"])
+    b = _probe(tmp_path, "content", _content_judge, pairs, transforms=["pad"])
+    out = tmp_path / "cmp"
+    proc = _cli("compare", str(a), str(b), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "compare.json").read_text())
+    assert doc["measure"] == "rate at which answer A wins (verdicts as given)"
+    # always-first picks A on every pair; the content judge picks the "good" answer
+    good_first = sum('"a": "good' in ln for ln in pairs.read_text().splitlines())
+    n = doc["n_paired"]
+    assert good_first == 12 and n == 16
+    assert doc["a"]["rate"] == 1.0 and doc["b"]["rate"] == pytest.approx(good_first / n)
+    assert doc["difference"] == pytest.approx(-0.25)
+    assert doc["difference_ci"][0] <= doc["difference"] <= doc["difference_ci"][1]
 
 
 def _content_judge(req):

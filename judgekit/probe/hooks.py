@@ -103,7 +103,7 @@ def _mode(r: RunResult[ProbePayload]) -> str | None:
 
 
 def _pointwise_paired(ra: RunResult[ProbePayload], ia: dict[str, Json], ib: dict[str, Json],
-                      both: list[str], level: float) -> Paired:
+                      both: list[str], level: float, what: str = "pass rate") -> Paired:
     """Two pointwise probes of the same items: the judges' pass rates as given (run0),
     paired per item; flip rates under every shared transform as secondary rows."""
     keys = [k for k in both if (ia[k].get("verdicts") or {}).get("run0")
@@ -119,16 +119,16 @@ def _pointwise_paired(ra: RunResult[ProbePayload], ia: dict[str, Json], ib: dict
                  is not None]
         if pairs:
             out.append(paired_rate(f"flip rate under {t}", pairs, level))
-    main = _corrected_difference(ia, ib, keys, level)
+    main = _corrected_difference(ia, ib, keys, level, what)
     if main is not None:  # the judges' own difference stays as a secondary row
-        out.insert(0, paired_rate("pass rate (verdicts as given)", list(zip(va, vb)), level))
-    return Paired(main.name if main else "pass rate (verdicts as given)", keys, va, vb, out,
+        out.insert(0, paired_rate(f"{what} (verdicts as given)", list(zip(va, vb)), level))
+    return Paired(main.name if main else f"{what} (verdicts as given)", keys, va, vb, out,
                   agreement([int(x) for x in va], [int(x) for x in vb], level, ra.seed or 0),
                   (len(ia), len(ib)), binary=True, main=main)
 
 
 def _corrected_difference(ia: dict[str, Json], ib: dict[str, Json], keys: list[str],
-                          level: float) -> CompareRow | None:
+                          level: float, what: str = "pass rate") -> CompareRow | None:
     """B - A pass rate corrected by the human labels both runs carry (PPI++ on the
     per-item difference: the judges' B - A on every shared item, the people's where
     both items are labelled); None without two such items, or when both runs judged
@@ -148,7 +148,7 @@ def _corrected_difference(ia: dict[str, Json], ib: dict[str, Json], keys: list[s
                        [d(ia[k], ib[k], "judge") for k in lab],
                        [d(ia[k], ib[k], "human") for k in lab], level=level)
     a_rate = sum(ia[k]["verdicts"]["run0"] == "a" for k in keys) / len(keys)
-    return CompareRow(name=f"pass rate corrected by {c.n_labelled} human labels "
+    return CompareRow(name=f"{what} corrected by {c.n_labelled} human labels "
                       "(prediction-powered)", n=c.n_items, a=a_rate,
                       b=a_rate + float(np.mean([d(ia[k], ib[k], "judge") for k in keys])),
                       difference=c.estimate, difference_ci=c.ci, p_value=None)
@@ -166,6 +166,8 @@ def paired(ra: RunResult[ProbePayload], rb: RunResult[ProbePayload], level: floa
         return _pointwise_paired(ra, ia, ib, both, level)
     keys = [k for k in both if _flipped(ia[k], "swap") is not None
             and _flipped(ib[k], "swap") is not None]
+    if not keys:  # no swap in one of the runs: compare what both have, A's win rate
+        return _pointwise_paired(ra, ia, ib, both, level, "rate at which answer A wins")
     out = []
     acc = [(float(ia[k]["verdicts"]["run0"] == ia[k]["correct"]),
             float(ib[k]["verdicts"]["run0"] == ib[k]["correct"])) for k in both

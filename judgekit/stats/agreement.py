@@ -178,10 +178,11 @@ def agreement(judge: ArrayLike, human: ArrayLike, *, ordinal: bool = False,
     we tried covers at skewed prevalence (0.83 with 20 items).
 
     ``groups`` names each item's cluster (the question several answers share): the
-    bootstrap then resamples whole clusters and percent agreement takes the clustered
-    (design-effect) Wilson interval, so that answers to one question are not counted
-    as independent evidence."""
-    from judgekit.stats.preference import clustered_rate
+    table then counts at the effective sample size n / deff (the largest design effect
+    of agreement and of each rater's classes) and percent agreement takes the clustered
+    Wilson interval, so that answers to one question are not counted as independent
+    evidence."""
+    from judgekit.stats.preference import clustered_rate, design_effect
     from judgekit.stats.proportions import wilson_interval
 
     x, y = _pair(judge, human)
@@ -209,27 +210,22 @@ def agreement(judge: ArrayLike, human: ArrayLike, *, ordinal: bool = False,
         p_ci = Interval(c.ci[0], c.ci[1])
     rng = rng_of(seed)
     v = {k: f(x, y) for k, f in stats.items()}
-    posterior = _posterior_cis(x, y, w, resamples, level, rng) if units is None else {}
+    deff = 1.0
+    if units is not None:
+        # answers to one question are not independent: the table counts at the effective
+        # n (Kish), the largest design effect of agreement and of either rater's classes
+        deff = max([design_effect([list(x[u] == y[u]) for u in units])] + [
+            design_effect([list(r[u] == c) for u in units]) for r in (x, y)
+            for c in np.unique(np.concatenate([x, y]))])
+    posterior = _posterior_cis(x, y, w, resamples, level, rng, 1.0 / deff)
     cis: dict[str, list[float] | None] = {"percent": p_ci.as_list()}
     undefined: dict[str, str] = {}
-    for k, f in stats.items():
+    for k in stats:
         if not math.isfinite(v[k]):
             undefined[k] = "both raters gave every item the same single label"
             cis[k] = None
             continue
-        if units is None:
-            cis[k] = posterior[k]
-        elif po == 1.0:
-            # no disagreement observed: bound it by Wilson, not by a [1, 1] bootstrap
-            pe = _chance(k, x, y, w)
-            lo = (p_ci.lo - pe) / (1.0 - pe) if pe < 1 else float("nan")
-            cis[k] = [max(-1.0, lo), 1.0]
-        else:
-            def by_cluster(c: np.ndarray, f: Callable[[np.ndarray, np.ndarray], float] = f,
-                           units: list[np.ndarray] = units) -> float:
-                i = np.concatenate([units[j] for j in c])
-                return f(x[i], y[i])
-            cis[k] = list(item_bootstrap(by_cluster, len(units), rng, resamples, level))
+        cis[k] = posterior[k]
     values, counts = np.unique(y, return_counts=True)
     top = values[np.argmax(counts)]
     n_units = x.size if units is None else len(units)
@@ -243,14 +239,16 @@ def agreement(judge: ArrayLike, human: ArrayLike, *, ordinal: bool = False,
 
 
 def _posterior_cis(x: np.ndarray, y: np.ndarray, weights: str, draws: int, level: float,
-                   rng: np.random.Generator) -> dict[str, list[float] | None]:
+                   rng: np.random.Generator, scale: float = 1.0
+                   ) -> dict[str, list[float] | None]:
     """Central posterior intervals of kappa, alpha and AC (population forms) from
-    Dirichlet draws of the (judge, human) cell probabilities."""
+    Dirichlet draws of the (judge, human) cell probabilities; ``scale`` (1 / design
+    effect) turns the counts into effective counts."""
     cats, obs = _confusion(x, y)
     k = len(cats)
     if k < 2:
         return {"kappa": None, "alpha": None, "ac": None}
-    counts = obs * x.size
+    counts = obs * x.size * scale
     wm = _weights(cats, weights)
     # 1/k on each agreement cell, 1/(2k(k-1)) on each disagreement cell: for two
     # classes Jeffreys' 1/2 on agreement and half a disagreement in all (chosen by
@@ -277,23 +275,6 @@ def _posterior_cis(x: np.ndarray, y: np.ndarray, weights: str, draws: int, level
         v = v[np.isfinite(v)]
         out[name] = None if v.size == 0 else [float(q) for q in np.quantile(v, [a, 1 - a])]
     return out
-
-
-def _chance(kind: str, x: np.ndarray, y: np.ndarray, weights: str) -> float:
-    """Chance agreement p_e of a chance-corrected statistic (kappa, alpha, AC)."""
-    cats, obs = _confusion(x, y)
-    wm = _weights(cats, weights)
-    if kind == "ac":
-        q = len(cats)
-        if q < 2:
-            return 0.0
-        pi = (obs.sum(1) + obs.sum(0)) / 2.0
-        return float(wm.sum() / (q * (q - 1)) * np.sum(pi * (1 - pi)))
-    if kind == "alpha":
-        m = (obs.sum(1) + obs.sum(0)) / 2.0
-        n = 2 * x.size
-        return float(((wm * np.outer(m, m)).sum() * n - (wm.diagonal() * m).sum()) / (n - 1))
-    return float((wm * np.outer(obs.sum(1), obs.sum(0))).sum())
 
 
 def flips(base: ArrayLike, other: ArrayLike) -> np.ndarray:

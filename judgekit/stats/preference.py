@@ -47,6 +47,13 @@ def clustered_rate(groups: Sequence[Sequence[bool]], level: float = 0.95) -> Clu
     return ClusteredRate(p, [ci.lo, ci.hi], int(n), len(gs))
 
 
+def design_effect(groups: Sequence[Sequence[bool]]) -> float:
+    """The design effect of clustered 0/1 observations (see :func:`clustered_rate`):
+    1 for independent ones, up to the cluster size when clusters are homogeneous."""
+    gs = [[bool(x) for x in g] for g in groups if len(g)]
+    return _design_effect(gs)[2] if gs else 1.0
+
+
 def _design_effect(gs: Sequence[Sequence[bool]]) -> tuple[float, float, float]:
     """(pooled share, observations, design effect) of clustered 0/1 observations: the
     linearised variance of the ratio estimator sum(y) / sum(m) over clusters against
