@@ -14,8 +14,8 @@ from scipy.stats import t as student
 
 import judgekit
 from judgekit.stats.agreement import agreement, fleiss_kappa
-from judgekit.stats.preference import design_effect
 from judgekit.stats.ppi import ppi_difference
+from judgekit.stats.preference import design_effect
 
 from .test_recorded_verdicts import _cli, _measures, _write_csv
 
