@@ -371,10 +371,6 @@ def test_probe_reports_the_human_ceiling_and_importance_sampled_rate(tmp_path):
 
 
 def test_compare_two_pointwise_probes_by_their_pass_rates(tmp_path):
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from judgekit.testing import judges
 
@@ -382,12 +378,7 @@ def test_compare_two_pointwise_probes_by_their_pass_rates(tmp_path):
         (tmp_path / name).mkdir()
         _pointwise(tmp_path / name, f"pw_{name}", judges.judge(kind), transforms=["pad"],
                    out=tmp_path / name / "run")
-    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
-    r = subprocess.run([jk, "compare", str(tmp_path / "a" / "run"), str(tmp_path / "b" / "run"),
-                        "--out", str(tmp_path / "cmp")], capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr
-    doc = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    doc = _compare_cli(tmp_path)
     items = json.loads((tmp_path / "a" / "items.json").read_text())
     truth = sum(int(x["Label"]) for x in items) / len(items)  # the oracle passes these
     assert doc["measure"] == "pass rate (verdicts as given)" and doc["n_paired"] == 40
@@ -400,10 +391,6 @@ def test_compare_two_pointwise_probes_corrects_by_their_human_labels(tmp_path):
     """Two systems' answers to the same 40 questions, each judged pointwise with human
     labels: compare's main row is the prediction-powered B - A (labels on every item:
     exactly the people's difference), the judges' own difference a secondary row."""
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
 
     from judgekit.testing import judges
 
@@ -423,12 +410,7 @@ def test_compare_two_pointwise_probes_corrects_by_their_human_labels(tmp_path):
             "rubric_paraphrase": str(tmp_path / name / "para.yaml"), "transforms": ["pad"],
             "use_cache": False, "resamples": 300, "models": {"judge": f"mock/pw2_{name}"}},
             f"pw2_{name}", judges.judge(kind), tmp_path / name / "run")
-    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
-    r = subprocess.run([jk, "compare", str(tmp_path / "a" / "run"), str(tmp_path / "b" / "run"),
-                        "--out", str(tmp_path / "cmp")], capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr
-    doc = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    doc = _compare_cli(tmp_path)
     people = (sum(labels["b"]) - sum(labels["a"])) / 40
     assert doc["measure"].startswith("pass rate corrected by 40 human labels")
     assert doc["difference"] == pytest.approx(people)
@@ -460,3 +442,18 @@ def test_plan_prints_the_label_plan_of_a_probes_corrected_rate(tmp_path):
     need = Corrected(**fields).labels_for_halfwidth(0.05)
     assert c["labels_for_target"] == need and need is not None and 10 < need <= 40
     assert line.split()[-1] == str(need) and line.split()[-2] == "10"
+
+
+def _compare_cli(tmp_path):
+    """`judgekit compare a/run b/run` through the installed command; its compare.json."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
+    r = subprocess.run([jk, "compare", str(tmp_path / "a" / "run"), str(tmp_path / "b" / "run"),
+                        "--out", str(tmp_path / "cmp")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads((tmp_path / "cmp" / "compare.json").read_text())
