@@ -4,10 +4,13 @@ prediction-powered rates that keep coverage. Small versions of benchmarks/verdic
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
-from judgekit.nodata.decision import DecisionSettings, _p_misread, _reference, decide
+from judgekit.nodata.decision import DecisionSettings, decide
+from judgekit.nodata.readings import perfect_reference
 from judgekit.testing.simulate import audit_items, probe_verdicts
 
 
@@ -18,14 +21,18 @@ def _decide(judge, **kw):
 
 
 def test_reference_formula_pinned():
-    # two readings disagree with probability d = 2 p (1 - p)
-    assert _p_misread(2 * 0.05 * 0.95) == pytest.approx(0.05)
-    assert _p_misread(0.0) == 0.0 and _p_misread(0.7) == 0.5
-    d = np.full(3, 2 * 0.05 * 0.95)
-    q = 0.95 ** 3
-    assert _reference(d, d, 3, "both") == pytest.approx(q * q ** 3)
-    assert _reference(d, d, 2, "paper") == pytest.approx(q ** 2)
-    assert _reference(d, d, 3, "pair") == pytest.approx((1 - 2 * 0.05 * 0.95) ** 9)
+    # three criteria misread independently with p = 0.05: two readings differ somewhere
+    # with probability d = 1 - (1 - 2 p (1 - p))^3; one reading is wholly right with
+    # q = sqrt(1 - d), about 0.95^3
+    d = 1 - (1 - 2 * 0.05 * 0.95) ** 3
+    q = math.sqrt(1 - d)
+    assert q == pytest.approx(0.95 ** 3, abs=0.005)
+    assert perfect_reference(d, d, 3, "both") == pytest.approx(q * q ** 3)
+    assert perfect_reference(d, d, 2, "paper") == pytest.approx(q ** 2)
+    assert perfect_reference(d, d, 3, "pair") == pytest.approx((1 - d) ** 3)
+    # totals and top-level criteria differ: q_top ((q_total + q_top) / 2)^rounds
+    assert perfect_reference(0.19, 0.0975, 2, "both") == pytest.approx(
+        math.sqrt(1 - 0.0975) * ((0.9 + math.sqrt(1 - 0.0975)) / 2) ** 2)
 
 
 @pytest.mark.parametrize("rate", [0.88, 0.5])

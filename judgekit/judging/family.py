@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["family_of"]
+__all__ = ["family_of", "same_family"]
 
 
 def family_of(model: str) -> str:
@@ -14,3 +14,8 @@ def family_of(model: str) -> str:
     name = model.split("/")[-1].lower()
     m = re.match(r"[a-z]+", name)
     return m.group(0) if m else name
+
+
+def same_family(judge: str, *others: str) -> bool:
+    """Every one of ``others`` (the verifiers) is of the judge's model family."""
+    return all(family_of(o) == family_of(judge) for o in others)

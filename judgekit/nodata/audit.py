@@ -4,9 +4,7 @@
 Per item: the evaluator labels x against its rubric (with reasons); each round it
 commits a paraphrase x' (generation keyed by round); the verifier scores the
 total rubric of x (once per item, reused across rounds and phi) and of x' with
-its own rubric; a seeded challenge compares them. Flips per phi reuse the same
-protocol outcomes.
-"""
+its own rubric; a seeded challenge compares them. Flips per phi reuse the outcomes."""
 
 from __future__ import annotations
 
@@ -19,13 +17,15 @@ import numpy as np
 
 from judgekit.data.judged import JudgedItem, check_judged, load_judged
 from judgekit.judging import stages as st
+from judgekit.judging.family import same_family
 from judgekit.judging.rubric import Rubric, load_rubric
 from judgekit.llm import Call, Client
 from judgekit.nodata.baselines import ensemble
 from judgekit.nodata.config import AuditConfig, NoDataConfig
-from judgekit.nodata.decision import DecisionSettings, ItemEvidence, decide
+from judgekit.nodata.decision import DecisionSettings, decide
 from judgekit.nodata.payload import AuditPayload, RestsOn, Verdict
 from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
+from judgekit.nodata.readings import ItemEvidence
 from judgekit.payload import payload_from
 from judgekit.stats.proportions import rate_with_interval
 
@@ -377,14 +377,14 @@ def evidence(raw: dict[str, Any], items: list[JudgedItem], ev_rubric: Rubric,
 
 def verdict(cfg: NoDataConfig, run: dict[str, Any], raw: dict[str, Any],
             items: list[JudgedItem], ev_rubric: Rubric, ver_rubric: Rubric) -> Verdict:
-    """trust / do not trust / inconclusive against the perfect-judge reference under the
-    measured verifier noise and against uninformed judges on the same items; the rule
-    that decided and what the conclusion rests on."""
+    """The decision (judgekit.nodata.decision), its rule and what it rests on."""
+    m = cfg.models
     d = decide(evidence(raw, items, ev_rubric, ver_rubric), DecisionSettings(
         rounds=cfg.rounds, check=cfg.check, level=cfg.level,
         trust_threshold=cfg.trust_threshold, distrust_threshold=cfg.distrust_threshold,
         min_reference=cfg.min_reference, resamples=cfg.resamples, seed=cfg.seed,
-        self_check=cfg.models["verifier"] == cfg.models["evaluator"]))
+        self_check=m["verifier"] == m["evaluator"], same_family=same_family(
+            m["evaluator"], m["verifier"], m.get("second_verifier") or m["verifier"])))
     d.items_excluded = len(items) - d.n_items
     d.measures = ("success = the judge's whole claimed breakdown (every criterion and the "
                   "label) confirmed by the verifier on x and on every paraphrase; not label "

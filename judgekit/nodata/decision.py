@@ -6,17 +6,20 @@ verifier misreads each criterion 5% of the time. The decision therefore compares
 judge with
 
 * the **perfect-judge reference**: the success a judge whose claims are all true
-  would get under this verifier's measured inconsistency (the verifier re-reads each
-  x; criterion c disagrees with itself on a share d_c of items, so one reading is
-  wrong with probability p_c = (1 - sqrt(1 - 2 d_c)) / 2, and a perfect judge
-  passes challenge 0 with probability q_top = prod_c (1 - p_c) and each round with
-  (q_total + q_top) / 2); the relative success rho = success / reference is what the
-  thresholds apply to;
+  would get under this verifier's misreads (judgekit.nodata.readings: two readings of
+  one text differ anywhere on a share d of items, so one reading is wholly right with
+  probability q = sqrt(1 - d); where people scored items, the share of readings that
+  match their rubric values counts too, as it sees misreads a re-read repeats); the
+  relative success rho = success / reference is what the thresholds apply to;
 * **uninformed judges on the same items**: the best constant breakdown (the
   verifier's commonest reading) and random claims at the judge's own per-criterion
   rates; the judge's claim agreement must beat the better of them (paired, per item),
   its labels must agree with the verifier's beyond chance (Cohen's kappa interval
-  above 0), and where human labels exist its accuracy must beat the majority label.
+  above 0), and where human labels exist its accuracy must beat the majority label;
+* **people**, where they scored enough items: the judge's claims must match their
+  rubric values (a blind spot the judge shares with the verifier is invisible to the
+  verifier); without them, a judge and verifiers of one model family cannot be told
+  apart and the audit says so instead of trusting.
 
 Every interval is at the configured level; bootstrap intervals resample items (the
 success, the re-reads and the claims of an item stay together).
@@ -24,9 +27,8 @@ success, the re-reads and the claims of an item stay together).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,8 +38,8 @@ from judgekit.nodata.payload import (
     LabelAgreement,
     Uninformed,
     Verdict,
-    VerifierNoise,
 )
+from judgekit.nodata.readings import ItemEvidence, VerifierReadings, rate_of
 from judgekit.payload import Rate
 from judgekit.stats.agreement import agreement
 from judgekit.stats.proportions import rate_with_interval, wilson_interval
@@ -45,29 +47,6 @@ from judgekit.stats.proportions import rate_with_interval, wilson_interval
 TRUST: Decision = "trust"
 DISTRUST: Decision = "do not trust"
 INCONCLUSIVE: Decision = "inconclusive"
-
-
-@dataclass
-class ItemEvidence:
-    """What one audited item contributes (all 0/1)."""
-
-    success: bool
-    judge_label: int
-    verifier_label: int  # the verifier's rubric aggregated over its reading of x
-    claimed: dict[str, int]  # the judge's claimed value per shared criterion
-    verifier_top: dict[str, int]  # the verifier's reading of x, top-level criteria
-    verifier_total: tuple[int, ...]  # ... and of every clause (C-bar)
-    reread_total: tuple[int, ...] | None = None  # a second reading of the same x
-    reread_top: dict[str, int] | None = None
-    human_label: int | None = None
-    human_criteria: dict[str, int] = field(default_factory=dict)
-    rounds_reached: int | None = None  # rounds whose paraphrase was read
-    distinct_x_primes: int | None = None  # how many of those paraphrases differed
-
-    @property
-    def claims_agree(self) -> bool:
-        return (self.judge_label == self.verifier_label
-                and all(self.claimed[c] == self.verifier_top[c] for c in self.claimed))
 
 
 @dataclass
@@ -79,29 +58,10 @@ class DecisionSettings:
     distrust_threshold: float = 0.5
     min_reference: float = 0.3  # below: the verifier is too inconsistent to decide
     self_check: bool = False  # the verifier is the judge itself
+    same_family: bool = False  # judge and verifier come from one model family
     resamples: int = 1000
     seed: int = 0
-
-
-def _p_misread(d: float) -> float:
-    """Per-reading error probability from the disagreement rate of two independent
-    readings, d = 2 p (1 - p)."""
-    return 0.5 * (1.0 - math.sqrt(max(0.0, 1.0 - 2.0 * min(d, 0.5))))
-
-
-def _reference(dis_total: np.ndarray, dis_top: np.ndarray, rounds: float, check: str
-               ) -> float:
-    """Success of a perfect judge under per-criterion disagreement rates."""
-    if dis_total.size == 0:
-        return 1.0
-    q_total = float(np.prod([1 - _p_misread(d) for d in dis_total]))
-    q_top = float(np.prod([1 - _p_misread(d) for d in dis_top])) if dis_top.size else 1.0
-    if check == "pair":  # V(x') must equal V(x): two readings agree
-        a_total, a_top = float(np.prod(1 - dis_total)), float(np.prod(1 - dis_top))
-        return ((a_total + a_top) / 2) ** rounds
-    if check == "paper":  # the claims against V(x') every round
-        return q_top ** rounds
-    return q_top * ((q_total + q_top) / 2) ** rounds
+    min_human_items: int = 10  # human rubric values on fewer items are not used
 
 
 def _baselines(items: Sequence[ItemEvidence]) -> tuple[np.ndarray, np.ndarray, str]:
@@ -143,57 +103,7 @@ class _Judged:
     verifier_totals: set[tuple[int, ...]]
     reread: bool
     disagreement: float | None
-
-
-class _Noise:
-    """Per item and criterion, did the verifier's re-read disagree with its reading (NaN
-    where the item was not re-read); the perfect-judge reference of any resample."""
-
-    def __init__(self, items: Sequence[ItemEvidence], rounds: float, check: str) -> None:
-        n = len(items)
-        self.crits = list(items[0].verifier_top)
-        self.width = len(items[0].verifier_total)
-        self.reread = [it for it in items if it.reread_total is not None]
-        self.total = np.full((n, self.width), np.nan)
-        self.top = np.full((n, len(self.crits)), np.nan)
-        for r, it in enumerate(items):
-            if it.reread_total is not None:
-                self.total[r] = [float(a != b) for a, b in zip(it.verifier_total,
-                                                               it.reread_total)]
-                self.top[r] = [float(it.verifier_top[c] != (it.reread_top or {}).get(c))
-                               for c in self.crits]
-        self.rounds, self.check = rounds, check
-
-    def reference(self, rows: np.ndarray) -> float:
-        if not self.reread:
-            return 1.0
-        t, p = self.total[rows], self.top[rows]
-        keep = ~np.isnan(t[:, 0]) if self.width else np.zeros(len(rows), bool)
-        if not keep.any():
-            return 1.0
-        return _reference(t[keep].mean(0), p[keep].mean(0), self.rounds, self.check)
-
-    def summary(self, items: Sequence[ItemEvidence], level: float) -> VerifierNoise:
-        ver = VerifierNoise(rereads=len(self.reread))
-        if self.reread:
-            seen = self.total[~np.isnan(self.total[:, 0])] if self.width else np.zeros((0, 0))
-            k, m = int(seen.sum()), int(seen.size)
-            lo, hi = wilson_interval(k, m, level) if m else (0.0, 1.0)
-            tops = self.top[~np.isnan(self.top[:, 0])] if self.crits else np.zeros((0, 0))
-            ver = VerifierNoise(rereads=len(self.reread), disagreement=k / m if m else None,
-                                disagreement_ci=[lo, hi], readings=m, by_criterion={
-                                    c: _rate([bool(x) for x in tops[:, j]], level)
-                                    for j, c in enumerate(self.crits)})
-        humans = [it for it in items if it.human_criteria]
-        if humans:
-            ver.human_agreement = {c: _rate(
-                [it.verifier_top[c] == it.human_criteria[c] for it in humans
-                 if c in it.human_criteria], level) for c in self.crits}
-        return ver
-
-
-def _rate(values: list[bool], level: float) -> Rate:
-    return Rate.model_validate(dict(zip(("rate", "ci", "n"), rate_with_interval(values, level))))
+    people: Rate | None = None  # the judge's claims against human rubric values
 
 
 def _rounds(items: Sequence[ItemEvidence], rounds: int) -> float:
@@ -205,7 +115,7 @@ def _rounds(items: Sequence[ItemEvidence], rounds: int) -> float:
 
 
 def _against_references(succ: np.ndarray, claims: np.ndarray, base: np.ndarray,
-                        noise: _Noise, ref: float, ci: list[float] | None,
+                        noise: VerifierReadings, ref: float, ci: list[float] | None,
                         s: DecisionSettings, rng: np.random.Generator
                         ) -> tuple[float, list[float], float, list[float]]:
     """rho = success / perfect-judge reference and the claims' excess over the better
@@ -266,7 +176,7 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
     rate, ci, _ = rate_with_interval([bool(x) for x in succ], s.level)
     # -- the verifier, measured before the judge
     rounds = _rounds(items, s.rounds)
-    noise = _Noise(items, rounds, s.check)
+    noise = VerifierReadings(items, rounds, s.check, s.min_human_items)
     ver = noise.summary(items, s.level)
     ref = noise.reference(np.arange(n))
     # -- against the references: bootstrap of everything that is a ratio or a difference
@@ -287,7 +197,8 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
                      acc_ok=None if accuracy is None else accuracy.excess_ci[0] > 0,
                      judge_labels=jl, verifier_labels=vl,
                      verifier_totals={tuple(it.verifier_total) for it in items},
-                     reread=bool(noise.reread), disagreement=ver.disagreement)
+                     reread=bool(noise.reread), disagreement=ver.disagreement,
+                     people=_claims_vs_people(items, s))
     decision, rule, reason = _rule(judged, s)
     v = Verdict(
         n_items=n, level=s.level, success_rate=rate, success_ci=ci, verifier=ver,
@@ -302,7 +213,23 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
         decision=decision, rule=rule, reason=reason)
     if accuracy is not None:
         v.label_accuracy = accuracy
+    if judged.people is not None:
+        v.claims_vs_people = judged.people
     return v
+
+
+def _claims_vs_people(items: Sequence[ItemEvidence], s: DecisionSettings) -> Rate | None:
+    """Share of items whose human rubric values equal the judge's claims on every shared
+    criterion (and the label, where people gave one), with its interval; None when
+    people scored fewer than ``min_human_items`` items."""
+    hits = []
+    for it in items:
+        shared = [c for c in it.claimed if c in it.human_criteria]
+        if not shared:
+            continue
+        hits.append(all(it.claimed[c] == it.human_criteria[c] for c in shared)
+                    and (it.human_label is None or it.human_label == it.judge_label))
+    return rate_of(hits, s.level) if len(hits) >= s.min_human_items else None
 
 
 def _rule(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str]:
@@ -321,7 +248,9 @@ def _cannot_decide(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str]
                 f"the verifier disagrees with itself on {e.disagreement or 0.0:.1%} of "
                 f"readings of the same text: even a perfect judge would succeed only "
                 f"{e.ref:.0%} of the time (below {s.min_reference:.0%}), too little to "
-                "decide; use a steadier verifier (temperature 0, per-criterion mode)")
+                "decide; use a stronger verifier or per-criterion mode "
+                "(criterion_mode: per_criterion), and give human rubric values for some "
+                "items so the reference is measured against people")
     if len(set(e.judge_labels)) == 1 and len(set(e.verifier_labels)) == 1:
         return (INCONCLUSIVE, "one_class",
                 f"the judge and the verifier give every item label {e.judge_labels[0]}: the "
@@ -343,6 +272,12 @@ def _distrust(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | No
                 f"success {e.rate:.3f} is {e.rho:.2f} of a perfect judge's {e.ref:.3f} under "
                 f"this verifier ({pct} interval [{e.rho_ci[0]:.2f}, {e.rho_ci[1]:.2f}], "
                 f"below {s.distrust_threshold})")
+    if e.people is not None and e.people.ci is not None and \
+            e.people.ci[1] < s.distrust_threshold:
+        return (DISTRUST, "below_people",
+                f"its claims match the human rubric values on {e.people.rate:.3f} of the "
+                f"{e.people.n} items people scored ({pct} interval [{e.people.ci[0]:.2f}, "
+                f"{e.people.ci[1]:.2f}], below {s.distrust_threshold})")
     if e.skill_ci[1] <= 0:
         return (DISTRUST, "no_better_than_uninformed",
                 f"its claims agree with the verifier on {e.claims:.3f} of items, no "
@@ -359,11 +294,21 @@ def _trust(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | None:
     if not (e.rho_ci[0] >= s.trust_threshold and e.skill_ci[0] > 0 and _informative(e)
             and e.acc_ok is not False):
         return None
+    if e.people is not None and e.people.ci is not None and \
+            e.people.ci[0] < s.trust_threshold:
+        return None  # the verifier agrees, people do not (yet): a shared blind spot?
     if s.self_check:
         return (INCONCLUSIVE, "self_check",
                 "the success rate is high, but the verifier is the judge itself: a "
                 "model checking its own claims cannot establish trust; use another "
                 "verifier")
+    if s.same_family and e.people is None:
+        return (INCONCLUSIVE, "cannot_separate",
+                f"cannot separate the judge from the verifier: they come from one model "
+                f"family, no human rubric values were given, and they agree on "
+                f"{e.claims:.0%} of items, which a blind spot they share would also "
+                "give; add a verifier of another family (second_verifier) or human "
+                "rubric values for some items")
     return (TRUST, "above_reference",
             f"success {e.rate:.3f} is {e.rho:.2f} of a perfect judge's {e.ref:.3f} under "
             f"this verifier ({s.level:.0%} interval [{e.rho_ci[0]:.2f}, {e.rho_ci[1]:.2f}], "
@@ -380,6 +325,14 @@ def _not_shown(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str]:
                     f"[{e.kappa_ci[0]:.2f}, {e.kappa_ci[1]:.2f}]" if e.kappa_ci else "")
         return (INCONCLUSIVE, "labels_not_shown_informative",
                 f"{why}: not shown to carry information; audit more items")
+    if e.people is not None and e.people.ci is not None and \
+            e.people.ci[0] < s.trust_threshold:
+        return (INCONCLUSIVE, "not_shown_against_people",
+                f"the verifier confirms its claims, but they match the human rubric "
+                f"values on only {e.people.rate:.3f} of {e.people.n} items ({pct} interval "
+                f"[{e.people.ci[0]:.2f}, {e.people.ci[1]:.2f}], not above "
+                f"{s.trust_threshold}): errors the judge shares with the verifier are "
+                "invisible to the verifier; score more items by hand")
     if e.acc_ok is False:
         return (INCONCLUSIVE, "accuracy_not_above_majority",
                 "its accuracy against the human labels is not shown above always "

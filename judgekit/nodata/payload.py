@@ -86,6 +86,9 @@ class Verdict(Figures):
     skill_ci: list[float] | None = absent()
     label_agreement: LabelAgreement | None = absent()
     label_accuracy: LabelAccuracy | None = absent()
+    # the judge's claims (label and shared criteria) against human rubric values, where
+    # people scored enough items: what a verifier sharing the judge's errors cannot see
+    claims_vs_people: Rate | None = absent()
     items_excluded: int | None = absent()
     measures: str | None = absent()
     rests_on: RestsOn | None = absent()

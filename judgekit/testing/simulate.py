@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.nodata.decision import ItemEvidence
+from judgekit.nodata.readings import ItemEvidence
 
 AUDIT_JUDGES = ("oracle", "always_pass", "random", "liar", "mostly_right")
 CRITERIA = ("c1", "c2", "c3")
