@@ -53,9 +53,13 @@ def test_perfect_judge_under_a_noisy_verifier_is_judged_against_the_reference():
 
 
 def test_too_noisy_a_verifier_is_inconclusive_and_says_so():
+    # with human rubric values the lower reference comes from them, and the reason says so
     d = _decide("oracle", n=200, noise=0.15)
     assert d["decision"] == "inconclusive" and d["rule"] == "verifier_inconsistent"
-    assert "disagrees with itself on" in d["reason"]
+    assert "match the human rubric values on only" in d["reason"]
+    d = _decide("oracle", n=200, noise=0.15, labelled=False)
+    assert d["rule"] == "verifier_inconsistent" and "disagrees with itself on" in d["reason"]
+    assert "temperature 0" not in d["reason"]  # a temperature-0 verifier hides misreads
 
 
 @pytest.mark.parametrize("judge,rule", [("random", "below_reference"),
@@ -190,3 +194,50 @@ def test_pairs_from_draws_from_every_named_dataset(tmp_path):
     assert [p.id for p in got] == [p.id for p in again]
     other = pairs_from_datasets(["truthfulqa", "arc"], paths, 6, seed=4)
     assert [p.id for p in got] != [p.id for p in other]
+
+
+def test_a_temperature_0_verifiers_fixed_misreads_show_when_reread_in_other_words(tmp_path):
+    """Through the real runner: a verifier misreading 5% of criteria as a fixed function
+    of text and instruction. Re-read under the same words it agrees with itself (the
+    old reference, 1.0, distrusted a perfect judge); under reworded instructions the
+    misreads show, and with human rubric values the reference sees them anyway."""
+    from judgekit.testing import judges
+
+    judges.write_audit_data(tmp_path, 120, seed=3, pass_rate=0.5)
+    same = judges.scripted_audit(tmp_path, "oracle", "faithful", n=120, verifier_noise=0.05,
+                                 fixed=True, reread_instruction="same", concurrency=16)
+    reworded = judges.scripted_audit(tmp_path, "oracle", "faithful", n=120,
+                                     verifier_noise=0.05, fixed=True, concurrency=16)
+    assert same["verdict"]["verifier"]["disagreement"] == 0.0
+    assert reworded["verdict"]["verifier"]["disagreement"] > 0.02
+    for d in (same, reworded):
+        assert d["verdict"]["decision"] != "do not trust"
+        assert d["verdict"]["claims_vs_people"]["rate"] == 1.0  # the judge is right
+
+
+@pytest.mark.parametrize("labelled", [True, False])
+def test_a_blind_spot_shared_with_the_verifier_is_never_trusted(labelled):
+    s = DecisionSettings(seed=1, resamples=300, same_family=True)
+    for seed in range(5):
+        d = decide(audit_items("blind_spot", n=200, seed=seed, blind_spot=0.3,
+                               labelled=labelled), s)
+        assert d["decision"] != "trust"
+        if not labelled:  # nobody can tell the two apart: the verdict says so
+            assert d["rule"] == "cannot_separate"
+            assert "cannot separate the judge from the verifier" in d["reason"]
+        else:  # people see what the verifier cannot
+            assert d["claims_vs_people"]["rate"] < 0.8
+
+
+def test_wholesale_reading_failures_do_not_lower_the_reference_criterion_by_criterion():
+    """5% of readings lose the whole breakdown (10 criteria): counted per criterion the
+    reference was 0.38 and a judge right on 70% of items looked as good as a perfect
+    one; counted per reading it is about 0.81."""
+    for seed in range(5):
+        d = decide(audit_items("mostly_right", n=200, seed=seed, wholesale=0.05,
+                               criteria=10, labelled=False), DecisionSettings(seed=seed,
+                                                                              resamples=300))
+        assert d["decision"] != "trust" and d["reference"] > 0.7
+        good = decide(audit_items("oracle", n=200, seed=seed, wholesale=0.05, criteria=10,
+                                  labelled=False), DecisionSettings(seed=seed, resamples=300))
+        assert good["decision"] != "do not trust"

@@ -54,13 +54,18 @@ def generator(max_tokens: int) -> Stage:
                  variables=(*EVALUATOR_VARIABLES, "label"))
 
 
-def verifier_one(max_tokens: int) -> Stage:
-    return Stage("verifier", "nodata_verifier_one.j2", EvaluatorOne,
+def verifier_one(max_tokens: int, reworded: bool = False) -> Stage:
+    return Stage("verifier", "nodata_verifier_one_reread.j2" if reworded else
+                 "nodata_verifier_one.j2", EvaluatorOne,
                  sampling={"temperature": 0.0, "max_tokens": max_tokens},
                  variables=("prompt", "output", "item"))
 
 
-def verifier(max_tokens: int) -> Stage:
-    return Stage("verifier", "nodata_verifier.j2", VerifierScores,
+def verifier(max_tokens: int, reworded: bool = False) -> Stage:
+    """The verifier's reading of a text; ``reworded``: the same task under another
+    wording of the instruction (the audit's re-read, so that a temperature-0
+    verifier's fixed misreads show as disagreement instead of repeating)."""
+    return Stage("verifier", "nodata_verifier_reread.j2" if reworded else
+                 "nodata_verifier.j2", VerifierScores,
                  sampling={"temperature": 0.0, "max_tokens": max_tokens},
                  variables=("prompt", "output", "rubric", "items"))

@@ -25,7 +25,7 @@ from judgekit.nodata.config import AuditConfig, NoDataConfig
 from judgekit.nodata.decision import DecisionSettings, decide
 from judgekit.nodata.payload import AuditPayload, RestsOn, Verdict
 from judgekit.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
-from judgekit.nodata.readings import ItemEvidence
+from judgekit.nodata.readings import ItemEvidence, claim_agreement
 from judgekit.payload import payload_from
 from judgekit.stats.proportions import rate_with_interval
 
@@ -108,7 +108,8 @@ async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]
                                   stage_name)
     calls = [Call({"prompt": p, "output": o, "rubric": rubric, "items": _items_of(rubric)},
                   model, draw=draw) for p, o in texts]
-    res = await client.map(st.verifier(cfg.max_tokens), calls, description=stage_name)
+    res = await client.map(st.verifier(cfg.max_tokens, _reworded(cfg, draw)), calls,
+                           description=stage_name)
     out: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = []
     for r in res:
         if not r.ok:
@@ -124,6 +125,10 @@ async def _verify(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]
     return out
 
 
+def _reworded(cfg: NoDataConfig, draw: int) -> bool:
+    return draw == 1 and cfg.reread_instruction == "reworded"  # the re-read
+
+
 async def _verify_each(cfg: NoDataConfig, client: Client, texts: list[tuple[str, str]],
                        rubric: Rubric, model: str, problems: ProblemCounts, draw: int = 0,
                        stage_name: str = "verifier"
@@ -132,7 +137,8 @@ async def _verify_each(cfg: NoDataConfig, client: Client, texts: list[tuple[str,
     items = _items_of(rubric)
     calls = [Call({"prompt": p, "output": o, "item": it}, model, draw=draw) for p, o in texts
              for it in items]
-    res = await client.map(st.verifier_one(cfg.max_tokens), calls, description=stage_name)
+    res = await client.map(st.verifier_one(cfg.max_tokens, _reworded(cfg, draw)), calls,
+                           description=stage_name)
     out: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = []
     top = set(rubric.ids())
     for i in range(len(texts)):
@@ -145,20 +151,6 @@ async def _verify_each(cfg: NoDataConfig, client: Client, texts: list[tuple[str,
         out.append((tuple(vals[it["id"]] for it in items),
                     tuple(vals[c] for c in rubric.ids() if c in top)))
     return out
-
-
-def claim_agreement(ev: dict[str, Any], vx: tuple[tuple[int, ...], tuple[int, ...]],
-                    ev_rubric: Rubric, ver_rubric: Rubric) -> dict[str, Any]:
-    """Does the verifier's reading of x agree with the judge's claimed breakdown and label?
-
-    Compared on the criteria both rubrics share, and on the label under the verifier's
-    rubric. This is judgekit's departure from the paper's check (see the module doc).
-    """
-    top = dict(zip(ver_rubric.ids(), vx[1]))
-    claimed = {c["id"]: int(c["value"]) for c in ev["criteria"]}
-    per = {c: claimed[c] == top[c] for c in ev_rubric.ids() if c in top and c in claimed}
-    label_ok = int(ev["label"]) == int(ver_rubric.aggregate(list(vx[1])))
-    return {"criteria": per, "label": label_ok, "all": label_ok and all(per.values())}
 
 
 def _round_passes(cfg: NoDataConfig, ch: int, vx: tuple[tuple[int, ...], tuple[int, ...]],
@@ -185,8 +177,8 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
     evaluator = cfg.models["evaluator"]
     gen_model = cfg.models.get("generator", evaluator)
     verifier = cfg.models["verifier"]
-    client.preflight([st.evaluator_all(1), st.evaluator_one(1), st.generator(1),
-                      st.verifier(1), st.verifier_one(1)],
+    client.preflight([st.evaluator_all(1), st.evaluator_one(1), st.generator(1), st.verifier(1),
+                      st.verifier_one(1), st.verifier(1, True), st.verifier_one(1, True)],
                      [m for m in cfg.models.values() if m])
     evals = await _evaluate(cfg, client, items, ev_rubric, evaluator, problems)
     vx = await _verify(cfg, client, [(it.Prompt, it.Output) for it in items], ver_rubric,

@@ -48,6 +48,9 @@ class NoDataConfig(RunSettings, JudgedInput):
     distrust_threshold: float = Field(0.5, ge=0, lt=1)  # do not trust when it lies below
     min_reference: float = Field(0.3, ge=0, lt=1)  # a noisier verifier cannot decide
     verifier_rereads: int = Field(1, ge=0, le=1)
+    # the re-read's instruction: reworded (default; a temperature-0 verifier repeats its
+    # misreads under the same words) or the same words (as cassettes recorded before)
+    reread_instruction: Literal["reworded", "same"] = "reworded"
     level: float = Field(0.95, gt=0, lt=1)
     resamples: int = Field(1000, ge=200)
     ensemble: list[str] = Field(default_factory=list)

@@ -103,6 +103,8 @@ class _Judged:
     verifier_totals: set[tuple[int, ...]]
     reread: bool
     disagreement: float | None
+    ref_from: str = "rereads"  # which measurement set the reference: rereads or people
+    human_match: float | None = None  # share of the verifier's readings matching people
     people: Rate | None = None  # the judge's claims against human rubric values
 
 
@@ -178,7 +180,8 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
     rounds = _rounds(items, s.rounds)
     noise = VerifierReadings(items, rounds, s.check, s.min_human_items)
     ver = noise.summary(items, s.level)
-    ref = noise.reference(np.arange(n))
+    refs = noise.references(np.arange(n))
+    ref = min(refs.values(), default=1.0)
     # -- against the references: bootstrap of everything that is a ratio or a difference
     const, rand, which = _baselines(items)
     base = const if which == "constant" else rand
@@ -198,7 +201,10 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
                      judge_labels=jl, verifier_labels=vl,
                      verifier_totals={tuple(it.verifier_total) for it in items},
                      reread=bool(noise.reread), disagreement=ver.disagreement,
-                     people=_claims_vs_people(items, s))
+                     people=_claims_vs_people(items, s),
+                     ref_from=min(refs, key=lambda k: refs[k]) if refs else "rereads",
+                     human_match=None if noise.human is None else
+                     float(np.nanmean(noise.human)))
     decision, rule, reason = _rule(judged, s)
     v = Verdict(
         n_items=n, level=s.level, success_rate=rate, success_ci=ci, verifier=ver,
@@ -243,10 +249,13 @@ def _cannot_decide(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str]
         return (INCONCLUSIVE, "verifier_constant",
                 f"the verifier gave every item the same scores {sorted(e.verifier_totals)[0]}: "
                 "its checks cannot tell texts apart")
-    if e.reread and e.ref < s.min_reference:
-        return (INCONCLUSIVE, "verifier_inconsistent",
+    if (e.reread or e.human_match is not None) and e.ref < s.min_reference:
+        what = (f"the verifier's readings match the human rubric values on only "
+                f"{e.human_match or 0.0:.1%} of items" if e.ref_from == "people" else
                 f"the verifier disagrees with itself on {e.disagreement or 0.0:.1%} of "
-                f"readings of the same text: even a perfect judge would succeed only "
+                "readings of the same text")
+        return (INCONCLUSIVE, "verifier_inconsistent",
+                f"{what}: even a perfect judge would succeed only "
                 f"{e.ref:.0%} of the time (below {s.min_reference:.0%}), too little to "
                 "decide; use a stronger verifier or per-criterion mode "
                 "(criterion_mode: per_criterion), and give human rubric values for some "

@@ -8,14 +8,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from judgekit.judging.rubric import Rubric
 from judgekit.nodata.payload import VerifierNoise
 from judgekit.payload import Rate
 from judgekit.stats.proportions import rate_with_interval, wilson_interval
 
-__all__ = ["ItemEvidence", "VerifierReadings", "perfect_reference", "rate_of"]
+__all__ = ["ItemEvidence", "VerifierReadings", "claim_agreement", "perfect_reference",
+           "rate_of"]
 
 
 @dataclass
@@ -92,14 +95,18 @@ class VerifierReadings:
         re-reads, and, where human rubric values exist, from its disagreement with them
         (which also sees misreads a re-read repeats, as a temperature-0 verifier's do):
         the lower of the two, since each only sees some of the verifier's errors."""
-        refs = []
+        return min(self.references(rows).values(), default=1.0)
+
+    def references(self, rows: np.ndarray) -> dict[str, float]:
+        """The reference from each source: ``rereads`` and ``people``."""
+        refs: dict[str, float] = {}
         if self.reread:
             t, p = self.total[rows], self.top[rows]
             keep = ~np.isnan(t[:, 0]) if self.width else np.zeros(len(rows), bool)
             if keep.any():
                 d_top = float(np.mean(p[keep].max(axis=1))) if p.shape[1] else 0.0
-                refs.append(perfect_reference(float(np.mean(t[keep].max(axis=1))), d_top,
-                                       self.rounds, self.check))
+                refs["rereads"] = perfect_reference(float(np.mean(t[keep].max(axis=1))),
+                                                    d_top, self.rounds, self.check)
         if self.human is not None:
             h = self.human[rows]
             h = h[~np.isnan(h)]
@@ -107,8 +114,8 @@ class VerifierReadings:
                 # one reading wrong with probability 1 - agreement; the clauses are not
                 # labelled by people: taken as read as well as the criteria
                 d = 1 - float(h.mean()) ** 2  # two such readings differing anywhere
-                refs.append(perfect_reference(d, d, self.rounds, self.check))
-        return min(refs) if refs else 1.0
+                refs["people"] = perfect_reference(d, d, self.rounds, self.check)
+        return refs
 
     def summary(self, items: Sequence[ItemEvidence], level: float) -> VerifierNoise:
         ver = VerifierNoise(rereads=len(self.reread))
@@ -131,3 +138,17 @@ class VerifierReadings:
 
 def rate_of(values: list[bool], level: float) -> Rate:
     return Rate.model_validate(dict(zip(("rate", "ci", "n"), rate_with_interval(values, level))))
+
+
+def claim_agreement(ev: dict[str, Any], vx: tuple[tuple[int, ...], tuple[int, ...]],
+                    ev_rubric: Rubric, ver_rubric: Rubric) -> dict[str, Any]:
+    """Does the verifier's reading of x agree with the judge's claimed breakdown and label?
+
+    Compared on the criteria both rubrics share, and on the label under the verifier's
+    rubric. This is judgekit's departure from the paper's check (see judgekit.nodata.audit).
+    """
+    top = dict(zip(ver_rubric.ids(), vx[1]))
+    claimed = {c["id"]: int(c["value"]) for c in ev["criteria"]}
+    per = {c: claimed[c] == top[c] for c in ev_rubric.ids() if c in top and c in claimed}
+    label_ok = int(ev["label"]) == int(ver_rubric.aggregate(list(vx[1])))
+    return {"criteria": per, "label": label_ok, "all": label_ok and all(per.values())}

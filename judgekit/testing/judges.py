@@ -146,6 +146,21 @@ def noisy_verifier(p: float) -> Callable[[ProviderRequest], str]:
     return answer
 
 
+def fixed_verifier(p: float) -> Callable[[ProviderRequest], str]:
+    """The oracle verifier at temperature 0: it misreads each rubric item with
+    probability ``p`` as a fixed function of the text and the instruction's words, so
+    a re-read under the same words repeats its misreads and one under reworded
+    instructions draws them again."""
+    def answer(req: ProviderRequest) -> str:
+        text = _response(req)
+        truth = truth_of(text)
+        rng = _coin(f"{text}|{req.messages[0]['content']}", f"fixed-verifier-{p}")
+        return json.dumps({"criteria": [
+            {"id": c, "value": (1 - truth.get(c, 0)) if rng.random() < p else truth.get(c, 0)}
+            for c in _ids(req)]})
+    return answer
+
+
 def write_audit_data(work: Any, n: int, seed: int = 0, pass_rate: float | None = None
                      ) -> None:
     """``items.json`` (n judged items with known values) and ``rubric.yaml`` in ``work``."""
@@ -159,7 +174,7 @@ def write_audit_data(work: Any, n: int, seed: int = 0, pass_rate: float | None =
 
 def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
                    check: str = "both", verifier_noise: float = 0.0,
-                   as_result: bool = False, **extra: Any) -> Any:
+                   as_result: bool = False, fixed: bool = False, **extra: Any) -> Any:
     """Run the real No-Data audit (the run pipeline, in memory) on ``work``'s items with a
     scripted judge and paraphraser and the oracle verifier, passed to the client as
     provider objects; return the results as results.json would hold them (the typed
@@ -172,12 +187,14 @@ def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
     from judgekit.pipeline import compute
 
     folder = Path(work)
-    verifier = "oracle_verifier" if not verifier_noise else f"noisy_verifier_{verifier_noise}"
+    verifier = "oracle_verifier" if not verifier_noise else \
+        f"{'fixed' if fixed else 'noisy'}_verifier_{verifier_noise}"
+    read = oracle_verifier if not verifier_noise else \
+        (fixed_verifier if fixed else noisy_verifier)(verifier_noise)
     client = Client(ClientSettings(use_cache=False, progress=False), providers={
         f"mock/judge_{judge_kind}": FunctionProvider(judge(judge_kind)),
         f"mock/para_{para_kind}": FunctionProvider(paraphraser(para_kind)),
-        f"mock/{verifier}": FunctionProvider(oracle_verifier if not verifier_noise
-                                             else noisy_verifier(verifier_noise))})
+        f"mock/{verifier}": FunctionProvider(read)})
     cfg = AuditConfig.model_validate({
         "method": "nodata", "experiment": "llm", "seed": 0, "rounds": 3, "phi": [0.5],
         "data_path": str(folder / "items.json"), "sample_size": n,

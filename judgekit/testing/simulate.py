@@ -23,26 +23,47 @@ import numpy as np
 
 from judgekit.nodata.readings import ItemEvidence
 
-AUDIT_JUDGES = ("oracle", "always_pass", "random", "liar", "mostly_right")
+AUDIT_JUDGES = ("oracle", "always_pass", "random", "liar", "mostly_right", "blind_spot")
 CRITERIA = ("c1", "c2", "c3")
 
 
 def audit_items(judge: str, *, n: int = 200, pass_rate: float = 0.5, noise: float = 0.0,
-                rounds: int = 3, seed: int = 0, labelled: bool = True
-                ) -> list[ItemEvidence]:
-    """One simulated audit: per item the evidence the runner would collect."""
+                rounds: int = 3, seed: int = 0, labelled: bool = True, criteria: int = 3,
+                fixed: float = 0.0, reread: str = "reworded", wholesale: float = 0.0,
+                blind_spot: float = 0.0) -> list[ItemEvidence]:
+    """One simulated audit: per item the evidence the runner would collect.
+
+    The verifier misreads each criterion with probability ``noise`` afresh on every
+    reading; with probability ``fixed`` as a fixed function of the text and the
+    instruction (a temperature-0 verifier: a re-read under the same words repeats it,
+    ``reread="same"``; under reworded ones it is drawn again); on a share ``wholesale``
+    of readings it loses the whole breakdown (every criterion a coin). ``blind_spot``:
+    on that share of items the judge and the verifier both misread the first criterion
+    the same way, on x and on every paraphrase (people do not)."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1818]))
-    k = len(CRITERIA)
+    names = CRITERIA if criteria == len(CRITERIA) else tuple(f"c{i + 1}" for i in range(criteria))
+    k = len(names)
     p = pass_rate ** (1 / k)
     truth = (rng.random((n, k)) < p).astype(int)
 
-    def read(values: np.ndarray) -> np.ndarray:
-        return np.where(rng.random(values.shape) < noise, 1 - values, values)
+    def read(values: np.ndarray, item: int, text: int, words: int) -> np.ndarray:
+        if wholesale and rng.random() < wholesale:
+            return (rng.random(values.shape) < 0.5).astype(int)
+        out = np.where(rng.random(values.shape) < noise, 1 - values, values)
+        if fixed:
+            g = np.random.default_rng(np.random.SeedSequence([seed, item, text, words, 77]))
+            out = np.where(g.random(values.shape) < fixed, 1 - out, out)
+        return out
 
     out = []
-    for t in truth:
+    for item, t in enumerate(truth):
+        seen = t.copy()  # what the verifier (and a judge sharing its blind spot) sees
+        if blind_spot and rng.random() < blind_spot:
+            seen[0] = 1 - seen[0]
         if judge == "oracle":
             claim = t.copy()
+        elif judge == "blind_spot":  # right except where it shares the verifier's blind spot
+            claim = seen.copy()
         elif judge == "always_pass":
             claim = np.ones(k, int)
         elif judge == "random":
@@ -55,25 +76,28 @@ def audit_items(judge: str, *, n: int = 200, pass_rate: float = 0.5, noise: floa
             claim = t.copy() if rng.random() < 0.7 else (rng.random(k) < 0.5).astype(int)
         else:
             raise ValueError(f"unknown simulated judge {judge!r}; use {AUDIT_JUDGES}")
-        vx, again = read(t), read(t)
+        vx = read(seen, item, 0, 0)
+        again = read(seen, item, 0, 0 if reread == "same" else 1)
         label, vlabel = int(claim.all()), int(vx.all())
         ok = bool(label == vlabel and (claim == vx).all())  # challenge 0
         reached = 0
         if ok:
-            source = claim if judge == "liar" else t  # the liar realises its claims
-            for _ in range(rounds):
+            # the liar realises its claims; a faithful paraphrase keeps x's values, which
+            # a blind spot misreads again
+            source = claim if judge == "liar" else seen
+            for r in range(rounds):
                 reached += 1
-                if not (read(source) == vx).all():  # challenge 1 = 2 without clauses
+                if not (read(source, item, r + 1, 0) == vx).all():  # challenge 1 = 2
                     ok = False
                     break
         out.append(ItemEvidence(
             success=ok, judge_label=label, verifier_label=vlabel,
-            claimed=dict(zip(CRITERIA, claim.tolist())), verifier_top=dict(zip(CRITERIA,
-                                                                              vx.tolist())),
+            claimed=dict(zip(names, claim.tolist())), verifier_top=dict(zip(names,
+                                                                           vx.tolist())),
             verifier_total=tuple(vx.tolist()), reread_total=tuple(again.tolist()),
-            reread_top=dict(zip(CRITERIA, again.tolist())),
+            reread_top=dict(zip(names, again.tolist())),
             human_label=int(t.all()) if labelled else None,
-            human_criteria=dict(zip(CRITERIA, t.tolist())) if labelled else {},
+            human_criteria=dict(zip(names, t.tolist())) if labelled else {},
             rounds_reached=reached, distinct_x_primes=reached))
     return out
 
