@@ -8,8 +8,12 @@ rates over sampling designs.
 2. Audit, simulated protocol (``judgekit.testing.simulate.audit_items`` fed to the
    runner's own ``decide``), RUNS runs of 200 items per case: always-pass at 88% and
    50% pass rates; oracle with verifier noise 0, 0.02, 0.05, 0.15; random;
-   self-consistent liar; right on 70% of items and random on 30%. Trustworthy: the
-   oracle (false negative = "do not trust"); not trustworthy: the others (false
+   self-consistent liar; right on 70% of items and random on 30%; and what a verifier
+   cannot see (issue 34): a temperature-0 verifier with 5% fixed misreads under a perfect
+   judge, 5% of readings failing wholesale (10 criteria) under a perfect judge and under
+   one right on 70% of items, a blind spot on 30% of items shared by judge and verifier
+   (with human rubric values, or without them and one model family). Trustworthy: the
+   oracles (false negative = "do not trust"); not trustworthy: the others (false
    positive = "trust").
 3. Probe (``probe_verdicts`` fed to the runner's ``analyse``), 400 pairs, RUNS runs:
    deterministic unbiased (temperature 0), stochastic unbiased, position bias of 5 and
@@ -56,19 +60,39 @@ def real_runner_decisions() -> dict[str, str]:
                 res = judges.scripted_audit(work, j, p, n=200, verifier_noise=noise,
                                             concurrency=32)
                 out[key] = res["verdict"]["decision"]
+            # a perfect judge, a temperature-0 verifier with 5% fixed misreads, human
+            # rubric values on the items (issue 34)
+            res = judges.scripted_audit(work, "oracle", "faithful", n=200,
+                                        verifier_noise=0.05, fixed=True, concurrency=32)
+            out["oracle_temp0_verifier_decision"] = res["verdict"]["decision"]
     return out
 
 
-AUDIT_CASES = {
-    "always_pass_88": ("always_pass", 0.88, 0.0, False),
-    "always_pass_50": ("always_pass", 0.5, 0.0, False),
-    "oracle_noise_0": ("oracle", 0.5, 0.0, True),
-    "oracle_noise_002": ("oracle", 0.5, 0.02, True),
-    "oracle_noise_005": ("oracle", 0.5, 0.05, True),
-    "oracle_noise_015": ("oracle", 0.5, 0.15, True),
-    "random": ("random", 0.5, 0.0, False),
-    "selfconsistent_liar": ("liar", 0.5, 0.0, False),
-    "right_70_random_30": ("mostly_right", 0.5, 0.0, False),
+AUDIT_CASES: dict[str, tuple[str, float, float, bool, dict[str, object]]] = {
+    "always_pass_88": ("always_pass", 0.88, 0.0, False, {}),
+    "always_pass_50": ("always_pass", 0.5, 0.0, False, {}),
+    "oracle_noise_0": ("oracle", 0.5, 0.0, True, {}),
+    "oracle_noise_002": ("oracle", 0.5, 0.02, True, {}),
+    "oracle_noise_005": ("oracle", 0.5, 0.05, True, {}),
+    "oracle_noise_015": ("oracle", 0.5, 0.15, True, {}),
+    "random": ("random", 0.5, 0.0, False, {}),
+    "selfconsistent_liar": ("liar", 0.5, 0.0, False, {}),
+    "right_70_random_30": ("mostly_right", 0.5, 0.0, False, {}),
+    # issue 34's adversaries: what the verifier cannot see
+    "oracle_temp0_fixed_005": ("oracle", 0.5, 0.0, True, {"fixed": 0.05, "criteria": 6}),
+    "oracle_temp0_fixed_005_no_people": ("oracle", 0.5, 0.0, True,
+                                         {"fixed": 0.05, "criteria": 6, "labelled": False}),
+    "oracle_wholesale_005": ("oracle", 0.5, 0.0, True,
+                             {"wholesale": 0.05, "criteria": 10, "labelled": False}),
+    "shared_blind_spot_30": ("blind_spot", 0.5, 0.0, False, {"blind_spot": 0.3}),
+    "shared_blind_spot_30_same_family": ("blind_spot", 0.5, 0.0, False,
+                                         {"blind_spot": 0.3, "labelled": False,
+                                          "same_family": True}),
+    "wholesale_005_right_70": ("mostly_right", 0.5, 0.0, False,
+                               {"wholesale": 0.05, "criteria": 10}),
+    "wholesale_005_right_70_no_people": ("mostly_right", 0.5, 0.0, False,
+                                         {"wholesale": 0.05, "criteria": 10,
+                                          "labelled": False}),
 }
 
 
@@ -78,12 +102,15 @@ def audit_table() -> tuple[list[list[str]], dict[str, float]]:
 
     rows, figs = [], {}
     fp = fn = n_bad = n_good = 0
-    for name, (judge, rate, noise, good) in AUDIT_CASES.items():
+    for name, (judge, rate, noise, good, extra) in AUDIT_CASES.items():
         c: collections.Counter[str] = collections.Counter()
         rules: collections.Counter[str] = collections.Counter()
+        kw = dict(extra)
+        same_family = bool(kw.pop("same_family", False))
         for s in range(RUNS):
-            d = decide(audit_items(judge, n=200, pass_rate=rate, noise=noise, seed=s),
-                       DecisionSettings(seed=s, resamples=500))
+            d = decide(audit_items(judge, n=200, pass_rate=rate, noise=noise, seed=s,
+                                   **kw),  # type: ignore[arg-type]
+                       DecisionSettings(seed=s, resamples=500, same_family=same_family))
             c[d["decision"]] += 1
             rules[d["rule"]] += 1
         trust, no, inc = (c[k] / RUNS for k in ("trust", "do not trust", "inconclusive"))
@@ -101,6 +128,11 @@ def audit_table() -> tuple[list[list[str]], dict[str, float]]:
               file=sys.stderr)
     figs["audit_trust_false_positive_rate"] = fp / n_bad
     figs["audit_trust_false_negative_rate"] = fn / n_good
+    figs["shared_blind_spot_trusted"] = max(figs["audit_shared_blind_spot_30_trust"],
+                                            figs["audit_shared_blind_spot_30_same_family_trust"])
+    figs["wholesale_failure_70_trusted"] = max(
+        figs["audit_wholesale_005_right_70_trust"],
+        figs["audit_wholesale_005_right_70_no_people_trust"])
     return rows, figs
 
 
