@@ -12,6 +12,9 @@
   ``self_preference`` / ``length_bias``): 800 pairs with a known correct answer, a
   judge that is right 85% of the time and, with probability 0.10, picks its own
   family's answer (the longer answer) whatever its quality. No padding transform.
+  Confounded by dataset (issue 34): half the pairs easy (judge right 95%, the feature
+  side better on 80%), half hard (60%, 20%), no preference: flagged at most 10% of runs
+  once preferences are compared within datasets (pooled: every run).
 - Sequential mode (judgekit.probe.sequential.gather) against the fixed design
   (analyse at n_pairs = 400) on a swap probe, half the judges unbiased and half with
   a position bias of 0.15 (P(first slot) - 0.5), preferences from Beta(0.2, 0.2):
@@ -115,8 +118,13 @@ def _natural_pairs(rng: np.random.Generator, n: int) -> list[Pair]:
 
 
 def preference_runs(feature: str, strength: float, sims: int, seed: int, n: int = 800,
-                    accuracy: float = 0.85) -> float:
-    """Share of runs in which the feature preference is shown, toward the feature."""
+                    accuracy: float = 0.85, confounded: bool = False) -> float:
+    """Share of runs in which the feature preference is shown, toward the feature.
+
+    ``confounded``: two datasets of n/2 pairs; on "easy" the judge is right 95% of the
+    time and the feature side is the better answer on 80% of pairs, on "hard" 60% and
+    20% (a judge with no preference then errs toward the feature mostly where it errs
+    anyway: pooled over datasets that reads as a preference)."""
     rng = np.random.default_rng(seed)
     cfg = _cfg(transforms=[])
     key = {"own": "self_preference", "longer": "length_bias"}[feature]
@@ -124,14 +132,21 @@ def preference_runs(feature: str, strength: float, sims: int, seed: int, n: int 
     for _ in range(sims):
         pairs = _natural_pairs(rng, n)
         verdicts = []
-        for p in pairs:
+        for i, p in enumerate(pairs):
             if feature == "own":
                 fav = "a" if "gpt" in (p.model_a or "") else "b"
             else:
                 fav = "a" if len(p.a) > len(p.b) else "b"
+            acc = accuracy
+            if confounded:
+                easy = i < n // 2
+                p.dataset = "easy" if easy else "hard"
+                acc = 0.95 if easy else 0.6
+                other = "b" if fav == "a" else "a"
+                p.correct = fav if rng.random() < (0.8 if easy else 0.2) else other
             wrong = "b" if p.correct == "a" else "a"
             pick = fav if rng.random() < strength else (
-                p.correct if rng.random() < accuracy else wrong)
+                p.correct if rng.random() < acc else wrong)
             verdicts.append({"run0": pick, "run1": pick, PLACEBO: pick})
         row = analyse(cfg, pairs, verdicts)[key]
         hits += bool(row) and row["verdict"] == "preference shown" and row["preference"] > 0
@@ -201,6 +216,12 @@ def main() -> None:
         "self_preference_false_flag": preference_runs("own", 0.0, sims, args.seed + 6),
         "length_bias_natural_detected": preference_runs("longer", 0.10, sims, args.seed + 7),
         "length_bias_natural_false_flag": preference_runs("longer", 0.0, sims, args.seed + 8),
+        "self_preference_confounded_false_flag": preference_runs(
+            "own", 0.0, sims, args.seed + 9, confounded=True),
+        "length_bias_confounded_false_flag": preference_runs(
+            "longer", 0.0, sims, args.seed + 10, confounded=True),
+        "self_preference_confounded_detected": preference_runs(
+            "own", 0.10, sims, args.seed + 11, confounded=True),
     }
     seq = sequential_runs(sims, args.seed + 9)
     out.update(seq)

@@ -78,7 +78,7 @@ def test_clustered_rate_with_two_clusters_has_a_design_effect():
 
 def test_feature_preference_without_both_groups():
     p = pf.feature_preference(["a", "a"], ["b", "b"], ["a", "b"])
-    assert p == (None, None, 1.0, 2, None, 2, None, 0)
+    assert p == (None, None, 1.0, 2, None, 2, None, 0, 1)
     with pytest.raises(StatsError, match="one entry per pair"):
         pf.feature_preference(["a"], ["a", "b"], ["a"])
 
@@ -258,3 +258,31 @@ def test_betting_cs_input_checks_and_bounds():
     assert s.decision == "ruled out" and s.ci == pytest.approx([-0.003, 0.003])
     assert paired_difference_cs([0] * 200, 0.95, 0.03).decision == "open"  # +-0.036
     assert paired_difference_cs([0] * 200, 0.95, 0.04).decision == "ruled out"
+
+
+def test_stratified_preference_is_the_mantel_haenszel_risk_difference_by_hand():
+    # stratum x: feature worse on 10 pairs (judge errs toward it on 4), better on 20
+    # (errs away on 2); stratum y: worse 30 (errs 3), better 10 (errs 5)
+    feature, better, chosen, strata = [], [], [], []
+    for st, nw, kw, nb, kb in (("x", 10, 4, 20, 2), ("y", 30, 3, 10, 5)):
+        for i in range(nw):
+            feature.append("a"), better.append("b"), strata.append(st)
+            chosen.append("a" if i < kw else "b")
+        for i in range(nb):
+            feature.append("a"), better.append("a"), strata.append(st)
+            chosen.append("b" if i < kb else "a")
+    p = pf.feature_preference(feature, better, chosen, 0.95, strata=strata)
+    w = [10 * 20 / 30, 30 * 10 / 40]
+    d = [0.4 - 0.1, 0.1 - 0.5]
+    assert p.strata == 2 and p.preference == pytest.approx((w[0] * d[0] + w[1] * d[1]) / sum(w))
+
+    def v(k, n):
+        t = (k + 0.5) / (n + 1)
+        return t * (1 - t) / n
+
+    se = math.sqrt(w[0] ** 2 * (v(4, 10) + v(2, 20)) + w[1] ** 2 * (v(3, 30) + v(5, 10))) / sum(w)
+    z = 1.959963984540054
+    assert p.ci == pytest.approx([p.preference - z * se, p.preference + z * se])
+    # pooled, the same rows give another answer: the strata are what separates them
+    pooled = pf.feature_preference(feature, better, chosen, 0.95)
+    assert pooled.strata == 1 and pooled.preference != pytest.approx(p.preference)

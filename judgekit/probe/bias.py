@@ -104,11 +104,30 @@ def _reference_note(pairs: list[Pair]) -> str:
     return ", ".join(f"{k} on {v} pairs" for k, v in counts.items() if v) or "none"
 
 
+CAVEAT = ("a reference that is itself sometimes wrong (a second judge, people) pulls the "
+          "measured preference toward 0, or toward the reference's own preferences: not "
+          "corrected")
+
+
+def _strata(pairs: list[Pair], groups: list[int] | None) -> list[str | None] | None:
+    """Each verdict's dataset (both orders: the pairs twice), None when pairs carry none."""
+    ds = [p.dataset for p in pairs]
+    if len({d for d in ds if d is not None}) < 2:
+        return None
+    return ds * 2 if groups is not None else ds
+
+
 def _with_verdict(pref: Any, level: float, what: str, reference: str) -> dict[str, Any]:
     alpha = 1 - level
     shown = pref.preference is not None and pref.p_value < alpha and pref.ci is not None \
         and (pref.ci[0] > 0 or pref.ci[1] < 0)
-    return {"what": what, "preference": pref.preference, "ci": pref.ci,
+    extra: dict[str, Any] = {}
+    if pref.strata > 1:
+        what += f"; within each of {pref.strata} datasets, combined (Mantel-Haenszel)"
+        extra["strata"] = pref.strata
+    if "second judge" in reference or "human preference" in reference:
+        extra["reference_caveat"] = CAVEAT
+    return {**extra, "what": what, "preference": pref.preference, "ci": pref.ci,
             "p_value": pref.p_value, "n": pref.n, "reference": reference,
             "error_when_worse": {"rate": pref.error_when_worse, "n": pref.n_worse},
             "error_when_better": {"rate": pref.error_when_better, "n": pref.n_better},
@@ -154,7 +173,7 @@ def self_preference(pairs: list[Pair], chosen: list[str | None], family: str,
                 "verdict": f"not measured: no pair has exactly one answer from the judge's "
                            f"family {family!r} (set judge_family)"}
     f, r, c, g = _orders(feature, [_reference(p) for p in pairs], chosen, swapped)
-    pref = feature_preference(f, r, c, level, groups=g)
+    pref = feature_preference(f, r, c, level, groups=g, strata=_strata(pairs, g))
     out = _with_verdict(pref, level, f"P(own family picked when worse) - P(other picked "
                         f"when own is better); family {family!r}", _reference_note(pairs))
     out["orders"] = ORDERS[g is not None]
@@ -184,7 +203,7 @@ def length_preference(pairs: list[Pair], chosen: list[str | None], level: float,
     reg = _length_regression(pairs, chosen, refs, level)
     fs, rs, cs, gs = _orders(feature, refs, chosen, swapped)
     if any(f and r for f, r in zip(feature, refs)):
-        pref = feature_preference(fs, rs, cs, level, groups=gs)
+        pref = feature_preference(fs, rs, cs, level, groups=gs, strata=_strata(pairs, gs))
         if pref.preference is not None:
             out = _with_verdict(pref, level, "P(longer picked when worse) - P(shorter "
                                 "picked when longer is better)", _reference_note(pairs))

@@ -26,6 +26,7 @@ class Pair:
     model_a: str | None = None  # the model that wrote answer A (for self-preference)
     model_b: str | None = None
     reference: str | None = None  # a second judge's pick, the quality reference
+    dataset: str | None = None  # where the pair comes from (preferences are compared within)
 
 
 def load_pairs(path: str | Path) -> list[Pair]:
@@ -44,7 +45,8 @@ def load_pairs(path: str | Path) -> list[Pair]:
             humans = r.get("humans")
             pair = Pair(str(r["id"]), str(r["question"]), str(r["a"]), str(r["b"]),
                         r.get("correct"), r.get("human") or (humans[0] if humans else None),
-                        humans, _opt_str(r.get("model_a")), _opt_str(r.get("model_b")))
+                        humans, _opt_str(r.get("model_a")), _opt_str(r.get("model_b")),
+                        dataset=_opt_str(r.get("dataset")))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DataError(f"{p} line {n}: need JSON with id, question, a, b ({exc})") \
                 from exc
@@ -81,7 +83,8 @@ def pairs_from_datasets(names: list[str], paths: dict[str, str], n: int, seed: i
                 continue
             first = bool(rng.random() < 0.5)
             a, b = (q.gold, wrong) if first else (wrong, q.gold)
-            got.append(Pair(f"{name}:{q.id}", q.text, a, b, "a" if first else "b"))
+            got.append(Pair(f"{name}:{q.id}", q.text, a, b, "a" if first else "b",
+                            dataset=name))
         per.append([got[i] for i in rng.permutation(len(got))])
     out: list[Pair] = []
     depth = 0

@@ -123,10 +123,13 @@ class Preference(Record):
     p_adjusted: float | None = None
     n: int = 0
     reference: str | None = None
+    # what an imperfect reference (a second judge, people) does to the measure
+    reference_caveat: str | None = None
     error_when_worse: ErrorRate | None = None
     error_when_better: ErrorRate | None = None
     verdict: str
     orders: str | None = None  # both orders (position controlled) or as given
+    strata: int | None = None  # datasets compared within (Mantel-Haenszel), when > 1
     family: str | None = None
     pairs_with_one_own: int | None = None
     regression: Regression | None = None

@@ -102,6 +102,7 @@ class Preference(NamedTuple):
     n_worse: int
     error_when_better: float | None  # P(other side picked | feature side better)
     n_better: int
+    strata: int = 1  # strata the difference was combined over (Mantel-Haenszel)
 
 
 def newcombe_unpaired(k1: int, n1: int, k2: int, n2: int, level: float = 0.95
@@ -121,7 +122,8 @@ def newcombe_unpaired(k1: int, n1: int, k2: int, n2: int, level: float = 0.95
 
 def feature_preference(feature: Sequence[str | None], better: Sequence[str | None],
                        chosen: Sequence[str | None], level: float = 0.95,
-                       groups: Sequence[Any] | None = None) -> Preference:
+                       groups: Sequence[Any] | None = None,
+                       strata: Sequence[Any] | None = None) -> Preference:
     """The asymmetry of errors (module docstring) over pairs: ``feature[i]`` is the side
     ("a"/"b") carrying the feature (None: neither or both), ``better[i]`` the side the
     reference prefers, ``chosen[i]`` the judge's pick. Newcombe's unpaired interval
@@ -133,13 +135,21 @@ def feature_preference(feature: Sequence[str | None], better: Sequence[str | Non
     (its feature and reference do not change with the order), so the two error rates
     stay independent; each is then a clustered rate: Newcombe's interval from Wilson
     limits at the effective n (design effect, as ``clustered_rate``) and a z test with
-    the design-effect-inflated null variance."""
+    the design-effect-inflated null variance.
+
+    ``strata`` (the dataset of each verdict) compares the two error rates within each
+    stratum and combines the differences with Mantel-Haenszel weights (see
+    :func:`stratified_preference`): pooled, a judge with no preference is flagged when
+    its accuracy and the feature's quality both vary by dataset."""
     from scipy.stats import fisher_exact, norm
 
     if not len(feature) == len(better) == len(chosen) or (
-            groups is not None and len(groups) != len(feature)):
-        raise StatsError("feature, better, chosen (and groups) need one entry per pair "
-                         "(per verdict with groups)")
+            groups is not None and len(groups) != len(feature)) or (
+            strata is not None and len(strata) != len(feature)):
+        raise StatsError("feature, better, chosen (and groups, strata) need one entry per "
+                         "pair (per verdict with groups)")
+    if strata is not None and len({x for x in strata if x is not None}) > 1:
+        return stratified_preference(feature, better, chosen, level, groups, strata)
     keys = list(range(len(feature))) if groups is None else list(groups)
     worse: dict[Any, list[bool]] = {}
     good: dict[Any, list[bool]] = {}
@@ -172,6 +182,58 @@ def feature_preference(feature: Sequence[str | None], better: Sequence[str | Non
     se = math.sqrt(pooled * (1 - pooled) * (d1 / n1 + d2 / n2))
     pv = 1.0 if se == 0 else float(2 * norm.sf(abs(d) / se))
     return Preference(d, ci, pv, n1 + n2, p1, n1, p2, n2)
+
+
+def stratified_preference(feature: Sequence[str | None], better: Sequence[str | None],
+                          chosen: Sequence[str | None], level: float,
+                          groups: Sequence[Any] | None, strata: Sequence[Any]) -> Preference:
+    """The error asymmetry within each stratum, d_s = P(err | feature worse) -
+    P(err | feature better), combined as the Mantel-Haenszel risk difference
+    d = sum w_s d_s / sum w_s, w_s = m1 m2 / (m1 + m2) at the effective counts
+    m = n / deff (pairs judged in both orders are clusters), with variance
+    sum w_s^2 (v1_s + v2_s) / (sum w_s)^2, v = p~ (1 - p~) deff / n at
+    p~ = (k + 1/2) / (n + 1) (a stratum with no error keeps a variance); a normal
+    interval clipped to [-1, 1] and a z test against the within-stratum pooled rate.
+    Strata where the feature is never (or always) the better side carry no weight."""
+    from scipy.special import ndtri
+    from scipy.stats import norm
+
+    keys = list(range(len(feature))) if groups is None else list(groups)
+    cells: dict[Any, tuple[dict[Any, list[bool]], dict[Any, list[bool]]]] = {}
+    for f, r, c, g, st in zip(feature, better, chosen, keys, strata):
+        if f not in ("a", "b") or r not in ("a", "b") or c not in ("a", "b"):
+            continue
+        worse, good = cells.setdefault(st, ({}, {}))
+        (good if f == r else worse).setdefault(g, []).append(c != f if f == r else c == f)
+    num = den = var = var0 = 0.0
+    k1t = n1t = k2t = n2t = used = 0
+    for worse, good in cells.values():
+        w_err = [x for v in worse.values() for x in v]
+        b_err = [x for v in good.values() for x in v]
+        n1, n2 = len(w_err), len(b_err)
+        k1t, n1t, k2t, n2t = k1t + sum(w_err), n1t + n1, k2t + sum(b_err), n2t + n2
+        if n1 == 0 or n2 == 0:
+            continue
+        d1 = _design_effect(list(worse.values()))[2]
+        d2 = _design_effect(list(good.values()))[2]
+        m1, m2 = n1 / d1, n2 / d2
+        w = m1 * m2 / (m1 + m2)
+        p1, p2 = sum(w_err) / n1, sum(b_err) / n2
+        t1, t2 = (sum(w_err) + 0.5) / (n1 + 1), (sum(b_err) + 0.5) / (n2 + 1)
+        p0 = (sum(w_err) + sum(b_err) + 0.5) / (n1 + n2 + 1)
+        num += w * (p1 - p2)
+        den += w
+        var += w * w * (t1 * (1 - t1) / m1 + t2 * (1 - t2) / m2)
+        var0 += w * w * p0 * (1 - p0) * (1 / m1 + 1 / m2)
+        used += 1
+    if den == 0:
+        return Preference(None, None, 1.0, n1t + n2t, None, n1t, None, n2t, used)
+    d = num / den
+    se, se0 = math.sqrt(var) / den, math.sqrt(var0) / den
+    z = float(ndtri(0.5 + level / 2))
+    pv = 1.0 if se0 == 0 else float(2 * norm.sf(abs(d) / se0))
+    return Preference(d, [max(-1.0, d - z * se), min(1.0, d + z * se)], pv, n1t + n2t,
+                      k1t / n1t if n1t else None, n1t, k2t / n2t if n2t else None, n2t, used)
 
 
 def paired_n_needed(discordant: float, effect: float, power: float = 0.8,

@@ -38,6 +38,8 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                       "label": majority(people),
                       **({"humans": people} if len(annotators) >= 2 else {}),
                       "chosen": {"first": first, "second": second}.get(w),
+                      **({"dataset": str(r.get(roles["dataset"]))} if "dataset" in roles
+                         else {}),
                       **({"models": [str(r.get(roles["model_first"])),
                                      str(r.get(roles["model_second"]))]}
                          if "model_first" in roles and "model_second" in roles else {})})
@@ -205,8 +207,12 @@ def _preference(key: str, name: str, feature: list[str | None], items: list[JSON
     order_note = ("both orders of each pair (position cancels; the pair is the cluster)"
                   if both else "one order per pair: a position bias can leak into it "
                   "(record both orders to control it)")
-    pref = feature_preference(feature, better, chosen, cfg.level, groups=groups)
-    what = f"P({name} picked when worse) - P(other picked when {name} is better)"
+    strata = [x.get("dataset") for x in items]
+    pref = feature_preference(feature, better, chosen, cfg.level, groups=groups,
+                              strata=strata if len(set(strata) - {None}) > 1 else None)
+    what = f"P({name} picked when worse) - P(other picked when {name} is better)" + (
+        f", within each of {pref.strata} datasets (Mantel-Haenszel)" if pref.strata > 1
+        else "")
     if pref.preference is not None and pref.ci is not None:
         shown = pref.p_value < 1 - cfg.level and (pref.ci[0] > 0 or pref.ci[1] < 0)
         return Measure(key=key, what=what, estimate=pref.preference, ci=pref.ci, n=pref.n,

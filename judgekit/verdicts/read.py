@@ -29,7 +29,8 @@ PAIRWISE = {"pair_id": ("pair_id", "pair", "pid"),
             "winner": ("winner", "verdict", "judge", "preference"),
             "label": ("label", "human", "gold", "human_label"),
             "model_first": ("model_first", "first_model", "system_first"),
-            "model_second": ("model_second", "second_model", "system_second")}
+            "model_second": ("model_second", "second_model", "system_second"),
+            "dataset": ("dataset", "source", "subset", "task")}
 REQUIRED = {"pointwise": ("judge",), "pairwise": ("first", "second", "winner")}
 
 
