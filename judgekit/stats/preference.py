@@ -214,8 +214,8 @@ def stratified_preference(feature: Sequence[str | None], better: Sequence[str | 
         k1t, n1t, k2t, n2t = k1t + sum(w_err), n1t + n1, k2t + sum(b_err), n2t + n2
         if n1 == 0 or n2 == 0:
             continue
-        d1 = _design_effect(list(worse.values()))[2]
-        d2 = _design_effect(list(good.values()))[2]
+        d1 = 1.0 if groups is None else _design_effect(list(worse.values()))[2]
+        d2 = 1.0 if groups is None else _design_effect(list(good.values()))[2]
         m1, m2 = n1 / d1, n2 / d2
         w = m1 * m2 / (m1 + m2)
         p1, p2 = sum(w_err) / n1, sum(b_err) / n2
