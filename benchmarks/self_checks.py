@@ -2,7 +2,8 @@
 
 - The tagger check (judgekit.vbscore.selfcheck.tagger_check): runs of 12, 20 or 40
   tagging calls (3 answers, 3 readings; the demo has 12) from a tagger that tags by
-  slot and one that tags by content, each with 10% of tags replaced at random.
+  slot, one that tags by content, and ones positional in 30% or 40% of calls, each
+  with 10% of tags replaced at random.
 - Injection (judgekit.probe.analysis.analyse, transform "inject"): 400 pairs; the
   judge's preference for answer A per pair is drawn from Beta(0.5, 0.5) (most pairs
   clear to the judge, some a coin flip); a judge that obeys the planted instruction
@@ -50,8 +51,11 @@ def _noisy(tags: list[str], rng: np.random.Generator, noise: float) -> list[str]
     return [str(rng.choice(TAGS)) if rng.random() < noise else t for t in tags]
 
 
-def tagger_runs(kind: str, sims: int, seed: int, noise: float = 0.1) -> float:
-    """Share of simulated runs whose tagger is flagged as following position."""
+def tagger_runs(kind: str, sims: int, seed: int, noise: float = 0.1,
+                positional: float = 0.0) -> float:
+    """Share of simulated runs whose tagger is flagged as following position (wholly,
+    or partly); ``kind="partial"``: each call positional with probability
+    ``positional``, else by content."""
     rng = np.random.default_rng(seed)
     flagged = 0
     for s in range(sims):
@@ -60,7 +64,7 @@ def tagger_runs(kind: str, sims: int, seed: int, noise: float = 0.1) -> float:
         for c in range(calls):
             truth = [str(rng.choice(TAGS)) for _ in range(3)]  # each answer's reading
             perm = rotation(seed * 100_003 + s * 1_009 + c, 3)
-            if kind == "position":
+            if kind == "position" or (kind == "partial" and rng.random() < positional):
                 slot = ["0", "1", "none"]
                 tags, rot, pla = (_noisy(slot, rng, noise) for _ in range(3))
             else:
@@ -68,7 +72,7 @@ def tagger_runs(kind: str, sims: int, seed: int, noise: float = 0.1) -> float:
                 rot = _noisy([truth[perm[j]] for j in range(3)], rng, noise)
                 pla = _noisy(truth, rng, noise)
             checks.append(TagCheck(tags, perm, rot, pla))
-        flagged += tagger_check(checks, 0.95)["decision"] == "position"
+        flagged += tagger_check(checks, 0.95)["decision"] in ("position", "partly position")
     return flagged / sims
 
 
@@ -183,7 +187,7 @@ def sequential_runs(sims: int, seed: int, n: int = 400, bias: float = 0.15
             return [v[i] for i in idx]
 
         fixed = analyse(fixed_cfg, pairs, verdicts)["position_bias"]["verdict"] == "biased"
-        got, seq = asyncio.run(gather(seq_cfg, n, ask, False))
+        _, got, seq = asyncio.run(gather(seq_cfg, n, ask, False))
         shown = any(d["name"] == "swap" and d["question"] == "direction"
                     and d["decision"] == "shown" for d in seq["decisions"])
         asked.append(len(got))
@@ -200,6 +204,57 @@ def sequential_runs(sims: int, seed: int, n: int = 400, bias: float = 0.15
             "sequential_bias": bias, "sequential_max_pairs": n}
 
 
+def _default_verdicts(kind: str, n: int, seed: int, bias: float
+                      ) -> list[dict[str, str | None]]:
+    """The four default transforms' verdicts (swap, rename, pad, inject) of a simulated
+    judge (judgekit.testing.simulate.probe_verdicts; inject: ignored, as the placebo)."""
+    from judgekit.testing.simulate import probe_verdicts
+
+    _, verdicts = probe_verdicts(kind, n=n, seed=seed, bias=bias)
+    for i, v in enumerate(verdicts):
+        v["inject"], v["inject:side"] = v.get(PLACEBO), "a" if i % 2 == 0 else "b"
+    return verdicts
+
+
+def sequential_default_runs(sims: int, seed: int, n: int = 400) -> dict[str, float]:
+    """Sequential mode as configured by default (four transforms, stop at the first
+    finding): pairs saved for a judge with a 10-point position bias, false findings for
+    an unbiased one; and a pairs file sorted by dataset, the first half unbiased and the
+    second with a 10-point position bias (5 points on average): the share of runs that
+    rule the bias out ("no bias beyond the margin"), and of runs whose reported interval
+    excludes the estimate from the pairs asked."""
+    cfg = _cfg(sequential=True)
+    saved, false_find, ruled_out, excluded = [], 0, 0, 0
+    for s in range(sims):
+        runs = {"biased": _default_verdicts("position", n, seed + s, 0.10),
+                "unbiased": _default_verdicts("stochastic", n, seed + 10_000 + s, 0.0),
+                "sorted": (_default_verdicts("stochastic", n // 2, seed + 20_000 + s, 0.0)
+                           + _default_verdicts("position", n // 2, seed + 30_000 + s, 0.10))}
+        for name, verdicts in runs.items():
+            c = cfg.model_copy(update={"seed": seed + s})
+
+            async def ask(idx: list[int], v: list = verdicts) -> list:
+                return [v[i] for i in idx]
+
+            _, got, seq = asyncio.run(gather(c, n, ask, False))
+            assert seq is not None
+            swap = next(d for d in seq["decisions"] if d["name"] == "swap"
+                        and d["question"] == "direction")
+            if name == "biased":
+                saved.append(1 - len(got) / n)
+            elif name == "unbiased":
+                false_find += any(d["decision"] == "shown" for d in seq["decisions"])
+            else:
+                ruled_out += swap["decision"] == "ruled out"
+                first = np.mean([v["run0:first"] == "first" for v in got])
+                est = float(first) - 0.5
+                excluded += not swap["ci"][0] <= est <= swap["ci"][1]
+    return {"sequential_calls_saved_default": float(np.mean(saved)),
+            "sequential_default_false_finding": false_find / sims,
+            "sequential_sorted_file_error": ruled_out / sims,
+            "sequential_sorted_file_interval_excludes_estimate": excluded / sims}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sims", type=int, default=200)
@@ -210,6 +265,10 @@ def main() -> None:
     out = {
         "tagger_position_flagged": tagger_runs("position", sims, args.seed + 1),
         "tagger_content_false_flag": tagger_runs("content", sims, args.seed + 2),
+        "tagger_partial_flagged": tagger_runs("partial", sims, args.seed + 13,
+                                              positional=0.4),
+        "tagger_partial_30_flagged": tagger_runs("partial", sims, args.seed + 14,
+                                                 positional=0.3),
         "injection_detected": injection_runs(0.10, sims, args.seed + 3),
         "injection_false_flag": injection_runs(0.0, sims, args.seed + 4),
         "self_preference_detected": preference_runs("own", 0.10, sims, args.seed + 5),
@@ -225,6 +284,7 @@ def main() -> None:
     }
     seq = sequential_runs(sims, args.seed + 9)
     out.update(seq)
+    out.update(sequential_default_runs(max(20, sims // 10), args.seed + 12))
     out.update(level=0.95, sims=sims, injection_pairs=400, preference_pairs=800,
                seconds=round(time.perf_counter() - t0, 1))
     for k, v in out.items():

@@ -30,6 +30,7 @@ from judgekit.vbscore.selfcheck import (
     rotation,
     tag_key,
     tagger_check,
+    verdict,
 )
 
 
@@ -155,8 +156,11 @@ def test_tagger_check_decisions():
     con = tagger_check(_checks("content", 8), 0.95)
     assert con["decision"] == "content" and con["content_agreement"]["rate"] == 1.0
     assert tagger_check(_checks("flat", 8))["decision"] == "untestable"
-    # five of five: p = 0.0625 is not below 0.05
-    assert tagger_check(_checks("position", 5), 0.95)["decision"] == "undecided"
+    # five of five: p = 0.0625 is not below 0.05, yet the positional share is shown
+    # above 10% ([0.57, 1]): the headline is marked all the same
+    five = tagger_check(_checks("position", 5), 0.95)
+    assert five["decision"] == "partly position" and "5 of 5" in five["reason"]
+    assert verdict(five)[0] is False
     assert tagger_check(_checks("position", 5), 0.9)["decision"] == "position"
 
 

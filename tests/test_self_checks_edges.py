@@ -31,7 +31,14 @@ def test_defaults_are_95_percent():
     assert pf.newcombe_unpaired(3, 7, 5, 9, 0.8) != pf.newcombe_unpaired(3, 7, 5, 9)
     checks = [TagCheck(["0", "1", "none"], [1, 2, 0], ["0", "1", "none"], None)] * 6
     assert tagger_check(checks)["decision"] == "position"  # p = 2 / 64 < 0.05
-    assert tagger_check(checks[:5])["decision"] == "undecided"  # p = 0.0625
+    # five of five: the sign test's p = 0.0625 is not below 0.05, but the share of
+    # positional calls has its Wilson interval [0.57, 1] above 10%
+    assert tagger_check(checks[:5])["decision"] == "partly position"
+    content = TagCheck(["0", "1", "none"], [1, 2, 0], ["1", "none", "0"], None)
+    # one positional call of eight: share 1/8, interval [0.02, 0.47], sign test p = 0.07
+    mixed = tagger_check(checks[:1] + [content] * 7)
+    assert mixed["decision"] == "undecided"
+    assert mixed["position_share"]["ci"] == pytest.approx(list(wilson_interval(1, 8, 0.95)))
 
 
 def test_input_checks():
@@ -219,8 +226,11 @@ def test_sequential_gather_and_apply():
         asked.append(list(idx))
         return [first[i] for i in idx]
 
-    got, seq = asyncio.run(gather(cfg, 50, ask, False))
-    assert asked == [list(range(0, 10)), list(range(10, 20))]
+    idx, got, seq = asyncio.run(gather(cfg, 50, ask, False))
+    # a seeded random order (not the file's), returned in file order
+    order = np.random.default_rng(np.random.SeedSequence([cfg.seed, 515])).permutation(50)
+    assert asked == [order[:10].tolist(), order[10:20].tolist()]
+    assert idx == sorted(order[:20].tolist()) and seq["order"] == "random"
     assert len(got) == 20 and seq["looks"] == 2 and seq["stopped"] == "settled"
     assert seq["share_saved"] == pytest.approx(0.6)
     results = {"transforms": [{"name": "swap", "excess_ci": [0, 0]}],
@@ -235,8 +245,8 @@ def test_sequential_gather_and_apply():
     assert results["transforms"][0]["verdict"] == "inconsistent: flips more than the placebo"
     assert results["padding_bias"] is None and results["sequential"] is seq
     cfg_fixed = cfg.model_copy(update={"sequential": False})
-    got, seq = asyncio.run(gather(cfg_fixed, 50, ask, False))
-    assert len(got) == 50 and seq is None
+    idx, got, seq = asyncio.run(gather(cfg_fixed, 50, ask, False))
+    assert len(got) == 50 and seq is None and idx == list(range(50))
 
 
 def test_betting_cs_input_checks_and_bounds():

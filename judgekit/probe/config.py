@@ -76,8 +76,10 @@ class ProbeConfig(RunSettings, JudgedInput):
     sequential: bool = False
     sequential_batch: int = Field(20, ge=2)
     sequential_margin: float = Field(0.05, gt=0, lt=1)
-    # which decisions the stopping rule waits for: all, or one question's
-    sequential_on: Literal["all", "direction", "consistency"] = "all"
+    # when the probe stops: "finding" (default) at the first decision shown (a bias or
+    # an inconsistency: the judge is flagged), else once all are settled; "all" waits
+    # for every decision to be settled (ruling out needs many pairs); or one question's
+    sequential_on: Literal["finding", "all", "direction", "consistency"] = "finding"
     plan_power: float = Field(0.8, gt=0, lt=1)
     level: float = Field(0.95, gt=0, lt=1)
     resamples: int = Field(2000, ge=200)

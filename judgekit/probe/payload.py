@@ -176,6 +176,7 @@ class Sequential(Record):
     units_max: int
     share_saved: float
     decisions: list[SequentialDecision]
+    order: str | None = None  # "random": units asked in a seeded random order
 
 
 class ProbePayload(Payload):

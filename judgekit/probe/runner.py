@@ -142,8 +142,9 @@ def _pairwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
     async def ask(idx: list[int]) -> list[dict[str, str | None]]:
         return await _collect(cfg, client, pairs, idx)
 
-    verdicts, seq = client.run_until_complete(sequential.gather(cfg, len(pairs), ask, False))
-    results = analyse(cfg, pairs[: len(verdicts)], verdicts)
+    asked, verdicts, seq = client.run_until_complete(
+        sequential.gather(cfg, len(pairs), ask, False))
+    results = analyse(cfg, [pairs[i] for i in asked], verdicts)
     if seq:
         sequential.apply(results, seq)
     return results
@@ -184,10 +185,11 @@ def _pointwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:
                 v["inject:side"] = planted(i)
         return out
 
-    verdicts, seq = client.run_until_complete(sequential.gather(cfg, len(items), ask, True))
-    pairs = [Pair(f"item{i}", it.Prompt, it.Output, "", None,
-                  None if it.Label is None else ("a" if it.Label == 1 else "b"))
-             for i, it in enumerate(items[: len(verdicts)])]
+    asked, verdicts, seq = client.run_until_complete(
+        sequential.gather(cfg, len(items), ask, True))
+    pairs = [Pair(f"item{i}", items[i].Prompt, items[i].Output, "", None,
+                  None if items[i].Label is None else ("a" if items[i].Label == 1 else "b"))
+             for i in asked]
     results = analyse(cfg, pairs, verdicts, pointwise=True)
     results["mode"] = "pointwise"
     results["order_consistency"] = None

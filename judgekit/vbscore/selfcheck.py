@@ -9,8 +9,10 @@ answer slots where the two readings disagree (the tag of the answer now in slot 
 differs from the tag slot j had), each call counts content matches C and position
 matches P; a call follows position when P > C, content when C > P. The decision is an
 exact sign test over calls (the call is the unit: slots of one call are not
-independent) at the run's level; when the tagger is shown to follow position, the VB
-headline is marked unreliable.
+independent) at the run's level; when the tagger is shown to follow position, or the
+share of calls that follow position has its Wilson interval above 10% ("partly
+position": a content tagger with 10% noisy tags stays near 1%), the VB headline is
+marked unreliable.
 
 The interpretation generator: how often two replicas of a query agree on the top
 reading and on the whole set of readings (normalised labels), with intervals that
@@ -28,6 +30,9 @@ import numpy as np
 from judgekit.stats.preference import clustered_rate, sign_test
 
 _TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
+# a share of positional calls whose interval lies above this marks the headline: a
+# tagger positional in 30-50% of calls was called "undecided" by the sign test alone
+POSITION_TOLERANCE = 0.10
 
 
 def parse_tag(tag: str, n: int) -> int | None:
@@ -101,6 +106,12 @@ def tagger_check(checks: Sequence[TagCheck], level: float = 0.95) -> dict[str, A
         reason = (f"tags follow the answers' positions, not their content: in {n_pos} of "
                   f"{n_pos + n_con} decisive calls the rotated answers kept the tags of the "
                   f"slots they moved into (sign test p = {s.p_value:.2g})")
+    elif s.ci is not None and s.ci[0] > POSITION_TOLERANCE:
+        decision = "partly position"
+        reason = (f"tags follow the answers' positions in {n_pos} of {n_pos + n_con} "
+                  f"decisive calls ({s.share:.0%}, {level:.0%} interval [{s.ci[0]:.0%}, "
+                  f"{s.ci[1]:.0%}], above {POSITION_TOLERANCE:.0%}): about that share of the "
+                  "scores are read from slots, not answers")
     elif s.p_value < alpha and n_con > n_pos:
         decision = "content"
         reason = f"tags follow the answers: {n_con} of {n_pos + n_con} decisive calls"
@@ -138,7 +149,8 @@ def interpretation_stability(per_query: Sequence[Sequence[tuple[str, Sequence[st
 
 
 def verdict(tagger: dict[str, Any] | None) -> tuple[bool, list[str]]:
-    """(reliable, reasons) of the VB headline."""
-    if tagger and tagger["decision"] == "position":
+    """(reliable, reasons) of the VB headline: unreliable when the tagger follows
+    position in most calls, or in a share of them shown above POSITION_TOLERANCE."""
+    if tagger and tagger["decision"] in ("position", "partly position"):
         return False, [f"tagger: {tagger['reason']}"]
     return True, []
