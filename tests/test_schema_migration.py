@@ -58,6 +58,21 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
         # issue 34 made stopping at the first finding the sequential default
         assert n["config"].pop("sequential_on") == "finding"
         assert o["config"].pop("sequential_on") == "all"
+        # issue 34: the label-name effect (rename) has its own headline row
+        lab = n.pop("label_bias")
+        assert lab == {k: next(b for b in n["biases"] if b["name"] == "rename")[k]
+                       for k in lab}
+        # issue 34: "consistent" only when flips are also low in absolute terms
+        from judgekit.probe.analysis import consistency_words
+
+        for tn, to in zip(n["transforms"], o["transforms"], strict=True):
+            if to["verdict"].startswith("consistent: not shown above"):
+                assert tn["verdict"] == consistency_words(tn["flip_rate"], tn["n"],
+                                                          "the placebo", 0.95)
+                assert not tn["verdict"].startswith("consistent")  # 10 pairs: too few
+            else:
+                assert tn["verdict"] == to["verdict"]
+            tn.pop("verdict"), to.pop("verdict")
         for doc in (n, o):
             doc.pop("length_bias")
         assert n == o

@@ -241,3 +241,51 @@ def test_wholesale_reading_failures_do_not_lower_the_reference_criterion_by_crit
         good = decide(audit_items("oracle", n=200, seed=seed, wholesale=0.05, criteria=10,
                                   labelled=False), DecisionSettings(seed=seed, resamples=300))
         assert good["decision"] != "do not trust"
+
+
+def test_a_judge_flipping_often_under_any_change_is_unstable_not_consistent():
+    from judgekit.probe.analysis import analyse, consistency_words
+    from judgekit.probe.config import ProbeConfig
+    from judgekit.testing.simulate import probe_verdicts
+
+    # unsure on 80% of pairs and a fresh coin each call: about 40% of verdicts flip under
+    # the placebo and under every transform alike
+    pairs, v = probe_verdicts("stochastic", n=400, seed=3, sure=0.2)
+    cfg = ProbeConfig.model_validate({"method": "probe", "data_path": "p.jsonl",
+                                      "models": {"judge": "mock/x"}})
+    r = analyse(cfg, pairs, v)
+    for t in r["transforms"]:
+        assert t["flip_rate"] > 0.3 and t["verdict"].startswith("unstable: flips on")
+    # low flips on enough items: consistent; a few items: too few to say
+    assert consistency_words(0.01, 400, "the placebo", 0.95).startswith("consistent")
+    assert consistency_words(0.0, 10, "the placebo", 0.95).endswith(
+        "too few to call it consistent")
+
+
+def test_a_label_name_preference_is_its_own_effect_and_qualifies_position_bias():
+    from judgekit.judging.placebo import PLACEBO
+    from judgekit.probe.analysis import analyse
+    from judgekit.probe.config import ProbeConfig
+    from judgekit.probe.pairs import Pair
+
+    rng = np.random.default_rng(0)
+    pairs, verdicts = [], []
+    for i in range(400):
+        pairs.append(Pair(f"p{i}", "q", "x", "y"))
+        good = "a" if rng.random() < 0.5 else "b"
+        # picks whatever stands under the name "A" 30% of the time; labels 1/2 remove it
+        named = rng.random() < 0.3
+        v = {"run0": "a" if named else good, "run1": "a" if named else good,
+             PLACEBO: "a" if named else good, "swap": "b" if named else good,
+             "rename": good}
+        v["run0:first"] = "first" if v["run0"] == "a" else "second"
+        v["swap:first"] = "first" if v["swap"] == "b" else "second"
+        v["rename:first"] = "first" if v["rename"] == "a" else "second"
+        verdicts.append(v)
+    cfg = ProbeConfig.model_validate({"method": "probe", "data_path": "p.jsonl",
+                                      "models": {"judge": "mock/x"},
+                                      "transforms": ["swap", "rename"]})
+    r = analyse(cfg, pairs, verdicts)
+    assert r["label_bias"]["verdict"] == "biased" and r["label_bias"]["bias"] < 0
+    assert r["position_bias"]["verdict"] == "biased"
+    assert "label name" in r["position_bias"]["note"]

@@ -130,6 +130,12 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
     by = {b["name"]: b for b in biases}
     pos = None if pointwise else _headline_bias(by, "swap")
     pad = _headline_bias(by, "pad")
+    label = None if pointwise else _headline_bias(by, "rename")
+    if pos and label and label["verdict"] == "biased":
+        # the first slot always carries label A: a preference for the name "A" reads as
+        # a position bias; the rename transform (labels 1/2) measures it on its own
+        pos["note"] = ("the judge also prefers a label name (label_bias): the first slot "
+                       "carries label A, so part of this position bias may be that")
     both = [v for v in verdicts if v.get("run0") and v.get("swap")]
     consistent = [v["run0"] == v["swap"] for v in both]
     acc = _accuracy(cfg, pairs, verdicts)
@@ -147,6 +153,7 @@ def analyse(cfg: ProbeConfig, pairs: list[Pair], verdicts: list[dict[str, str | 
         "rerun_flips": {"rate": rerun_rate, "ci": rerun_ci, "n": rerun_n},
         "transforms": rows, "biases": biases,
         "position_bias": pos, "padding_bias": pad,
+        **({"label_bias": label} if label else {}),
         "order_consistency": dict(zip(("rate", "ci", "n"), order)),
         "accuracy": acc,
         "reliability": None if rel is None else {
@@ -181,10 +188,30 @@ def _decide(cfg: ProbeConfig, rows: list[Json], biases: list[Json], tested: list
         shown = r["p_adjusted"] < alpha and r["excess_ci"][0] > 0
         floor = "the placebo" if cfg.placebo else "identical re-runs"
         r["verdict"] = (f"inconsistent: flips more than {floor}" if shown else
-                        f"consistent: not shown above {floor}")
+                        consistency_words(r["flip_rate"], r["n"], floor, cfg.level))
     for r in biases:
         shown = r["p_adjusted"] < alpha and (r["ci"][0] > 0 or r["ci"][1] < 0)
         r["verdict"] = "biased" if shown else "no bias shown"
+
+
+STABLE = 0.10  # "consistent" needs the flip rate's interval below this, too
+
+
+def consistency_words(flip_rate: float, n: int, floor: str, level: float) -> str:
+    """The verdict of a transform not shown to flip more than the noise floor:
+    "consistent" only when its flips are also low in absolute terms (the flip rate's
+    Wilson interval below STABLE); otherwise "unstable": it flips as often as under an
+    irrelevant change, which is no praise when both are 40%."""
+    from judgekit.stats.proportions import wilson_interval
+
+    lo, hi = wilson_interval(int(round(flip_rate * n)), n, level) if n else (0.0, 1.0)
+    if hi < STABLE:
+        return f"consistent: not shown above {floor}, and flips on under {STABLE:.0%}"
+    if lo > STABLE:
+        return (f"unstable: flips on {flip_rate:.0%} of items, not shown above {floor} "
+                "(which flips as often: as unstable under an irrelevant change)")
+    return (f"not shown above {floor}; flips on {flip_rate:.0%} of {n} items (up to "
+            f"{hi:.0%}): too few to call it consistent")
 
 
 def _headline_bias(by: dict[str, Json], name: str) -> Json | None:

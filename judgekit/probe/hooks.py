@@ -31,7 +31,8 @@ def judge(result: RunResult[ProbePayload]) -> str | None:
 
 def card_rows(d: ProbePayload, src: str) -> list[CardRow]:
     """The probe's rows of a judge card: biases, consistency, agreement with people."""
-    out = [CardRow(key="position_bias" if b.name == "swap" else f"bias[{b.name}]",
+    out = [CardRow(key={"swap": "position_bias", "rename": "label_bias"}.get(
+                       b.name or "", f"bias[{b.name}]"),
                    section="bias", measure=f"{b.name}: {b.what}", estimate=b.bias, ci=b.ci,
                    n=b.n, decision=b.verdict or "-", units="difference of shares",
                    source=src, baseline=0.0) for b in d.biases]

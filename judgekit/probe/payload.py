@@ -39,6 +39,7 @@ class Bias(Record):
     verdict: str | None = None
     interval: str | None = None
     flipped: list[str] | None = None
+    note: str | None = None
 
 
 class Accuracy(Record):
@@ -196,6 +197,9 @@ class ProbePayload(Payload):
     noise_floor: NoiseFloor
     order_consistency: Rate | None = None
     padding_bias: Bias | None = None
+    # the change in P(first slot) when labels A/B become 1/2: a preference for a label
+    # name, which would otherwise read as position bias
+    label_bias: Bias | None = absent()
     reliability: Reliability | None = None
     rerun_flips: Rate | None = None
     pass_rate: Rate | None = None

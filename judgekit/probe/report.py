@@ -22,15 +22,17 @@ def build(cfg: ProbeConfig, r: Json) -> Doc:
              f"{t['p_adjusted']:.3g}", t["verdict"], t["n"]] for t in r["transforms"]]
     bias = [[b["name"], b["what"], f"{b['bias']:+.3f} {_ci(b['ci'])}", f"{b['p_value']:.3g}",
              f"{b['p_adjusted']:.3g}", b["verdict"], b["n"]] for b in r["biases"]]
-    shown = [f"{b['name']} {b['bias']:+.3f} {_ci(b['ci'])} (n = {b['n']})"
-             for b in r["biases"] if b["verdict"] == "biased"] + [
+    names = {"swap": "position (swap)", "rename": "label name (rename)"}
+    shown = [f"{names.get(b['name'], b['name'])} {b['bias']:+.3f} {_ci(b['ci'])} "
+             f"(n = {b['n']})" for b in r["biases"] if b["verdict"] == "biased"] + [
              f"{t['name']} flips {t['excess']:+.3f} {_ci(t['excess_ci'])} above {floor} "
              f"(n = {t['n']})" for t in r["transforms"] if t["verdict"].startswith("incons")]
+    pos_note = (r.get("position_bias") or {}).get("note")
     parts: list[Any] = [
         Heading(1, f"Probe of `{r['judge']}`"),
         Para("Headline: " + ("; ".join(shown) if shown else "no bias or inconsistency shown")
              + f" ({lv} intervals; noise floor {_pct(nf['rate'])} {_ci(nf['ci'])}, "
-             f"n = {nf['n']})."),
+             f"n = {nf['n']})." + (f" Position: {pos_note}." if pos_note else "")),
         Para(f"{r['n_pairs']} items, {r['repeats']} identical runs each, then one verdict per "
         f"transform{' and one under the placebo' if floor == 'the placebo' else ''}; "
         f"seed {r['seed']}. Intervals: {lv} (Newcombe's "

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.judging.placebo import PLACEBO
-from judgekit.probe.analysis import bias_inputs, consistency_inputs
+from judgekit.probe.analysis import bias_inputs, consistency_inputs, consistency_words
 from judgekit.probe.config import ProbeConfig
 from judgekit.stats.sequential import paired_difference_cs
 
@@ -114,7 +114,10 @@ def apply(results: dict[str, Any], seq: dict[str, Any]) -> None:
                                             "placebo", "ruled out": "consistent: excess "
                                             "ruled out beyond the margin"}.get(
                                                 s["decision"], open_ if early else
-                                                "consistent: not shown above the placebo"))
+                                                consistency_words(
+                                                    row.get("flip_rate", 0.0),
+                                                    row.get("n", 0), "the placebo",
+                                                    s["level_each"])))
     for row in results["biases"]:
         s = by.get((row["name"], "direction"))
         if s:
