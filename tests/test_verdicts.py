@@ -289,3 +289,10 @@ def test_a_label_name_preference_is_its_own_effect_and_qualifies_position_bias()
     assert r["label_bias"]["verdict"] == "biased" and r["label_bias"]["bias"] < 0
     assert r["position_bias"]["verdict"] == "biased"
     assert "label name" in r["position_bias"]["note"]
+
+
+def test_a_verifier_that_never_matches_people_gives_a_zero_reference_not_a_crash():
+    d = _decide("oracle", n=60, fixed=1.0)  # every criterion misread, every time
+    assert d["reference"] == 0.0 and d["relative_success"] is None
+    assert d["decision"] == "inconclusive" and d["rule"] == "verifier_inconsistent"
+    assert "match the human rubric values on only 0.0%" in d["reason"]

@@ -131,7 +131,10 @@ def _against_references(succ: np.ndarray, claims: np.ndarray, base: np.ndarray,
         skills.append(claims[i].mean() - base[i].mean())
     a = (1 - s.level) / 2
     rho = float(succ.mean() / ref) if ref > 0 else float("nan")
-    rho_ci = [float(v) for v in np.nanquantile(rhos, [a, 1 - a])]
+    finite = np.asarray(rhos, float)
+    finite = finite[np.isfinite(finite)]
+    rho_ci = [float(v) for v in np.quantile(finite, [a, 1 - a])] if finite.size else \
+        [float("nan"), float("nan")]
     if rho_ci[0] == rho_ci[1]:  # no spread (every item alike): Wilson on the successes
         rho_ci = [v / ref for v in ci] if ref > 0 and ci else rho_ci
     skill = float(claims.mean() - base.mean())

@@ -78,13 +78,16 @@ def _verdict_table(v: Json) -> Table | None:
         return None
 
     def ci(x: list[float] | None, f: str = "{:.3f}") -> str:
-        return "" if not x else "[" + ", ".join(f.format(t) for t in x) + "]"
+        if not x or any(t is None for t in x):
+            return ""
+        return "[" + ", ".join(f.format(t) for t in x) + "]"
 
     ver, un, lab = v["verifier"], v["uninformed"], v["label_agreement"]
     rows = [["success rate", f"{v['success_rate']:.3f} {ci(v['success_ci'])}", v["n_items"]],
             ["perfect judge under this verifier (reference)", f"{v['reference']:.3f}",
              ver.get("rereads", 0)],
-            ["success / reference", f"{v['relative_success']:.2f} "
+            ["success / reference", "undefined (the reference is 0)"
+             if v["relative_success"] is None else f"{v['relative_success']:.2f} "
              f"{ci(v['relative_success_ci'], '{:.2f}')}", v["n_items"]],
             ["claims agree (challenge 0)", f"{v['claim_agreement']:.3f}", v["n_items"]],
             ["uninformed judge: best constant / random at the judge's rates",
@@ -94,6 +97,10 @@ def _verdict_table(v: Json) -> Table | None:
             ["labels vs the verifier's: Cohen's kappa",
              "undefined" if lab["kappa"] is None else
              f"{lab['kappa']:.3f} {ci(lab['kappa_ci'])}", v["n_items"]]]
+    people = v.get("claims_vs_people")
+    if people:
+        rows.append(["its claims match people's rubric values",
+                     f"{people['rate']:.3f} {ci(people['ci'])}", people["n"]])
     if ver.get("disagreement") is not None:
         rows.append(["verifier disagrees with its own re-reading",
                      f"{ver['disagreement']:.3f} {ci(ver['disagreement_ci'])}",
