@@ -27,6 +27,7 @@ success, the re-reads and the claims of an item stay together).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -211,8 +212,10 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
     decision, rule, reason = _rule(judged, s)
     v = Verdict(
         n_items=n, level=s.level, success_rate=rate, success_ci=ci, verifier=ver,
-        reference=ref, distinct_rounds=rounds, relative_success=rho,
-        relative_success_ci=rho_ci, claim_agreement=float(claims.mean()),
+        reference=ref, distinct_rounds=rounds,
+        relative_success=rho if math.isfinite(rho) else None,
+        relative_success_ci=rho_ci if all(map(math.isfinite, rho_ci)) else None,
+        claim_agreement=float(claims.mean()),
         uninformed=Uninformed(constant_claims=float(const.mean()),
                               random_claims=float(rand.mean()), better=which),
         skill=skill, skill_ci=skill_ci,
