@@ -78,6 +78,8 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
         assert n == o
     elif name == "demo":
         n, o = json.loads(new), json.loads(old)
+        # issue 36's option, at its default (the demo's 12 tagging calls are all checked)
+        assert n["config"].pop("tagger_check_calls") == 200
         _issue_33_vb(n, o, res)
         assert n == o
     elif name == "nodata_west_frisian":

@@ -160,3 +160,41 @@ def test_unknown_role_on_command_line(tmp_path):
     r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", str(write_config(tmp_path)),
                         "--model", "critic=mock/x"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "unknown role 'critic'" in r.stderr
+
+
+def test_the_tagger_check_asks_a_seeded_sample_of_the_tagging_calls(tmp_path):
+    """More tagging calls than tagger_check_calls: only that many are asked again (two
+    re-asks each), the same ones for the same seed."""
+    import hashlib
+
+    import judgekit
+    from judgekit.llm import Client, ClientSettings
+
+    asked: list[str] = []
+
+    def varied(req):
+        user = req.messages[-1]["content"]
+        h = int(hashlib.sha256(f"{user}|{req.draw}".encode()).hexdigest()[:8], 16)
+        if req.schema_name == "tagger":
+            asked.append(user)
+            return {"tags": ["E" + str(1 + (h >> (2 * j)) % 2) for j in range(2)]}
+        if req.schema_name == "system":
+            return {"answers": [f"answer {(h >> j) % 5}" for j in range(2)]}
+        return script(req)
+
+    def run(folder):
+        asked.clear()
+        with Client(ClientSettings(use_cache=False, progress=False),
+                    providers={"mock/cs": mock.FunctionProvider(varied)}) as client:
+            res = judgekit.run(write_config(folder, replicas=10, tagger_check_calls=12),
+                               client=client)
+        return res.model_dump(mode="json"), list(asked)
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    doc, first = run(tmp_path / "a")
+    assert doc["replica_failures"]["count"] == 0
+    assert doc["self_check"]["tagger"]["calls"] == 12
+    assert len(first) == 2 * 10 + 2 * 12  # every tagging call, then 12 asked twice more
+    _, again = run(tmp_path / "b")
+    assert sorted(again) == sorted(first)  # the same sample for the same seed

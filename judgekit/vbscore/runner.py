@@ -101,15 +101,20 @@ async def _recheck_tags(cfg: VBScoreConfig, client: Client, name: str,
                         pairs: list[tuple[int, Query, int]], tcalls: list[Call],
                         tag_idx: list[int], tags: dict[int, StageResult[Any]]
                         ) -> dict[int, tuple[list[int], Any, Any]]:
-    """Each successful tagging call asked again with its answers rotated, and as given
-    with a placebo reference id in the query (judgekit.vbscore.selfcheck)."""
+    """Each successful tagging call (or a seeded random sample of ``tagger_check_calls``
+    of them) asked again with its answers rotated, and as given with a placebo reference
+    id in the query (judgekit.vbscore.selfcheck)."""
     from judgekit.judging.placebo import placebo_tag
 
     todo, calls, perms = [], [], []
-    for i, call in zip(tag_idx, tcalls):
+    eligible = [k for k, (i, call) in enumerate(zip(tag_idx, tcalls))
+                if tags[i].ok and len(call.variables["answers"]) >= 2]
+    if len(eligible) > cfg.tagger_check_calls:  # a seeded random sample of the calls
+        rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 616]))
+        eligible = sorted(rng.choice(eligible, cfg.tagger_check_calls, replace=False).tolist())
+    for k in eligible:
+        i, call = tag_idx[k], tcalls[k]
         answers = call.variables["answers"]
-        if not tags[i].ok or len(answers) < 2:
-            continue
         qi, _q, b = pairs[i]
         perm = rotation(derive_seed(cfg.seed, qi, b, 3), len(answers))
         todo.append(i)
