@@ -6,7 +6,9 @@ Each run is a subprocess (peak RSS measured per run). The mock answers every sta
 from the prompt and draw (three interpretations, three answers, tags that vary by
 replica), so scores, intervals and figures do real work. The last line is one JSON
 object: calls, first_s, rerun_s, peak_rss_mb (the larger run's), results_json_mb,
-detail_jsonl_mb, queries.
+detail_jsonl_mb, queries, selfcheck_call_overhead (the tagger check's re-asks over the
+other calls) and rerun_over_floor (the cached rerun over reading the same cache entries
+in one process).
 """
 
 from __future__ import annotations
@@ -40,6 +42,20 @@ def script(req):  # noqa: ANN001, ANN201 - the mock provider's callable
     if name == "correctness":
         return {"correct": h % 3 == 0, "reason": "scripted"}
     raise AssertionError(name)
+
+
+def cache_floor(folder: Path) -> float:
+    """Seconds to read and parse every entry of the response cache in this process."""
+    import diskcache
+
+    with diskcache.Cache(str(folder)) as cache:
+        keys = list(cache.iterkeys())
+        t0 = time.perf_counter()
+        for k in keys:
+            v = cache.get(k)
+            if isinstance(v, (str, bytes)):
+                json.loads(v)
+        return time.perf_counter() - t0
 
 
 def worker(work: Path) -> None:
@@ -78,12 +94,21 @@ def main() -> None:
         rss.append(max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
     res = json.loads((work / "out" / "results.json").read_text())
     detail = sum(f.stat().st_size for f in (work / "out").glob("*.jsonl"))
+    floor = cache_floor(work / "cache")
+    checks = 2 * int(((res.get("self_check") or {}).get("tagger") or {}).get("calls") or 0)
     figs = {"queries": QUERIES, "replicas": REPLICAS, "calls": res["calls"]["total"],
             "first_s": round(times[0], 1), "rerun_s": round(times[1], 1),
             "rerun_cached": res["calls"]["cached"],
             "peak_rss_mb": round(max(rss) / 1024, 1),
             "results_json_mb": round((work / "out" / "results.json").stat().st_size / 2**20, 3),
-            "detail_jsonl_mb": round(detail / 2**20, 1)}
+            "detail_jsonl_mb": round(detail / 2**20, 1),
+            # the tagger check's re-asks over the calls the study makes without them
+            "selfcheck_call_overhead": round(checks / max(1, res["calls"]["total"] - checks),
+                                             4),
+            # the cached rerun (a whole process: start, replay, statistics, report) over
+            # reading and parsing the same cache entries in one process
+            "cache_floor_s": round(floor, 2),
+            "rerun_over_floor": round(times[1] / floor, 2) if floor else None}
     print(f"{figs['calls']} calls: cold {figs['first_s']} s, cached {figs['rerun_s']} s, "
           f"peak RSS {figs['peak_rss_mb']} MB, results.json {figs['results_json_mb']} MB")
     print(json.dumps(figs, sort_keys=True))
