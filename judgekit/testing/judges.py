@@ -136,14 +136,7 @@ def oracle_verifier(req: ProviderRequest) -> str:
 def noisy_verifier(p: float) -> Callable[[ProviderRequest], str]:
     """The oracle verifier misreading each rubric item with probability ``p``, afresh
     for every text and draw (a re-read of the same text can disagree)."""
-    def answer(req: ProviderRequest) -> str:
-        text = _response(req)
-        truth = truth_of(text)
-        rng = _coin(f"{text}|{req.draw}", f"noisy-verifier-{p}")
-        return json.dumps({"criteria": [
-            {"id": c, "value": (1 - truth.get(c, 0)) if rng.random() < p else truth.get(c, 0)}
-            for c in _ids(req)]})
-    return answer
+    return _misreading(p, lambda req: str(req.draw), f"noisy-verifier-{p}")
 
 
 def fixed_verifier(p: float) -> Callable[[ProviderRequest], str]:
@@ -151,10 +144,17 @@ def fixed_verifier(p: float) -> Callable[[ProviderRequest], str]:
     probability ``p`` as a fixed function of the text and the instruction's words, so
     a re-read under the same words repeats its misreads and one under reworded
     instructions draws them again."""
+    return _misreading(p, lambda req: req.messages[0]["content"], f"fixed-verifier-{p}")
+
+
+def _misreading(p: float, key: Callable[[ProviderRequest], str], salt: str
+                ) -> Callable[[ProviderRequest], str]:
+    """The oracle verifier flipping each item with probability ``p``, its coin seeded by
+    the text and ``key(req)``."""
     def answer(req: ProviderRequest) -> str:
         text = _response(req)
         truth = truth_of(text)
-        rng = _coin(f"{text}|{req.messages[0]['content']}", f"fixed-verifier-{p}")
+        rng = _coin(f"{text}|{key(req)}", salt)
         return json.dumps({"criteria": [
             {"id": c, "value": (1 - truth.get(c, 0)) if rng.random() < p else truth.get(c, 0)}
             for c in _ids(req)]})
