@@ -1,6 +1,9 @@
 """Client overhead: N structured calls at concurrency C against a loopback server with a
 fixed delay, through judgekit (cache off), bare aiohttp (the floor), the default
-AsyncOpenAI client and litellm.acompletion; then cached replay throughput.
+AsyncOpenAI client and litellm.acompletion; judgekit's default path (disk cache and
+cross-process claims on, a cold cache: default_path_over_aiohttp, cpu_ms_per_call of
+this process, first_request_s: from the start to the server's first request) and
+recording a cassette (recording_over_aiohttp); then cached replay throughput.
 
 Usage: python benchmarks/client_overhead.py [--n 2000] [--concurrency 64] [--delay 0.05]
 The last line is one JSON object with the figures.
@@ -136,15 +139,24 @@ def cache_floor(cache_dir: str, keys: list[str]) -> float:
         cache.close()
 
 
-def judgekit_calls(url: str, n: int, conc: int, cache_dir: str | None
-                   ) -> tuple[float, object, list[str]]:
+def first_seen(url: str, reset: bool = False) -> float | None:
+    """The server's wall clock at its first request since the last reset."""
+    req = urllib.request.Request(f"{url}/first", data=b"{}" if reset else None,
+                                 method="POST" if reset else "GET")
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return json.loads(r.read())["t"]
+
+
+def judgekit_calls(url: str, n: int, conc: int, cache_dir: str | None,
+                   cassette: str | None = None) -> tuple[float, object, list[str]]:
     from judgekit.llm import Call, Client, ClientSettings, Stage
     from judgekit.llm.templates import TemplateLibrary
 
     Answer = answer_model()
     stage = Stage("bench", "bench.j2", Answer)
     client = Client(ClientSettings(use_cache=cache_dir is not None, cache_dir=cache_dir,
-                                   concurrency=conc, base_urls={"local": url}, progress=False),
+                                   concurrency=conc, base_urls={"local": url}, progress=False,
+                                   cassette=cassette, cassette_mode="new"),
                     templates=TemplateLibrary(HERE / "prompts"))
     calls = [Call({"i": i, "question": "capital of France?"}, "local/bench") for i in range(n)]
     t = time.perf_counter()
@@ -171,6 +183,17 @@ def main() -> None:
         oa = asyncio.run(openai_default(url, a.n, a.concurrency))
         ll = asyncio.run(litellm_calls(url, a.n, a.concurrency))
         with tempfile.TemporaryDirectory() as tmp:
+            # the default path as users run it: disk cache and claims on, a cold cache
+            first_seen(url, reset=True)
+            cpu0, wall0 = time.process_time(), time.time()
+            default, c0, _ = judgekit_calls(url, a.n, a.concurrency, str(Path(tmp) / "d"))
+            cpu = time.process_time() - cpu0
+            first = (first_seen(url) or wall0) - wall0
+            c0.close()  # type: ignore[attr-defined]
+            # recording a cassette (mode new), cache off
+            rec, c1, _ = judgekit_calls(url, a.n, a.concurrency, None,
+                                        cassette=str(Path(tmp) / "cassette.json"))
+            c1.close()  # type: ignore[attr-defined]
             judgekit_calls(url, a.n, a.concurrency, tmp)[1].close()  # fill the cache
             replay, client, keys = judgekit_calls(url, a.n, a.concurrency, tmp)
             client.close()
@@ -189,6 +212,11 @@ def main() -> None:
         "cache_floor_calls_per_s": round(a.n / raw, 1),
         # replay time per call / raw cache floor time per call (same entries, same process)
         "replay_over_floor": round(replay / raw, 3),
+        "default_path_s": round(default, 3),
+        "default_path_over_aiohttp": round(default / floor, 3),
+        "recording_over_aiohttp": round(rec / floor, 3),
+        "cpu_ms_per_call": round(1000 * cpu / a.n, 3),
+        "first_request_s": round(first, 3),
     }
     for k, v in figures.items():
         print(f"{k:>24}: {v}")

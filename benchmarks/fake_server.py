@@ -1,11 +1,13 @@
 """An OpenAI-compatible chat server on 127.0.0.1 answering valid structured JSON
-after a fixed delay. Run as a separate process by the benchmarks."""
+after a fixed delay. Run as a separate process by the benchmarks. ``/v1/first`` tells
+the wall-clock time of the first request since it was last POSTed to (a reset)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+import time
 
 from aiohttp import web
 
@@ -19,13 +21,24 @@ BODY = {
 
 
 def main(port: int, delay: float) -> None:
+    first: dict[str, float | None] = {"t": None}  # wall clock of the first request
+
     async def handle(request: web.Request) -> web.Response:
+        if first["t"] is None:
+            first["t"] = time.time()
         await request.read()
         await asyncio.sleep(delay)
         return web.json_response(BODY)
 
+    async def first_seen(request: web.Request) -> web.Response:
+        """The time of the first request since the last reset (POST resets)."""
+        if request.method == "POST":
+            first["t"] = None
+        return web.json_response(first)
+
     app = web.Application()
     app.router.add_post("/v1/chat/completions", handle)
+    app.router.add_route("*", "/v1/first", first_seen)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
