@@ -157,6 +157,9 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
                 None, "--judge-family", help="the judge's model family (e.g. gpt), for "
                 "self-preference when the file names each answer's model"),
             seed: int = typer.Option(0, "--seed", help="seed of the bootstrap intervals"),
+            label_error: float | None = typer.Option(
+                None, "--label-error", min=0.0, max=0.49, help="the share of labels your "
+                "annotators flip: corrected rates are corrected for it"),
             overwrite: bool = typer.Option(False, "--overwrite",
                                            help="replace a previous run's outputs in --out")
             ) -> None:
@@ -178,7 +181,7 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
         roles[role] = str(column)
     doc = {"method": "verdicts", "name": file.stem, "data_path": str(file),
            "data_format": fmt, "roles": roles, "level": level, "seed": seed, "judge": judge,
-           "judge_family": judge_family}
+           "judge_family": judge_family, "label_error": label_error}
     _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
     console.print(shown["headline"])
     console.print(f"wrote {folder}")

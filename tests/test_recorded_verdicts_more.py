@@ -266,3 +266,29 @@ def test_plan_prints_the_label_plan_of_every_corrected_figure(tmp_path):
     assert old != need
     r = _cli("plan", str(tmp_path / "nothing"), cwd=tmp_path)
     assert r.returncode == 2
+
+
+def test_label_error_corrects_the_corrected_pass_rate_and_says_so(tmp_path):
+    rng = np.random.default_rng(4)
+    rows = []
+    for i in range(400):
+        y = rng.random() < 0.3
+        v = y if rng.random() < 0.9 else not y
+        h = (not y) if rng.random() < 0.05 else y  # annotators flip 5% of labels
+        rows.append([f"i{i}", int(v), int(h) if i % 2 == 0 else ""])
+    f = _write_csv(tmp_path / "v.csv", ["id", "judge", "human"], rows)
+    docs = {}
+    for name, extra in (("plain", []), ("fixed", ["--label-error", "0.05"])):
+        out = tmp_path / name
+        r = _cli("analyse", str(f), "--out", str(out), *extra, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        docs[name] = next(m for m in json.loads((out / "results.json").read_text())
+                          ["measures"] if m["key"] == "corrected_pass_rate")
+    plain, fixed = docs["plain"], docs["fixed"]
+    assert "taken as error-free (--label-error RATE" in plain["note"]
+    assert "corrected for annotators flipping 5.0% of labels" in fixed["note"]
+    assert fixed["estimate"] == pytest.approx((plain["estimate"] - 0.05) / 0.9)
+    assert fixed["ci"] == pytest.approx([(c - 0.05) / 0.9 for c in plain["ci"]])
+    bad = _cli("analyse", str(f), "--out", str(tmp_path / "bad"), "--label-error", "0.6",
+               cwd=tmp_path)
+    assert bad.returncode == 2

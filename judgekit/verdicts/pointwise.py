@@ -98,7 +98,7 @@ def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
 def label_error_note(cfg: VerdictsConfig) -> str:
     """Whether a corrected figure accounts for annotator error."""
     if cfg.label_error is None:
-        return ("; human labels taken as error-free (--set label_error=RATE corrects for "
+        return ("; human labels taken as error-free (--label-error RATE corrects for "
                 "annotators who flip labels)")
     return f"; corrected for annotators flipping {cfg.label_error:.1%} of labels (stated)"
 
