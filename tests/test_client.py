@@ -354,3 +354,25 @@ def test_a_failed_answer_in_a_cassette_is_replayed_unless_retry_failed(make_clie
     res = retry.run_sync(STAGE, {"question": "q"}, model="mock/j")
     retry.close()
     assert res.ok and res.output.answer == "Paris" and res.source == "provider"
+
+
+def test_prefetch_knows_misses_without_a_query_and_keeps_large_entries(tmp_path):
+    """A prefetch reads many keys in one query; a key it did not find is then a miss
+    with no query of its own, and an entry stored as a file (over diskcache's 32 KB)
+    is present though not prefetched, so it is read, never asked for again."""
+    from judgekit.llm.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "c")
+    big = {"ok": True, "text": "x" * 50_000}
+    cache.set("big", big)
+    cache.set("small", {"ok": True, "text": "y"})
+    cache.prefetch(["big", "small", "gone"])
+    assert cache._absent == {"gone"}  # noqa: SLF001 - the prefetch's own bookkeeping
+    assert cache.get("gone") is None and cache.misses == 1
+    assert cache.get("big") == big and cache.get("small")["text"] == "y"
+    # a later peek (after a claim) reads the table: another process may have written it
+    other = ResponseCache(tmp_path / "c")
+    other.set("gone", {"ok": True, "text": "z"})
+    other.close()
+    assert cache.peek("gone")["text"] == "z"
+    cache.close()

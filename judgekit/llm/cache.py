@@ -70,11 +70,14 @@ class ResponseCache:
         self.misses = 0
         self.refused = 0
         self._prefetched: dict[str, str] = {}
+        self._absent: set[str] = set()  # prefetched and not there: the lookup is a miss
         self._cache: diskcache.Cache | None = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+            # cull_limit 0: no eviction query on every write (two more SQL statements per
+            # answer); judgekit never sets an expiry, and `judgekit cache clear` empties it
             self._cache = diskcache.Cache(str(self.directory), size_limit=2**34,
-                                          disk=_JSONOnlyDisk)
+                                          disk=_JSONOnlyDisk, cull_limit=0)
         except _CACHE_ERRORS as exc:
             self._disable(exc)
 
@@ -104,24 +107,33 @@ class ResponseCache:
         import time
 
         found: dict[str, str] = {}
+        present: set[str] = set()  # every stored key, inline or not
         try:
             con = sqlite3.connect(f"file:{self.directory / 'cache.db'}?mode=ro", uri=True)
             try:
                 for i in range(0, len(keys), 900):  # under SQLite's variable limit
                     chunk = keys[i:i + 900]
                     rows = con.execute(
-                        "SELECT key, value FROM Cache WHERE raw = 1 AND filename IS NULL "
-                        "AND (expire_time IS NULL OR expire_time > ?) AND key IN "
+                        "SELECT key, value, raw = 1 AND filename IS NULL FROM Cache WHERE "
+                        "(expire_time IS NULL OR expire_time > ?) AND key IN "
                         f"({','.join('?' * len(chunk))})", [time.time(), *chunk])
-                    found.update((k, v) for k, v in rows if isinstance(v, str))
+                    for k, v, inline in rows:
+                        present.add(k)
+                        if inline and isinstance(v, str):
+                            found[k] = v
             finally:
                 con.close()
         except (sqlite3.Error, OSError):
             return
         self._prefetched = found
+        self._absent = set(keys) - present
 
     def get(self, key: str) -> CallRecord | None:
         if self._cache is None:
+            self.misses += 1
+            return None
+        if key in self._absent:  # read a moment ago in the prefetch: a miss, no query
+            self._absent.discard(key)  # (a later peek, after a claim, reads the table)
             self.misses += 1
             return None
         try:
