@@ -376,3 +376,41 @@ def test_prefetch_knows_misses_without_a_query_and_keeps_large_entries(tmp_path)
     other.close()
     assert cache.peek("gone")["text"] == "z"
     cache.close()
+
+
+def test_map_sends_the_first_requests_before_rendering_every_call(make_client, tmp_path):
+    """map renders, looks up and schedules PREPARE_CHUNK calls at a time: the first
+    request leaves before the last call is rendered, and results keep the calls' order."""
+    from judgekit.llm import Call
+    from judgekit.llm.client import PREPARE_CHUNK
+    from judgekit.llm.providers.mock import FunctionProvider
+
+    prepared: list[int] = []
+    at_first_call: list[int] = []
+
+    def answer(req):
+        import re
+
+        if not at_first_call:
+            at_first_call.append(len(prepared))
+        q = re.search(r"question \d{6}", req.messages[-1]["content"])
+        return json.dumps({"answer": q.group(0) if q else "?", "confidence": 0.5})
+
+    client = make_client(use_cache=True, cache_dir=tmp_path / "cache",
+                         providers={"mock/j": FunctionProvider(answer)})
+    real = client.prepare
+
+    def counting(stage, call):
+        prepared.append(1)
+        return real(stage, call)
+
+    client.prepare = counting  # type: ignore[method-assign]
+    n = 3 * PREPARE_CHUNK
+    calls = [Call({"question": f"question {i:06d}"}, "mock/j") for i in range(n)]
+    res = client.map_sync(STAGE, calls)
+    client.close()
+    assert len(res) == n and all(r.ok for r in res)
+    # scheduled calls start at the next chunk boundary's yield, and need a few awaits
+    # (cache, claim) before they reach the provider: within two chunks, not after all
+    assert at_first_call[0] <= 2 * PREPARE_CHUNK < n
+    assert [r.output.answer for r in res] == [f"question {i:06d}" for i in range(n)]

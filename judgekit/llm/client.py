@@ -82,6 +82,9 @@ __all__ = ["BATCH_PRICE", "Client", "ClientSettings", "RunOptions", "StageStats"
 ClientSettings = RunOptions
 
 
+PREPARE_CHUNK = 256  # calls rendered, looked up and scheduled at a time by ``map``
+
+
 class Client:
     """Runs stages against providers with caching, cassettes, retries and limits."""
 
@@ -249,20 +252,6 @@ class Client:
         results: list[StageResult[M] | None] = [None] * len(calls)
         with Progress(self.settings.progress, description or stage.name, len(calls),
                       st) as tick:
-            # Answers already recorded are served here, in order, without a task each (a
-            # cached replay is mostly this loop); only the misses are scheduled.
-            misses: list[tuple[int, Prepared]] = []
-            preps = [self.prepare(stage, c) for c in calls]
-            self.store.prefetch([p.key for p in preps])
-            for i, prep in enumerate(preps):
-                st.calls += 1
-                record, value, source = self.store.lookup(prep.key, prep.identity, stage)
-                if record is None:
-                    misses.append((i, prep))
-                    continue
-                results[i] = self.finish(stage, prep, record, value, source, t0)
-                tick()
-
             async def one(i: int, prep: Prepared) -> None:
                 start = loop.time()
                 record, source = await self.fetch(prep, stage)
@@ -270,7 +259,29 @@ class Client:
                                          source, start)
                 tick()
 
-            tasks = [asyncio.ensure_future(one(i, p)) for i, p in misses]
+            # Answers already recorded are served here, in order, without a task each (a
+            # cached replay is mostly this loop); only the misses are scheduled, a chunk
+            # at a time, so the first requests leave while later calls are still being
+            # rendered (all 2,000 first delayed the first request by 0.3 s).
+            tasks: list[asyncio.Future[None]] = []
+            try:
+                for lo in range(0, len(calls), PREPARE_CHUNK):
+                    preps = [self.prepare(stage, c) for c in calls[lo:lo + PREPARE_CHUNK]]
+                    self.store.prefetch([p.key for p in preps])
+                    for i, prep in enumerate(preps, start=lo):
+                        st.calls += 1
+                        record, value, source = self.store.lookup(prep.key, prep.identity,
+                                                                  stage)
+                        if record is None:
+                            tasks.append(asyncio.ensure_future(one(i, prep)))
+                            continue
+                        results[i] = self.finish(stage, prep, record, value, source, t0)
+                        tick()
+                    if tasks:
+                        await asyncio.sleep(0)  # let the scheduled calls start
+            except BaseException:
+                await cancel_all(tasks)
+                raise
             if tasks:
                 try:
                     done, pending = await asyncio.wait(tasks,
