@@ -179,6 +179,7 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
             fail = _failure(r, i)
             if fail:
                 failures.append({"dataset": name, "query_id": q.id, "replica": b, **fail})
+                _release(r, i)
                 continue
             sres, tres = r["system"][i], r["tags"][i]
             answers = sres.value.answers[: cfg.k]
@@ -196,6 +197,7 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                        correct=r["correct"].get((qi, top)),
                        token_entropy=sres.mean_token_entropy)
             reps[qi].append(rec)
+            _release(r, i)  # its record is made: the call results can go (memory)
         aggs, qrows = [], []
         scored = [qi for qi in range(len(queries)) if reps[qi]]
         # The percentile bootstrap only where it covers, every such query at once
@@ -246,6 +248,14 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                                "unreliable: the tagger follows position, not content"),
                            "tagger": tagger,
                            "interpretations": interpretation_stability(readings, cfg.level)}}
+
+
+def _release(r: dict[str, Any], i: int) -> None:
+    """Drop replica ``i``'s call results once scored: with 40,000 replicas they held
+    about 200 MB of parsed outputs at the peak."""
+    r["interp"][i] = r["system"][i] = None
+    r["tags"].pop(i, None)
+    r.get("tag_checks", {}).pop(i, None)
 
 
 def _add_check(checks: list[TagCheck], got: tuple[list[int], Any, Any] | None,
