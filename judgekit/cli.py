@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from judgekit import cli_label as labelling
 from judgekit import cli_tables as tables
 from judgekit.errors import JudgekitError
 
@@ -262,43 +263,15 @@ app.command("analyse")(tables.analyse)
 app.command("export")(tables.export_run)
 app.command("plan")(tables.plan)
 app.command("card")(tables.card)
+app.command("label")(labelling.label)
+app.command("view")(labelling.view)
 local_app.command("info")(tables.local_info)
 
 prompts_app = typer.Typer(no_args_is_help=True, help="Inspect or copy the prompt templates.")
 app.add_typer(prompts_app, name="prompts")
 
-@prompts_app.command("list")
-def prompts_list(prompts: Path | None = typer.Option(None, "--prompts",
-                                                      help="your templates folder")) -> None:
-    """Which file each stage's template resolves to, and its content hash."""
-    from judgekit.llm.templates import TemplateLibrary
-    from judgekit.methods import stages
-
-    lib = TemplateLibrary(user=prompts)
-    known = stages()
-    for name in lib.names():
-        print(f"{name:<26} {known.get(name, '(your template)'):<36} "
-              f"{lib.content_hash(name)}  {lib.resolve(name)}")
-
-
-@prompts_app.command("export")
-def prompts_export(directory: Path = typer.Argument(..., help="folder to copy into"),
-                   overwrite: bool = typer.Option(False, "--overwrite")) -> None:
-    """Copy the packaged templates into DIRECTORY for editing (then --prompts DIR)."""
-    import shutil
-
-    from judgekit.errors import ConfigError
-    from judgekit.resources import resource_dir
-
-    directory.mkdir(parents=True, exist_ok=True)
-    src = sorted(resource_dir("prompts").glob("*.j2"))
-    clash = [f.name for f in src if (directory / f.name).exists()]
-    if clash and not overwrite:
-        raise ConfigError(f"{directory} already has {', '.join(clash[:3])}; pass --overwrite")
-    for f in src:
-        shutil.copyfile(f, directory / f.name)
-    print(f"copied {len(src)} templates to {directory}; use them with --prompts {directory} "
-          "or `prompts:` in a config")
+prompts_app.command("list")(tables.prompts_list)
+prompts_app.command("export")(tables.prompts_export)
 
 
 data_app = typer.Typer(no_args_is_help=True, help="Fetch full datasets into a local cache.")

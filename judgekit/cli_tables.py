@@ -185,3 +185,35 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
     _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
     console.print(shown["headline"])
     console.print(f"wrote {folder}")
+
+
+def prompts_list(prompts: Path | None = typer.Option(None, "--prompts",
+                                                      help="your templates folder")) -> None:
+    """Which file each stage's template resolves to, and its content hash."""
+    from judgekit.llm.templates import TemplateLibrary
+    from judgekit.methods import stages
+
+    lib = TemplateLibrary(user=prompts)
+    known = stages()
+    for name in lib.names():
+        print(f"{name:<26} {known.get(name, '(your template)'):<36} "
+              f"{lib.content_hash(name)}  {lib.resolve(name)}")
+
+
+def prompts_export(directory: Path = typer.Argument(..., help="folder to copy into"),
+                   overwrite: bool = typer.Option(False, "--overwrite")) -> None:
+    """Copy the packaged templates into DIRECTORY for editing (then --prompts DIR)."""
+    import shutil
+
+    from judgekit.errors import ConfigError
+    from judgekit.resources import resource_dir
+
+    directory.mkdir(parents=True, exist_ok=True)
+    src = sorted(resource_dir("prompts").glob("*.j2"))
+    clash = [f.name for f in src if (directory / f.name).exists()]
+    if clash and not overwrite:
+        raise ConfigError(f"{directory} already has {', '.join(clash[:3])}; pass --overwrite")
+    for f in src:
+        shutil.copyfile(f, directory / f.name)
+    print(f"copied {len(src)} templates to {directory}; use them with --prompts {directory} "
+          "or `prompts:` in a config")

@@ -1,0 +1,6 @@
+"""Human labels where they count: the items to label next (judgekit.stats.active),
+the labels file beside a run, and the corrected estimates those labels give.
+
+``judgekit label SOURCE`` and the viewer's labelling page both go through
+:func:`judgekit.labelling.session.propose` and :func:`~judgekit.labelling.session.estimate`.
+"""

@@ -1,0 +1,167 @@
+"""The items a person can label: from a recorded-verdicts run folder (its items.jsonl)
+or straight from a file of recorded verdicts (any format ``judgekit analyse`` reads)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from judgekit.errors import DataError
+from judgekit.jsontypes import JSONObject
+from judgekit.stats.active import Population
+from judgekit.textio import read_jsonl
+
+LABELS_FILE = "labels.jsonl"
+# columns holding the judge's own probability that an item passes, or its confidence in
+# the verdict it gave (probability of being right)
+PROBABILITY = ("probability", "p_pass", "judge_probability", "pass_probability")
+CONFIDENCE = ("confidence", "judge_confidence")
+
+
+class Source(NamedTuple):
+    name: str
+    shape: str  # pointwise | pairwise
+    items: list[JSONObject]  # id, verdict (1 pass / first), score?, system, text fields
+    labels_path: Path
+    folder: Path | None  # the run folder, None for a verdicts file
+
+
+def load(source: Path) -> Source:
+    """The items of a run folder (recorded verdicts analysed by ``judgekit analyse``) or
+    of a recorded-verdicts file; the labels file is RUN/labels.jsonl or, beside a file,
+    FILE.labels.jsonl."""
+    if source.is_dir():
+        return _run(source)
+    if source.is_file():
+        return _file(source)
+    raise DataError(f"{source}: no such run folder or file")
+
+
+def _run(folder: Path) -> Source:
+    res = folder / "results.json"
+    try:
+        doc = json.loads(res.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{folder}: not a run folder (no readable results.json: {exc})") \
+            from None
+    if not isinstance(doc, dict):
+        raise DataError(f"{res}: not a judgekit results.json")
+    if doc.get("method") != "verdicts":
+        raise DataError(f"{folder}: a {doc.get('method')!r} run; labels are proposed for "
+                        "recorded verdicts (a `judgekit analyse` run or the verdicts file)")
+    rows = read_jsonl(folder / "items.jsonl") if (folder / "items.jsonl").is_file() else []
+    shape = str(doc.get("shape") or "pointwise")
+    return Source(folder.name, shape, _normalise(rows, shape, folder / "items.jsonl"),
+                  folder / LABELS_FILE, folder)
+
+
+def _file(path: Path) -> Source:
+    from judgekit.data.external import label_of
+    from judgekit.verdicts.analysis import slot_of
+    from judgekit.verdicts.read import read
+
+    table = read(path, "auto", {})
+    if table.shape == "alpaca_eval":
+        raise DataError(f"{path}: alpaca_eval annotations compare two models' outputs with "
+                        "no per-item verdict of the judge to check; label pairwise or "
+                        "pointwise verdicts")
+    r = table.roles
+    rows: list[JSONObject] = []
+    for i, row in enumerate(table.rows):
+        if table.shape == "pointwise":
+            column = r["judge"].split(",")[0]
+            raw = row.get(column)
+            v = label_of(raw, 0.5)
+            item: JSONObject = {"id": str(row.get(r["id"], i)) if "id" in r else str(i),
+                                "verdict": v, "system": row.get(r["system"]) if "system" in r
+                                else None, "question_id": row.get(r["question_id"])
+                                if "question_id" in r else None}
+            if isinstance(raw, float) and 0 < raw < 1:  # the judge's own probability
+                item["probability"] = raw
+            for key in PROBABILITY + CONFIDENCE:
+                if row.get(key) not in (None, ""):
+                    item[key] = row[key]
+            for key in ("question", "input", "answer", "output", "explanation"):
+                if row.get(key) not in (None, ""):
+                    item[key] = row[key]
+        else:
+            item = {"pair_id": str(row.get(r["pair_id"], i)) if "pair_id" in r else str(i),
+                    "first": row.get(r["first"]), "second": row.get(r["second"]),
+                    "winner": slot_of(row.get(r["winner"])),
+                    "question": row.get(r["question"]) if "question" in r else None}
+        rows.append(item)
+    return Source(path.stem, table.shape, _normalise(rows, table.shape, path),
+                  path.with_name(path.stem + ".labels.jsonl"), None)
+
+
+def _normalise(rows: list[JSONObject], shape: str, where: Path) -> list[JSONObject]:
+    """One record per labelable item with a unique ``id`` and a 0/1 ``verdict`` (pairwise:
+    1 when the judge chose the first answer); rows whose verdict cannot be read (a tie,
+    empty) are left out, as ``judgekit analyse`` leaves them out."""
+    out: list[JSONObject] = []
+    seen: dict[str, int] = {}
+    for k, row in enumerate(rows):
+        if shape == "pairwise":
+            w = row.get("winner")
+            if w not in ("first", "second"):
+                continue
+            item = {**row, "verdict": int(w == "first")}
+            base = str(row.get("pair_id", k))
+        else:
+            if row.get("verdict") not in (0, 1):
+                continue
+            item = dict(row)
+            base = str(row.get("id", k))
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        item["id"] = base if n == 0 else f"{base}#{n + 1}"
+        item["score"] = _score(item, where)
+        out.append(item)
+    if not out:
+        raise DataError(f"{where}: no item with a readable verdict to label")
+    return out
+
+
+def _score(item: JSONObject, where: Path) -> float | None:
+    for keys, as_conf in ((PROBABILITY, False), (CONFIDENCE, True)):
+        for key in keys:
+            if item.get(key) in (None, ""):
+                continue
+            try:
+                p = float(item[key])
+            except (TypeError, ValueError):
+                raise DataError(f"{where}: item {item.get('id')!r}: {key} {item[key]!r} is "
+                                "not a number in [0, 1]") from None
+            if not 0 <= p <= 1:
+                raise DataError(f"{where}: item {item.get('id')!r}: {key} {p} is outside "
+                                "[0, 1]; give a probability")
+            return p if not as_conf or item["verdict"] == 1 else 1 - p
+    s = item.get("score")
+    return float(s) if isinstance(s, (int, float)) and 0 <= s <= 1 else None
+
+
+def population(items: list[JSONObject]) -> Population:
+    """The items as judgekit.stats.active sees them."""
+    verdict = np.array([int(x["verdict"]) for x in items])
+    scores = [x.get("score") for x in items]
+    score = np.array(scores, float) if all(s is not None for s in scores) else None
+    names = sorted({str(x.get("system")) for x in items if x.get("system") is not None})
+    index = {n: i for i, n in enumerate(names)}
+    system = np.array([index.get(str(x.get("system")), 0) for x in items])
+    return Population(verdict, score, system, tuple(names) if len(names) > 1 else ("",))
+
+
+def human_value(label: Any, shape: str) -> float | None:
+    """A label as the value y the estimands use: 1 pass (pairwise: the first answer is
+    better), 0 fail (the second), None when it is neither."""
+    text = str(label).strip().casefold() if label is not None else ""
+    if isinstance(label, bool):
+        return float(label)
+    if isinstance(label, (int, float)) and label in (0, 1):
+        return float(label)
+    good = {"1", "pass", "yes", "true", "correct", "first", "a"}
+    bad = {"0", "fail", "no", "false", "incorrect", "second", "b"}
+    return 1.0 if text in good else 0.0 if text in bad else None

@@ -1,0 +1,200 @@
+"""Propose the next items to label and estimate from the labels so far.
+
+The draws are made in batches; within a batch the predictor and the probabilities are
+those fitted on the labels that existed when the batch was drawn, and each draw line
+records them, so the estimate never depends on what was labelled later. A batch is only
+drawn when every earlier draw is labelled: asking again without labelling returns the
+same items (nothing is drawn twice). The estimate uses the draws up to the first one
+still unlabelled, so skipping an item cannot bias it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy import stats as sps
+
+from judgekit.errors import ConfigError
+from judgekit.jsontypes import JSONObject
+from judgekit.labelling import store
+from judgekit.labelling.items import Source, human_value, load, population
+from judgekit.stats import active
+
+FOR = ("pass_rate", "agreement", "difference", "all")
+
+
+class Figure(NamedTuple):
+    name: str
+    estimate: float | None
+    ci: list[float] | None  # the confidence sequence: valid however often it is checked
+    fixed_ci: list[float] | None  # the fixed-n interval (valid at a number set in advance)
+    halfwidth: float | None
+    draws_needed: int | None
+
+
+class Status(NamedTuple):
+    source: Source
+    figures: list[Figure]
+    draws: int  # draws counted (the labelled prefix)
+    labels: int  # items labelled (by anyone)
+    pending: list[JSONObject]  # draws waiting for a label, in order (unique items)
+    target_width: float
+    level: float
+    done: bool
+
+    def as_json(self) -> JSONObject:
+        return {"run": self.source.name, "level": self.level,
+                "target_width": self.target_width, "draws": self.draws,
+                "labels": self.labels, "done": self.done,
+                "pending": [p["id"] for p in self.pending],
+                "figures": [f._asdict() for f in self.figures]}
+
+
+def chosen(pop: active.Population, which: str) -> list[active.Estimand]:
+    if which not in FOR:
+        raise ConfigError(f"--for {which!r}: use {', '.join(FOR)}")
+    every = active.estimands_for(pop)
+    if which == "all":
+        return every
+    return [e for e in every if e.name.startswith(which)] or every[:1]
+
+
+def _labels_y(src: Source, labels: store.Labels) -> dict[str, float]:
+    """Each labelled item's value: the mean of its annotators' labels."""
+    out = {}
+    for item, who in labels.by_item.items():
+        vals = [v for v in (human_value(x, src.shape) for x in who.values()) if v is not None]
+        if vals:
+            out[item] = float(np.mean(vals))
+    return out
+
+
+def estimate(source: Path | Source, target_width: float = 0.1, level: float = 0.95,
+             which: str = "pass_rate") -> Status:
+    src = load(source) if isinstance(source, Path) else source
+    labels = store.read(src.labels_path)
+    pop = population(src.items)
+    ests = chosen(pop, which)
+    y = _labels_y(src, labels)
+    alpha = 1 - level
+    prefix: list[JSONObject] = []
+    pending: list[JSONObject] = []
+    for d in labels.draws:
+        if pending or str(d["id"]) not in y:
+            if str(d["id"]) not in {p["id"] for p in pending} and str(d["id"]) not in y:
+                pending.append(d)
+            continue
+        prefix.append(d)
+    index = {str(x["id"]): i for i, x in enumerate(src.items)}
+    horizon = float(labels.draws[0].get("horizon", 100)) if labels.draws else 100.0
+    rho = active.cs_rho(horizon, alpha)
+    figures = []
+    for e in ests:
+        rows = [d for d in prefix if e.name in d.get("means", {})]
+        if not rows:
+            figures.append(Figure(e.name, None, None, None, None, None))
+            continue
+        z = np.array([d["means"][e.name] + e.weights[index[str(d["id"])]]
+                      * (y[str(d["id"])] - d["prediction"]) / d["probability"]
+                      for d in rows])
+        pv = np.cumsum([d["expected_var"][e.name] for d in rows]) / np.arange(1, len(rows) + 1)
+        r = active.running(z, pv, level, rho, e.low, e.high)
+        half = float(r.cs_high[-1] - r.cs_low[-1]) / 2
+        need = active.draws_needed(float(r.sd[-1]), len(rows), target_width / 2, alpha, rho)
+        if len(rows) < active.MIN_DRAWS:
+            need = max(need, active.MIN_DRAWS - len(rows))
+        figures.append(Figure(e.name, round(float(np.clip(r.estimate[-1], e.low, e.high)), 6),
+                              [round(float(r.cs_low[-1]), 6), round(float(r.cs_high[-1]), 6)],
+                              [round(float(r.fixed_low[-1]), 6),
+                               round(float(r.fixed_high[-1]), 6)],
+                              round(half, 6), int(need)))
+    done = bool(figures) and all(f.draws_needed == 0 for f in figures)
+    return Status(src, figures, len(prefix), len(y), pending, target_width, level, done)
+
+
+def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width: float = 0.1,
+            level: float = 0.95, which: str = "pass_rate") -> Status:
+    """The items to label next: the pending draws if some are unlabelled, else a new
+    batch of ``batch`` distinct unlabelled items (none once the target is met)."""
+    if batch < 1:
+        raise ConfigError(f"--batch {batch}: give at least 1")
+    src = load(source) if isinstance(source, Path) else source
+    st = estimate(src, target_width, level, which)
+    if st.pending or st.done:
+        return st
+    labels = store.read(src.labels_path)
+    pop = population(src.items)
+    ests = chosen(pop, which)
+    y = _labels_y(src, labels)
+    ids = [str(x["id"]) for x in src.items]
+    done_idx = np.array([i for i, k in enumerate(ids) if k in y], int)
+    m = active.fit_predictor(pop, done_idx, np.array([y[ids[i]] for i in done_idx]))
+    q = active.sampling_probabilities(m, ests)
+    every = active.estimands_for(pop)  # logged for all, so any of them can be estimated
+    means = {e.name: round(e.const + float(e.weights @ m), 12) for e in every}
+    var = {e.name: active.model_variance(e, m, q) for e in every}
+    b = 1 + max((int(d.get("batch", 0)) for d in labels.draws), default=0)
+    t0 = len(labels.draws)
+    head: JSONObject = {}
+    if not labels.draws:
+        z = float(sps.norm.ppf(1 - (1 - level) / 2))
+        worst = max(var[e.name] for e in ests)
+        head = {"horizon": round(max((z * math.sqrt(worst) / (target_width / 2)) ** 2, 20.0), 1),
+                "seed": seed, "for": which, "level": level}
+    rng = np.random.default_rng([seed, b])
+    unlabelled = len(ids) - len(y)
+    new: list[JSONObject] = []
+    fresh: set[str] = set()
+    while len(fresh) < min(batch, unlabelled) and len(new) < 200 * batch:
+        j = int(rng.choice(len(ids), p=q))
+        new.append({"kind": "draw", "draw": t0 + len(new) + 1, "batch": b, "id": ids[j],
+                    "probability": float(q[j]), "prediction": float(m[j]), "means": means,
+                    "expected_var": var, **(head if not new and head else {})})
+        if ids[j] not in y:
+            fresh.add(ids[j])
+    store.append(src.labels_path, new)
+    return estimate(src, target_width, level, which)
+
+
+def add_label(source: Path | Source, item: str, label: Any, annotator: str) -> None:
+    src = load(source) if isinstance(source, Path) else source
+    if item not in {str(x["id"]) for x in src.items}:
+        raise ConfigError(f"id {item!r}: no such item in {src.name}")
+    if human_value(label, src.shape) is None:
+        allowed = "first/second" if src.shape == "pairwise" else "pass/fail (1/0)"
+        raise ConfigError(f"label {label!r}: use {allowed}")
+    store.append(src.labels_path, [{"kind": "label", "id": item, "label": label,
+                                    "annotator": annotator or "anonymous", "at": store.now()}])
+
+
+def undo(source: Path | Source, annotator: str) -> str | None:
+    """Withdraw the annotator's latest label still standing; the item's id, or None."""
+    src = load(source) if isinstance(source, Path) else source
+    labels = store.read(src.labels_path)
+    who = annotator or "anonymous"
+    for row in reversed(labels.history):
+        if row.get("kind", "label") == "label" and str(row.get("annotator") or
+                                                          "anonymous") == who:
+            item = str(row["id"])
+            if who in labels.by_item.get(item, {}):
+                store.append(src.labels_path, [{"kind": "undo", "id": item,
+                                                "annotator": who, "at": store.now()}])
+                return item
+    return None
+
+
+def human_labels(path: Path, shape: str = "pointwise") -> dict[str, float]:
+    """Item id -> label value from a labels file (the mean of its annotators), for
+    ``judgekit analyse --labels`` and the probe's ``human_labels``."""
+    labels = store.read(path)
+    out = {}
+    for item, who in labels.by_item.items():
+        vals: Sequence[float | None] = [human_value(x, shape) for x in who.values()]
+        got = [v for v in vals if v is not None]
+        if got:
+            out[item] = float(np.mean(got))
+    return out

@@ -1,0 +1,112 @@
+"""The labels file: one JSON object per line, appended and fsynced under a lock, so two
+annotators (or the viewer and the command line) can write at once and a kill -9 loses
+at most the line being written.
+
+Lines:
+- ``{"kind": "draw", "draw": t, "batch": b, "id", "probability", "prediction",
+  "means": {estimand: c + w.m}, "expected_var": {estimand: ...}, ...}``: the t-th item
+  drawn, with what the draw was made from (the estimate needs it);
+- ``{"kind": "label", "id", "label", "annotator", "at"}``: a label (the latest label of
+  an annotator for an item counts; several annotators are averaged);
+- ``{"kind": "undo", "id", "annotator", "at"}``: that annotator's label withdrawn.
+
+Other tools may read only the label lines: ``{"id", "label", "annotator"}``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from judgekit.errors import DataError, OutputError
+from judgekit.jsontypes import JSONObject
+from judgekit.textio import read_lines
+
+
+class Labels(NamedTuple):
+    draws: list[JSONObject]
+    # item id -> annotator -> label (after undos), in the order labels arrived
+    by_item: dict[str, dict[str, Any]]
+    history: list[JSONObject]  # label and undo lines, in order
+
+
+def read(path: Path) -> Labels:
+    draws: list[JSONObject] = []
+    by_item: dict[str, dict[str, Any]] = {}
+    history: list[JSONObject] = []
+    if not path.is_file():
+        return Labels(draws, by_item, history)
+    for lineno, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if lineno == _last_line(path):  # a line cut by a crash mid-write
+                break
+            raise DataError(f"{path}:{lineno}: not a JSON object; remove or fix the line") \
+                from None
+        if not isinstance(row, dict) or "id" not in row:
+            raise DataError(f"{path}:{lineno}: a labels line needs an object with \"id\"")
+        kind = row.get("kind", "label")
+        item = str(row["id"])
+        who = str(row.get("annotator") or "anonymous")
+        if kind == "draw":
+            draws.append(row)
+        elif kind == "undo":
+            by_item.get(item, {}).pop(who, None)
+            history.append(row)
+        elif kind == "label":
+            if "label" not in row:
+                raise DataError(f"{path}:{lineno}: a label line needs \"label\"")
+            by_item.setdefault(item, {})[who] = row["label"]
+            history.append(row)
+        else:
+            raise DataError(f"{path}:{lineno}: kind {kind!r}: use draw, label or undo")
+    return Labels(draws, {k: v for k, v in by_item.items() if v}, history)
+
+
+def _last_line(path: Path) -> int:
+    with path.open("rb") as fh:
+        return fh.read().rstrip(b"\n").count(b"\n") + 1
+
+
+def append(path: Path, rows: Iterable[JSONObject]) -> None:
+    """Append lines under an exclusive lock, fsynced before returning."""
+    data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
+    if not data:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write the labels file ({exc.strerror})") from None
+    try:
+        _lock(fd)
+        size = os.fstat(fd).st_size
+        if size:  # a previous writer killed mid-line: start on a fresh line
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    data = "\n" + data
+        os.write(fd, data.encode("utf-8"))
+        os.fsync(fd)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write the labels file ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # Windows: appends of one write are atomic enough
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,303 @@
+"""The viewer's routes (aiohttp.web, bound to 127.0.0.1).
+
+Pages: ``/`` the run list; ``/run?name=`` a run's sample grid and transcripts;
+``/report?name=`` its report; ``/compare?a=&b=`` two runs on the same items;
+``/cards?run=&run=`` judge cards side by side; ``/label?name=`` the labelling page.
+API (JSON): ``/api/runs``, ``/api/items?run=``, ``/api/item?run=&id=``,
+``/api/next?run=``, ``POST /api/label`` and ``POST /api/undo``.
+
+Requests whose Host is not this server's loopback address are refused (a web page
+elsewhere cannot reach it through DNS rebinding), and POST bodies must be JSON (a
+cross-site form cannot send them). Every text from runs is escaped where it lands:
+``html.escape`` in server pages, ``textContent`` in the static pages' scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from judgekit.errors import JudgekitError
+from judgekit.view import runs as runmod
+
+STATIC = Path(__file__).with_name("static")
+ROOT: web.AppKey[Path] = web.AppKey("root", Path)
+LABEL_OPTS: web.AppKey[dict[str, Any]] = web.AppKey("label_opts", dict)
+STYLE = ("body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}"
+         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
+         "text-align:left;vertical-align:top}th{background:#f3f3f3}a{color:#0645ad}")
+
+
+def _page(title: str, body: str) -> web.Response:
+    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+           f"</title><style>{STYLE}</style></head><body>{body}</body></html>")
+    return web.Response(text=doc, content_type="text/html",
+                        headers={"Content-Security-Policy": "default-src 'self'; "
+                                 "style-src 'unsafe-inline'; img-src 'self' data:"})
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _q(x: str) -> str:
+    from urllib.parse import quote
+
+    return quote(x, safe="")
+
+
+async def index(request: web.Request) -> web.Response:
+    root = request.app[ROOT]
+    found = await asyncio.to_thread(runmod.discover, root)
+    rows = "".join(
+        f"<tr><td><input type=checkbox name=run value='{_e(r.name)}'></td>"
+        f"<td><a class=run href='/run?name={_q(r.name)}'>{_e(r.name)}</a></td>"
+        f"<td>{_e(r.method)}</td><td>{_e(r.judge)}</td><td>{_e(r.data)}</td>"
+        f"<td>{_e(r.date)}</td><td>{_e(r.headline)}</td>"
+        f"<td><a href='/report?name={_q(r.name)}'>report</a> "
+        f"<a href='/label?name={_q(r.name)}'>label</a></td></tr>" for r in found)
+    opts = "".join(f"<option value='{_e(r.name)}'>{_e(r.name)}</option>" for r in found)
+    body = (f"<h1>judgekit runs under {_e(root)}</h1><p>{len(found)} run(s)</p>"
+            "<form action='/cards'><table id=runs><thead><tr><th></th><th>run</th>"
+            "<th>method</th><th>judge</th><th>data</th><th>date</th><th>headline</th>"
+            f"<th></th></tr></thead><tbody>{rows}</tbody></table>"
+            "<p><button>judge cards of the ticked runs, side by side</button></p></form>"
+            f"<form action='/compare'>compare <select name=a>{opts}</select> with "
+            f"<select name=b>{opts}</select> <button>side by side</button></form>")
+    return _page("judgekit runs", body)
+
+
+def _run(request: web.Request, key: str = "name") -> runmod.Run:
+    name = request.query.get(key)
+    if not name:
+        raise web.HTTPBadRequest(text=f"give ?{key}=RUN")
+    try:
+        return runmod.find(request.app[ROOT], name)
+    except JudgekitError as exc:
+        raise web.HTTPNotFound(text=str(exc)) from None
+
+
+async def report(request: web.Request) -> web.StreamResponse:
+    run = _run(request)
+    path = run.folder / "report.html"
+    if not path.is_file():
+        raise web.HTTPNotFound(text=f"{run.name} has no report.html")
+    return web.FileResponse(path, headers={"Content-Type": "text/html; charset=utf-8"})
+
+
+def _static(name: str) -> Any:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(STATIC / name,
+                                headers={"Content-Type": "text/html; charset=utf-8",
+                                         "Content-Security-Policy": "default-src 'self'; "
+                                         "script-src 'self' 'unsafe-inline'; "
+                                         "style-src 'unsafe-inline'"})
+    return handler
+
+
+async def api_runs(request: web.Request) -> web.Response:
+    found = await asyncio.to_thread(runmod.discover, request.app[ROOT])
+    return web.json_response([{k: v for k, v in r._asdict().items() if k != "folder"}
+                              for r in found])
+
+
+async def api_items(request: web.Request) -> web.Response:
+    run = _run(request, "run")
+    got = await asyncio.to_thread(runmod.items, run)
+    columns = list(dict.fromkeys(k for row in got[:2000] for k in row))
+    return web.json_response({"run": run.name, "method": run.method, "columns": columns,
+                              "items": got}, dumps=_dumps)
+
+
+async def api_item(request: web.Request) -> web.Response:
+    run = _run(request, "run")
+    item = request.query.get("id", "")
+    row = await asyncio.to_thread(runmod.full_item, run, item)
+    if row is None:
+        raise web.HTTPNotFound(text=f"no item {item!r} in {run.name}")
+    calls = await asyncio.to_thread(runmod.transcripts, run, request.app[ROOT], row)
+    return web.json_response({"item": row, "transcripts": calls}, dumps=_dumps)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    if request.content_type != "application/json":
+        raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)")
+    try:
+        body = await request.json()
+    except ValueError:
+        raise web.HTTPBadRequest(text="the body is not JSON") from None
+    if not isinstance(body, dict) or not body.get("run"):
+        raise web.HTTPBadRequest(text="the body needs \"run\"")
+    return body
+
+
+def _label_source(request: web.Request, name: str) -> Any:
+    from judgekit.labelling.items import load
+
+    try:
+        run = runmod.find(request.app[ROOT], name)
+        return load(run.folder)
+    except JudgekitError as exc:
+        raise web.HTTPBadRequest(text=str(exc)) from None
+
+
+def _status(request: web.Request, src: Any, propose: bool) -> dict[str, Any]:
+    from judgekit.labelling import session
+
+    opts = request.app[LABEL_OPTS]
+    st = (session.propose if propose else session.estimate)(src, **opts)
+    out = st.as_json()
+    index = {str(x["id"]): x for x in src.items}
+    out["next"] = [index[str(p["id"])] for p in st.pending][:1]
+    out["shape"] = src.shape
+    return out
+
+
+async def api_next(request: web.Request) -> web.Response:
+    name = request.query.get("run", "")
+    src = _label_source(request, name)
+    try:
+        out = await asyncio.to_thread(_status, request, src, True)
+    except JudgekitError as exc:
+        raise web.HTTPBadRequest(text=str(exc)) from None
+    return web.json_response(out, dumps=_dumps)
+
+
+async def api_label(request: web.Request) -> web.Response:
+    from judgekit.labelling import session
+
+    body = await _body(request)
+    src = _label_source(request, str(body["run"]))
+    if "id" not in body or "label" not in body:
+        raise web.HTTPBadRequest(text="the body needs \"id\" and \"label\"")
+    try:
+        await asyncio.to_thread(session.add_label, src, str(body["id"]), body["label"],
+                                str(body.get("annotator") or "anonymous"))
+        out = await asyncio.to_thread(_status, request, src, bool(body.get("next", True)))
+    except JudgekitError as exc:
+        raise web.HTTPBadRequest(text=str(exc)) from None
+    return web.json_response(out, dumps=_dumps)
+
+
+async def api_undo(request: web.Request) -> web.Response:
+    from judgekit.labelling import session
+
+    body = await _body(request)
+    src = _label_source(request, str(body["run"]))
+    gone = await asyncio.to_thread(session.undo, src, str(body.get("annotator") or ""))
+    out = await asyncio.to_thread(_status, request, src, False)
+    out["undone"] = gone
+    index = {str(x["id"]): x for x in src.items}
+    if gone is not None:
+        out["next"] = [index[gone]]
+    return web.json_response(out, dumps=_dumps)
+
+
+async def cards(request: web.Request) -> web.Response:
+    from judgekit.card import build
+
+    names = request.query.getall("run", [])
+    if not names:
+        raise web.HTTPBadRequest(text="tick one or more probe, audit or verdicts runs")
+    built: list[tuple[str, Any]] = []
+    for n in names:
+        run = runmod.find(request.app[ROOT], n)
+        try:
+            built.append((n, await asyncio.to_thread(build, [run.folder])))
+        except JudgekitError as exc:
+            built.append((n, str(exc)))
+    keys: dict[str, str] = {}
+    for _, c in built:
+        for r in [] if isinstance(c, str) else c.rows:
+            keys.setdefault(f"{r.judge or ''}|{r.key}", r.measure)
+    head = "".join(f"<th>{_e(n)}<br>{_e(c if isinstance(c, str) else c.judge)}</th>"
+                   for n, c in built)
+    body_rows = []
+    for key, measure in keys.items():
+        cells = []
+        for _, c in built:
+            hit = None if isinstance(c, str) else next(
+                (r for r in c.rows if f"{r.judge or ''}|{r.key}" == key), None)
+            cells.append("<td></td>" if hit is None else
+                         f"<td>{_e(_fmt(hit.estimate))} {_e(_ci(hit.ci))} (n = {_e(hit.n)})"
+                         f"<br><b>{_e(hit.decision or '')}</b></td>")
+        body_rows.append(f"<tr><th>{_e(measure)}</th>{''.join(cells)}</tr>")
+    return _page("judge cards", f"<p><a href='/'>all runs</a></p><h1>judge cards</h1>"
+                 f"<table id=cards><tr><th>measure</th>{head}</tr>{''.join(body_rows)}"
+                 "</table>")
+
+
+def _fmt(v: Any) -> str:
+    return "" if v is None else f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def _ci(ci: Any) -> str:
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+
+
+@web.middleware
+async def local_only(request: web.Request, handler: Any) -> web.StreamResponse:
+    host = (request.host or "").rsplit(":", 1)[0].strip("[]")
+    if host not in ("127.0.0.1", "localhost"):
+        raise web.HTTPForbidden(text="judgekit view answers requests to 127.0.0.1 only")
+    return await handler(request)
+
+
+def make_app(root: Path, label_opts: dict[str, Any] | None = None) -> web.Application:
+    app = web.Application(middlewares=[local_only], client_max_size=1 << 20)
+    app[ROOT] = root
+    app[LABEL_OPTS] = label_opts or {}
+    app.router.add_get("/", index)
+    app.router.add_get("/run", _static("run.html"))
+    app.router.add_get("/compare", _static("compare.html"))
+    app.router.add_get("/label", _static("label.html"))
+    app.router.add_get("/report", report)
+    app.router.add_get("/cards", cards)
+    app.router.add_get("/api/runs", api_runs)
+    app.router.add_get("/api/items", api_items)
+    app.router.add_get("/api/item", api_item)
+    app.router.add_get("/api/next", api_next)
+    app.router.add_post("/api/label", api_label)
+    app.router.add_post("/api/undo", api_undo)
+    return app
+
+
+def serve(root: Path, port: int, open_browser: bool = True,
+          label_opts: dict[str, Any] | None = None) -> None:
+    """Serve until Ctrl-C, on 127.0.0.1 only."""
+    async def main() -> None:
+        runner = web.AppRunner(make_app(root, label_opts), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", port)
+        await site.start()
+        bound = runner.addresses[0][1] if runner.addresses else port  # port 0: the OS's
+        url = f"http://127.0.0.1:{bound}/"
+        print(f"judgekit view: {len(runmod.discover(root))} run(s) under {root} at {url} "
+              "(Ctrl-C stops)", flush=True)
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        from judgekit.errors import ConfigError
+
+        raise ConfigError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror}); "
+                          "choose another port") from None
+    sys.stdout.flush()

@@ -1,0 +1,198 @@
+"""What the viewer reads from run folders: the run list, each run's item records, the
+labels beside them and the transcripts of an item's calls (from the run's cassette)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from judgekit.errors import DataError
+from judgekit.jsontypes import JSONObject
+from judgekit.textio import read_jsonl
+
+MAX_DEPTH = 4
+# the detail file shown as a run's items, in order of preference
+ITEM_FILES = ("items.jsonl", "pairs.jsonl", "verdicts.jsonl", "queries.jsonl", "units.jsonl")
+SKIP = ("labels.jsonl", "replica_failures.jsonl", "failures.jsonl")
+
+
+class Run(NamedTuple):
+    name: str  # the folder's path under the viewer's root, with "/"
+    folder: Path
+    method: str
+    judge: str
+    data: str
+    date: str
+    headline: str
+
+
+def discover(root: Path) -> list[Run]:
+    """Every folder under ``root`` (``root`` included, MAX_DEPTH levels) holding a
+    results.json, newest first."""
+    found = []
+    base = root.resolve()
+    for here, dirs, files in os.walk(base):
+        depth = len(Path(here).relative_to(base).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
+        if "results.json" in files:
+            run = _describe(base, Path(here))
+            if run is not None:
+                found.append(run)
+    return sorted(found, key=lambda r: (r.date, r.name), reverse=True)
+
+
+def _describe(base: Path, folder: Path) -> Run | None:
+    path = folder / "results.json"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict) or "method" not in doc:
+        return None
+    cfg: dict[str, Any] = doc["config"] if isinstance(doc.get("config"), dict) else {}
+    models: dict[str, Any] = cfg["models"] if isinstance(cfg.get("models"), dict) else {}
+    judge = doc.get("judge") or cfg.get("judge") or models.get("judge") or \
+        models.get("evaluator") or ""
+    if isinstance(judge, dict):
+        judge = judge.get("model") or json.dumps(judge, sort_keys=True)
+    data = doc.get("source") or cfg.get("data_path") or cfg.get("datasets") or \
+        cfg.get("name") or ""
+    if not isinstance(data, str):
+        data = ", ".join(str(d.get("name", d)) if isinstance(d, dict) else str(d)
+                         for d in data) if isinstance(data, list) else json.dumps(data)
+    date = _dt.datetime.fromtimestamp(path.stat().st_mtime).isoformat(" ", "minutes")
+    name = folder.relative_to(base).as_posix() if folder != base else folder.name
+    return Run(name, folder, str(doc["method"]), str(judge), str(data), date,
+               _headline(folder, doc))
+
+
+def _headline(folder: Path, doc: JSONObject) -> str:
+    if doc.get("status") == "failed":
+        return f"failed: {doc.get('error', '')}"
+    try:
+        from judgekit.runfolder import load_results
+
+        return str(load_results(folder).headline())
+    except Exception as exc:  # a run from another version still lists, with the reason
+        return f"(headline unavailable: {exc})"
+
+
+def find(root: Path, name: str) -> Run:
+    for run in discover(root):
+        if run.name == name:
+            return run
+    raise DataError(f"no run {name!r} under {root}")
+
+
+def item_file(folder: Path) -> Path | None:
+    for name in ITEM_FILES:
+        if (folder / name).is_file():
+            return folder / name
+    rest = sorted((p for p in folder.glob("*.jsonl") if p.name not in SKIP),
+                  key=lambda p: -p.stat().st_size)
+    return rest[0] if rest else None
+
+
+def item_id(row: JSONObject, k: int) -> str:
+    for key in ("id", "pair_id", "query_id", "item_id", "unit_id"):
+        if row.get(key) not in (None, ""):
+            return str(row[key])
+    return str(k)
+
+
+def items(run: Run) -> list[JSONObject]:
+    """The run's item records, flat: nested values become compact JSON text; each has
+    ``_id`` (unique) and, where labels were given, ``_label``."""
+    path = item_file(run.folder)
+    rows = read_jsonl(path) if path else []
+    labels = _labels(run.folder)
+    out = []
+    seen: dict[str, int] = {}
+    for k, row in enumerate(rows):
+        base = item_id(row, k)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        flat: JSONObject = {"_id": base if n == 0 else f"{base}#{n + 1}"}
+        for key, v in row.items():
+            flat[key] = v if isinstance(v, (str, int, float, bool)) or v is None else \
+                json.dumps(v, sort_keys=True, ensure_ascii=False)[:2000]
+        if flat["_id"] in labels:
+            flat["_label"] = labels[flat["_id"]]
+        out.append(flat)
+    return out
+
+
+def _labels(folder: Path) -> dict[str, Any]:
+    from judgekit.labelling import store
+
+    got = store.read(folder / "labels.jsonl")
+    return {k: ", ".join(f"{who}: {v}" for who, v in ann.items())
+            for k, ann in got.by_item.items()}
+
+
+def full_item(run: Run, item: str) -> JSONObject | None:
+    path = item_file(run.folder)
+    for k, row in enumerate(read_jsonl(path) if path else []):
+        if item_id(row, k) == item.split("#")[0]:
+            return row
+    return None
+
+
+def cassettes(run: Run, root: Path) -> list[Path]:
+    """The cassette the run's config names, else cassettes/*.json under the viewer's
+    root or beside the run, else the packaged cassette of its experiment name."""
+    try:
+        cfg = json.loads((run.folder / "results.json").read_text(encoding="utf-8")).get(
+            "config", {})
+    except (OSError, ValueError):
+        cfg = {}
+    named = cfg.get("cassette") if isinstance(cfg, dict) else None
+    out: list[Path] = []
+    if isinstance(named, str):
+        for cand in (Path(named), run.folder / named, root / named):
+            if cand.is_file():
+                out.append(cand)
+                break
+    for d in (root / "cassettes", run.folder.parent / "cassettes", run.folder):
+        out += sorted(d.glob("*.json")) if d.is_dir() else []
+    if isinstance(cfg, dict) and cfg.get("name"):
+        try:
+            from judgekit.resources import resource_dir
+
+            packaged = resource_dir("cassettes") / f"{cfg['name']}.json"
+            if packaged.is_file():
+                out.append(packaged)
+        except FileNotFoundError:
+            pass
+    return [p for p in dict.fromkeys(out) if p.name != "results.json"]
+
+
+def transcripts(run: Run, root: Path, row: JSONObject, limit: int = 50) -> list[JSONObject]:
+    """The recorded calls whose prompt mentions the item (its question or text): the
+    messages sent, the raw answer, the parsed object and the model."""
+    needles = [str(row[k]) for k in ("query", "question", "instruction", "input", "prompt")
+               if isinstance(row.get(k), str) and len(row[k]) >= 8]
+    if not needles:
+        return []
+    found: list[JSONObject] = []
+    for path in cassettes(run, root):
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for e in doc.get("entries", []) if isinstance(doc, dict) else []:
+            ident = e.get("identity", {}) if isinstance(e, dict) else {}
+            msgs = ident.get("messages", []) if isinstance(ident, dict) else []
+            text = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
+            if any(n in text for n in needles):
+                resp = e.get("response", {}) if isinstance(e.get("response"), dict) else {}
+                found.append({"cassette": path.name, "template": (ident.get("template") or {})
+                              .get("name"), "model": ident.get("model"),
+                              "messages": msgs, "raw": resp.get("text"),
+                              "parsed": resp.get("parsed"), "error": resp.get("error")})
+                if len(found) >= limit:
+                    return found
+    return found
