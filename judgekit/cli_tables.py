@@ -160,6 +160,9 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
             label_error: float | None = typer.Option(
                 None, "--label-error", min=0.0, max=0.49, help="the share of labels your "
                 "annotators flip: corrected rates are corrected for it"),
+            labels: Path | None = typer.Option(
+                None, "--labels", help="human labels (a labels file of judgekit label / "
+                "view, or JSONL of {\"id\", \"label\"}); they replace the file's own"),
             overwrite: bool = typer.Option(False, "--overwrite",
                                            help="replace a previous run's outputs in --out")
             ) -> None:
@@ -181,7 +184,8 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
         roles[role] = str(column)
     doc = {"method": "verdicts", "name": file.stem, "data_path": str(file),
            "data_format": fmt, "roles": roles, "level": level, "seed": seed, "judge": judge,
-           "judge_family": judge_family, "label_error": label_error}
+           "judge_family": judge_family, "label_error": label_error,
+           "labels_file": None if labels is None else str(labels)}
     _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
     console.print(shown["headline"])
     console.print(f"wrote {folder}")

@@ -70,6 +70,10 @@ class JudgedInput(BaseModel):
     columns: dict[str, str] | None = None  # csv/jsonl: judgekit field -> column name
     scorer: str | None = None  # inspect: the score's name; promptfoo: rubric text filter
     pass_threshold: float = Field(0.5, ge=0)  # numeric scores at or above pass
+    # human labels from a labels file (`judgekit label`, `judgekit view`, or JSONL of
+    # {"id", "label"}): they replace the items' Label, matched by the item's id (or its
+    # position in the file when items have no id)
+    labels_file: str | None = None
 
     @field_validator("data_format")
     @classmethod

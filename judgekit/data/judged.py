@@ -60,6 +60,8 @@ def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
         if limit is not None and len(chosen) < limit:
             raise DataError(f"{p}: sample_size {limit} from item {start} exceeds its "
                             f"{len(doc)} items")
+    if spec is not None and getattr(spec, "labels_file", None):
+        chosen = _with_labels(chosen, doc, Path(spec.labels_file))
     out = []
     for i, raw in chosen:
         try:
@@ -101,3 +103,25 @@ def check_judged(items: list[JudgedItem], criteria: list[str], aggregate: Any,
             raise DataError(msg + " (--strict)")
         logging.getLogger("judgekit.data").warning("judgekit: %s", msg)
     return report
+
+
+def _with_labels(chosen: list[tuple[int, Any]], doc: list[Any], path: Path
+                 ) -> list[tuple[int, Any]]:
+    """The chosen items with Label taken from a labels file (an item its annotators
+    split on keeps its own Label); an id matching no item is an error."""
+    from judgekit.labelling.store import values
+
+    labels = values(path)
+    keys = {str(raw.get("id", i)) if isinstance(raw, dict) else str(i)
+            for i, raw in enumerate(doc)}
+    unknown = sorted(set(labels) - keys)
+    if unknown:
+        raise DataError(f"{path}: id {unknown[0]!r} is not an item of the data "
+                        f"({len(unknown)} such); labels match items by id or position")
+    out = []
+    for i, raw in chosen:
+        key = str(raw.get("id", i)) if isinstance(raw, dict) else str(i)
+        v = labels.get(key)
+        out.append((i, {**raw, "Label": int(v)} if v in (0.0, 1.0) and isinstance(raw, dict)
+                    else raw))
+    return out

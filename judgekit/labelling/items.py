@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -152,16 +152,3 @@ def population(items: list[JSONObject]) -> Population:
     index = {n: i for i, n in enumerate(names)}
     system = np.array([index.get(str(x.get("system")), 0) for x in items])
     return Population(verdict, score, system, tuple(names) if len(names) > 1 else ("",))
-
-
-def human_value(label: Any, shape: str) -> float | None:
-    """A label as the value y the estimands use: 1 pass (pairwise: the first answer is
-    better), 0 fail (the second), None when it is neither."""
-    text = str(label).strip().casefold() if label is not None else ""
-    if isinstance(label, bool):
-        return float(label)
-    if isinstance(label, (int, float)) and label in (0, 1):
-        return float(label)
-    good = {"1", "pass", "yes", "true", "correct", "first", "a"}
-    bad = {"0", "fail", "no", "false", "incorrect", "second", "b"}
-    return 1.0 if text in good else 0.0 if text in bad else None

@@ -11,7 +11,6 @@ still unlabelled, so skipping an item cannot bias it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -21,7 +20,8 @@ from scipy import stats as sps
 from judgekit.errors import ConfigError
 from judgekit.jsontypes import JSONObject
 from judgekit.labelling import store
-from judgekit.labelling.items import Source, human_value, load, population
+from judgekit.labelling.items import Source, load, population
+from judgekit.labelling.store import human_value
 from judgekit.stats import active
 
 FOR = ("pass_rate", "agreement", "difference", "all")
@@ -101,7 +101,7 @@ def estimate(source: Path | Source, target_width: float = 0.1, level: float = 0.
         z = np.array([d["means"][e.name] + e.weights[index[str(d["id"])]]
                       * (y[str(d["id"])] - d["prediction"]) / d["probability"]
                       for d in rows])
-        pv = np.cumsum([d["expected_var"][e.name] for d in rows]) / np.arange(1, len(rows) + 1)
+        pv = np.array([d["expected_var"][e.name] for d in rows])
         r = active.running(z, pv, level, rho, e.low, e.high)
         half = float(r.cs_high[-1] - r.cs_low[-1]) / 2
         need = active.draws_needed(float(r.sd[-1]), len(rows), target_width / 2, alpha, rho)
@@ -185,16 +185,3 @@ def undo(source: Path | Source, annotator: str) -> str | None:
                                                 "annotator": who, "at": store.now()}])
                 return item
     return None
-
-
-def human_labels(path: Path, shape: str = "pointwise") -> dict[str, float]:
-    """Item id -> label value from a labels file (the mean of its annotators), for
-    ``judgekit analyse --labels`` and the probe's ``human_labels``."""
-    labels = store.read(path)
-    out = {}
-    for item, who in labels.by_item.items():
-        vals: Sequence[float | None] = [human_value(x, shape) for x in who.values()]
-        got = [v for v in vals if v is not None]
-        if got:
-            out[item] = float(np.mean(got))
-    return out

@@ -87,11 +87,14 @@ def append(path: Path, rows: Iterable[JSONObject]) -> None:
     try:
         _lock(fd)
         size = os.fstat(fd).st_size
-        if size:  # a previous writer killed mid-line: start on a fresh line
+        if size:  # a writer killed mid-line left a torn tail (never acknowledged): cut it
             with open(path, "rb") as fh:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    data = "\n" + data
+                fh.seek(max(0, size - 65536))
+                tail = fh.read()
+            if not tail.endswith(b"\n"):
+                cut = tail.rfind(b"\n")
+                os.ftruncate(fd, size - len(tail) + cut + 1 if cut >= 0 else
+                             (0 if size <= 65536 else size))
         os.write(fd, data.encode("utf-8"))
         os.fsync(fd)
     except OSError as exc:
@@ -110,3 +113,29 @@ def _lock(fd: int) -> None:
 
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def human_value(label: Any, shape: str) -> float | None:
+    """A label as the value y the estimands use: 1 pass (pairwise: the first answer is
+    better), 0 fail (the second), None when it is neither."""
+    text = str(label).strip().casefold() if label is not None else ""
+    if isinstance(label, bool):
+        return float(label)
+    if isinstance(label, (int, float)) and label in (0, 1):
+        return float(label)
+    good = {"1", "pass", "yes", "true", "correct", "first", "a"}
+    bad = {"0", "fail", "no", "false", "incorrect", "second", "b"}
+    return 1.0 if text in good else 0.0 if text in bad else None
+
+
+def values(path: Path, shape: str = "pointwise") -> dict[str, float]:
+    """Item id -> label value from a labels file (the mean of its annotators' latest
+    labels): what ``judgekit analyse --labels``, the probe and the audit read."""
+    if not path.is_file():
+        raise DataError(f"labels file {path} not found")
+    out = {}
+    for item, who in read(path).by_item.items():
+        got = [v for v in (human_value(x, shape) for x in who.values()) if v is not None]
+        if got:
+            out[item] = sum(got) / len(got)
+    return out

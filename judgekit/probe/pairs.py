@@ -105,6 +105,15 @@ def attach_human_labels(pairs: list[Pair], path: str | Path, field: str = "human
     if not p.exists():
         raise DataError(f"{what} file {p} not found")
     by_id = {q.id: q for q in pairs}
+    if field == "human" and _is_labels_file(p):  # judgekit label / view's labels file
+        from judgekit.labelling.store import values
+
+        for key, v in values(p, "pairwise").items():
+            if key not in by_id:
+                raise DataError(f"{p}: id {key!r} is not one of the judged pairs")
+            if v in (0.0, 1.0):  # annotators split evenly: no preference
+                by_id[key].human = "a" if v == 1.0 else "b"
+        return
     for n, line in read_lines(p):
         if not line.strip():
             continue
@@ -120,3 +129,12 @@ def attach_human_labels(pairs: list[Pair], path: str | Path, field: str = "human
         setattr(by_id[key], field, lab)
 
 
+def _is_labels_file(p: Path) -> bool:
+    for _, line in read_lines(p):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                return False
+            return isinstance(row, dict) and ("kind" in row or "label" in row)
+    return False

@@ -36,7 +36,7 @@ __all__ = ["Estimand", "Population", "Running", "cs_halfwidth", "cs_rho", "draws
            "estimands_for", "fit_predictor", "running", "sampling_probabilities", "terms"]
 
 UNIFORM_SHARE = 0.25  # the defensive mixture: q_i >= UNIFORM_SHARE / N
-PRIOR_DRAWS = 10  # the predictor's variance counts as this many draws in the spread
+PRIOR_DRAWS = 20  # the predictor's variance counts as this many draws in the spread
 MIN_DRAWS = 20  # the stopping rule is not checked before this many draws
 
 
@@ -175,14 +175,15 @@ class Running(NamedTuple):
 def running(z: np.ndarray, prior_var: np.ndarray, level: float, rho: float,
             low: float = 0.0, high: float = 1.0) -> Running:
     """Running estimates of the draws' terms z (in order). The spread blends the sample
-    variance with ``prior_var`` (the predictor's variance at each draw) as PRIOR_DRAWS
-    draws, so a few draws that happen to agree cannot give a zero width. The sequence
+    variance with ``prior_var`` (at each draw, the variance the predictor of that time
+    expects of a draw) as PRIOR_DRAWS draws, so a few draws that happen to agree cannot
+    give a zero width, and the blend follows the predictor as it improves. The sequence
     is the running intersection of the mixture boundaries, clipped to [low, high]."""
     t = np.arange(1, z.size + 1, dtype=float)
     mean = np.cumsum(z) / t
     sq = np.cumsum(z * z)
     ss = np.clip(sq - t * mean * mean, 0, None)
-    pv = np.cumsum(prior_var) / t
+    pv = np.asarray(prior_var, float)
     var = (ss + PRIOR_DRAWS * pv) / (t - 1 + PRIOR_DRAWS)
     sd = np.sqrt(var)
     alpha = 1 - level

@@ -32,3 +32,7 @@ class VerdictsConfig(RunSettings):
     # the annotators' flip rate: corrected rates are corrected for it (None: the human
     # labels are taken as error-free, and the figures say so)
     label_error: float | None = Field(None, ge=0, lt=0.5)
+    # human labels from a labels file (`judgekit label` / `judgekit view`, or JSONL of
+    # {"id", "label", "annotator"}); they replace the file's own human column. Labels
+    # drawn by `judgekit label` are weighted by their draw probabilities.
+    labels_file: str | None = None

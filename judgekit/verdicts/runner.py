@@ -20,12 +20,16 @@ def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
     judge column when the file holds several (one card per judge, side by side)."""
     path = Path(cfg.data_path)
     table = read(path, cfg.data_format, cfg.roles)
+    if cfg.labels_file:
+        table = _with_labels(table, Path(cfg.labels_file))
     role = {"pointwise": "judge", "pairwise": "winner"}.get(table.shape)
     columns = table.roles[role].split(",") if role else [""]
     judged = [_one(cfg, path, table, {**table.roles, role: c} if role else table.roles,
                    several=len(columns) > 1)
               for c in columns]
     first, items = judged[0]
+    if cfg.labels_file:
+        _active_measures(cfg, path, first)
     others = [JudgeVerdicts(judge=j.judge, column=c, unreadable=j.unreadable,
                             measures=j.measures, notes=j.notes)
               for c, (j, _) in zip(columns[1:], judged[1:])]
@@ -93,3 +97,57 @@ def headline(p: VerdictsPayload) -> str:
 
 def _ci(ci: list[float] | None) -> str:
     return "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _with_labels(table: Table, labels_path: Path) -> Table:
+    """The rows with a ``_labels`` column from the labels file, as the human role."""
+    from judgekit.labelling.store import values
+
+    if table.shape not in ("pointwise", "pairwise"):
+        raise DataError(f"{labels_path}: labels apply to pointwise or pairwise verdicts, not "
+                        f"{table.shape}")
+    labels = values(labels_path, table.shape)
+    key = "id" if table.shape == "pointwise" else "pair_id"
+    col = table.roles.get(key)
+    rows, seen = [], set()
+    for i, r in enumerate(table.rows):
+        item = str(r.get(col, i)) if col else str(i)
+        v = labels.get(item)
+        seen.add(item)
+        label = None if v not in (0.0, 1.0) else (int(v) if table.shape == "pointwise"
+                                                   else ("first" if v == 1.0 else "second"))
+        rows.append({**r, "_labels": label})
+    unknown = sorted(set(labels) - seen)
+    if unknown:
+        raise DataError(f"{labels_path}: id {unknown[0]!r} is not a row of the verdicts "
+                        f"({len(unknown)} such); map the id column with --map {key}=COLUMN")
+    role = "human" if table.shape == "pointwise" else "label"
+    return Table(table.shape, rows, {**table.roles, role: "_labels"})
+
+
+def _active_measures(cfg: VerdictsConfig, path: Path, judged: _Judged) -> None:
+    """Labels drawn by `judgekit label` were chosen where the judge is unsure: the
+    corrected rates weight each by its draw probability (judgekit.labelling), and the
+    plain prediction-powered ones, which assume a random sample, are dropped."""
+    from judgekit.labelling import items as label_items
+    from judgekit.labelling import session
+    from judgekit.labelling.store import read as read_labels
+
+    if not read_labels(Path(cfg.labels_file or "")).draws:
+        return
+    src = label_items.load(path)._replace(labels_path=Path(cfg.labels_file or ""))
+    st = session.estimate(src, 2 * cfg.target_halfwidth, cfg.level, "all")
+    judged.measures[:] = [m for m in judged.measures if not m.key.startswith("corrected_")]
+    for f in st.figures:
+        if f.estimate is None:
+            continue
+        judged.measures.append(Measure(
+            key=f"corrected_{f.name}", what=f"{f.name.replace('_', ' ')} from actively drawn "
+            "human labels (inverse-probability weighted; the interval is a confidence "
+            "sequence)", estimate=f.estimate, ci=f.ci, n=len(src.items),
+            decision=f"{st.labels} human labels", labelled=st.labels,
+            labels_for_target=f.draws_needed or None,
+            units="difference of shares" if f.name.startswith("difference") else "share"))
+    judged.notes.append(f"{st.labels} labels were drawn by judgekit label where the judge "
+                        "was unsure: agreement and kappa on them over-represent hard items; "
+                        "the corrected figures weight each label by its draw probability")

@@ -1,0 +1,212 @@
+"""Active labelling (judgekit.stats.active, judgekit.labelling) and `judgekit label`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from judgekit.errors import ConfigError, DataError
+from judgekit.labelling import session, store
+from judgekit.stats import active
+
+from .test_standalone import jk
+
+
+def _pop(n=12, score=True):
+    rng = np.random.default_rng(3)
+    verdict = rng.integers(0, 2, n)
+    sc = rng.random(n) if score else None
+    return active.Population(verdict, sc, (np.arange(n) % 2), ("A", "B"))
+
+
+def test_every_draw_is_unbiased_whatever_the_predictor():
+    """E_q[Z] = theta exactly, for any m and q: a wrong sign or weight breaks it."""
+    pop = _pop()
+    y = np.array([1, 0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 1], float)
+    rng = np.random.default_rng(0)
+    m = rng.random(pop.n)  # a poor predictor
+    for e in active.estimands_for(pop):
+        q = active.sampling_probabilities(m, [e])
+        assert q.min() >= active.UNIFORM_SHARE / pop.n - 1e-15
+        assert math.isclose(q.sum(), 1.0)
+        z = active.terms(e, m, q, np.arange(pop.n), y)
+        theta = e.const + float(e.weights @ y)
+        assert math.isclose(float(q @ z), theta, abs_tol=1e-12), e.name
+    names = [e.name for e in active.estimands_for(pop)]
+    assert names == ["pass_rate[A]", "pass_rate[B]", "agreement", "difference[B - A]"]
+    agree = active.estimands_for(pop)[2]
+    assert math.isclose(agree.const + float(agree.weights @ y),
+                        float(np.mean(y == pop.verdict)))
+
+
+def test_probabilities_follow_the_predictor_uncertainty():
+    m = np.array([0.5, 0.5, 0.99, 0.01])
+    e = active.Estimand("pass_rate", 0.0, np.full(4, 0.25))
+    q = active.sampling_probabilities(m, [e], uniform_share=0.2)
+    s = np.sqrt(np.clip(m * (1 - m), 1e-4, None))
+    np.testing.assert_allclose(q, 0.8 * s / s.sum() + 0.05)
+    assert q[0] > 3 * q[2]
+
+
+def test_confidence_sequence_boundary_pinned():
+    # Robbins' normal mixture: sd * sqrt(2 (t r^2 + 1) / (t^2 r^2) log(sqrt(t r^2 + 1) / a))
+    rho = active.cs_rho(100, 0.1)
+    a = -2 * math.log(0.1) + math.log(-2 * math.log(0.1) + 1)
+    assert math.isclose(rho, math.sqrt(a / 100))
+    hw = active.cs_halfwidth(1.0, 100, 0.1, rho)
+    r2 = rho * rho
+    assert math.isclose(hw, math.sqrt(2 * (100 * r2 + 1) / (1e4 * r2)
+                                      * math.log(math.sqrt(100 * r2 + 1) / 0.1)))
+    assert 0.25 < hw < 0.3  # wider than the fixed-n 1.645 / 10
+    need = active.draws_needed(1.0, 100, 0.05, 0.1, rho)
+    assert active.cs_halfwidth(1.0, 100 + need, 0.1, rho) <= 0.05
+    assert active.cs_halfwidth(1.0, 99 + need, 0.1, rho) > 0.05
+
+
+def test_running_intervals_pinned():
+    z = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
+    pv = np.full(8, 0.25)
+    r = active.running(z, pv, 0.9, active.cs_rho(8, 0.1))
+    assert math.isclose(r.estimate[-1], 0.625)
+    ss = float(np.sum((z - 0.625) ** 2))
+    sd = math.sqrt((ss + active.PRIOR_DRAWS * 0.25) / (7 + active.PRIOR_DRAWS))
+    assert math.isclose(r.sd[-1], sd)
+    assert r.cs_low[-1] <= r.fixed_low[-1] <= 0.625 <= r.fixed_high[-1] <= r.cs_high[-1]
+    assert 0 <= r.cs_low.min() and r.cs_high.max() <= 1
+    # the sequence only narrows (running intersection)
+    assert np.all(np.diff(r.cs_low) >= 0) and np.all(np.diff(r.cs_high) <= 0)
+
+
+def _file(tmp_path: Path, n=300, seed=1, with_prob=True) -> tuple[Path, dict[str, int]]:
+    r = random.Random(seed)
+    truth = {}
+    path = tmp_path / "verdicts.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "system", "judge"] + (["probability"] if with_prob else []))
+        for i in range(n):
+            y = r.random() < 0.3
+            e = r.betavariate(0.5, 4)
+            v = y if r.random() > e else not y
+            truth[f"i{i}"] = int(y)
+            w.writerow([f"i{i}", "A" if i % 2 else "B", int(v)] +
+                       ([round(1 - e if v else e, 3)] if with_prob else []))
+    return path, truth
+
+
+def test_propose_is_idempotent_and_the_estimate_uses_the_labelled_prefix(tmp_path):
+    path, truth = _file(tmp_path)
+    st = session.propose(path, batch=5, seed=1)
+    first = [p["id"] for p in st.pending]
+    assert len(first) == 5 and st.draws == 0
+    again = session.propose(path, batch=5, seed=1)  # nothing labelled: nothing drawn
+    assert [p["id"] for p in again.pending] == first
+    assert len(store.read(path.with_name("verdicts.labels.jsonl")).draws) == len(st.pending) \
+        or len(store.read(path.with_name("verdicts.labels.jsonl")).draws) >= 5
+    # label the second pending item only: the first is still pending, nothing counts
+    session.add_label(path, first[1], truth[first[1]], "ann")
+    assert session.estimate(path).draws == 0
+    session.add_label(path, first[0], truth[first[0]], "ann")
+    assert session.estimate(path).draws >= 2
+    for p in first[2:]:
+        session.add_label(path, p, truth[p], "bob")
+    st = session.propose(path, batch=5, seed=1)
+    assert st.labels == 5 and st.pending and not {p["id"] for p in st.pending} & set(first)
+    for f in st.figures:
+        assert f.estimate is not None and f.ci[0] <= f.estimate <= f.ci[1]
+        assert 0 <= f.ci[0] and f.ci[1] <= 1 and f.draws_needed > 0
+    # undo withdraws the annotator's latest label
+    assert session.undo(path, "bob") == first[-1]
+    assert first[-1] not in store.read(path.with_name("verdicts.labels.jsonl")).by_item
+
+
+def test_labelling_to_the_target_covers_the_truth(tmp_path):
+    path, truth = _file(tmp_path, n=600)
+    for _ in range(300):
+        st = session.propose(path, batch=10, target_width=0.2, level=0.9)
+        if st.done:
+            break
+        for p in st.pending:
+            session.add_label(path, p["id"], truth[p["id"]], "ann")
+    assert st.done and st.labels < 600
+    for f in st.figures:
+        assert f.ci[1] - f.ci[0] <= 0.2 + 1e-9
+        system = f.name.split("[")[1].rstrip("]")
+        ids = [k for k in truth if (int(k[1:]) % 2 == 1) == (system == "A")]
+        theta = np.mean([truth[k] for k in ids])
+        assert f.ci[0] <= theta <= f.ci[1]
+    # done: nothing more is proposed
+    assert session.propose(path, batch=10, target_width=0.2, level=0.9).pending == []
+
+
+def test_bad_labels_and_sources_are_one_line_errors(tmp_path):
+    path, _ = _file(tmp_path, n=40)
+    with pytest.raises(ConfigError, match="no such item"):
+        session.add_label(path, "nope", 1, "a")
+    with pytest.raises(ConfigError, match="use pass/fail"):
+        session.add_label(path, "i1", "maybe", "a")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,judge,probability\n1,1,1.7\n")
+    with pytest.raises(DataError, match="probability 1.7 is outside"):
+        session.propose(bad)
+    lab = tmp_path / "verdicts.labels.jsonl"
+    lab.write_text('{"id": "i1", "label": 1}\nnot json\n{"id": "i2", "label": 0}\n')
+    with pytest.raises(DataError, match=r"verdicts.labels.jsonl:2: not a JSON object"):
+        session.estimate(path)
+    # a line cut by a crash (the last one) is dropped, and the next append starts afresh
+    lab.write_text('{"id": "i1", "label": 1}\n{"id": "i2", "lab')
+    assert set(store.read(lab).by_item) == {"i1"}
+    session.add_label(path, "i3", 0, "a")
+    assert set(store.read(lab).by_item) == {"i1", "i3"}
+
+
+def test_label_command_writes_next_items_and_exit_codes(tmp_path):
+    path, _ = _file(tmp_path, n=200)
+    r = jk("analyse", str(path), "--out", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = jk("label", "run", "--target-width", "0.1", "--out", "NEXT.jsonl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in (tmp_path / "NEXT.jsonl").read_text().splitlines()]
+    assert len(lines) == 10 and all({"id", "probability"} <= set(x) for x in lines)
+    assert all(0 < x["probability"] < 1 for x in lines)
+    assert (tmp_path / "run" / "labels.jsonl").is_file()
+    assert "results.json" in {p.name for p in (tmp_path / "run").iterdir()}
+    before = (tmp_path / "run" / "results.json").read_bytes()
+    r = jk("label", "run", "--out", "NEXT2.jsonl", cwd=tmp_path)
+    assert (tmp_path / "NEXT2.jsonl").read_text() == (tmp_path / "NEXT.jsonl").read_text()
+    assert (tmp_path / "run" / "results.json").read_bytes() == before
+    r = jk("label", "missing", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "missing" in r.stderr
+    r = jk("label", "run", "--for", "nonsense", cwd=tmp_path)
+    assert r.returncode == 2 and "--for 'nonsense'" in r.stderr
+    r = jk("label", "run", "--target-width", "7", cwd=tmp_path)
+    assert r.returncode == 2
+
+
+def test_probe_and_analyse_read_the_labels_file(tmp_path):
+    lab = tmp_path / "labels.jsonl"
+    store.append(lab, [{"kind": "label", "id": "a", "label": 1, "annotator": "x"},
+                       {"kind": "label", "id": "a", "label": 0, "annotator": "y"},
+                       {"kind": "label", "id": "b", "label": "fail", "annotator": "x"},
+                       {"kind": "undo", "id": "b", "annotator": "x"},
+                       {"kind": "label", "id": "c", "label": "pass", "annotator": "x"}])
+    assert store.values(lab) == {"a": 0.5, "c": 1.0}
+
+
+def test_two_processes_append_without_losing_lines(tmp_path):
+    lab = tmp_path / "labels.jsonl"
+    code = ("import sys; from pathlib import Path; from judgekit.labelling import store\n"
+            "for i in range(200): store.append(Path(sys.argv[1]), [{'kind': 'label', "
+            "'id': f'{sys.argv[2]}{i}', 'label': 1, 'annotator': sys.argv[2]}])\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(lab), who])
+             for who in ("p", "q")]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert len(store.read(lab).by_item) == 400

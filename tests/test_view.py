@@ -1,0 +1,222 @@
+"""`judgekit view`: the installed command serving on 127.0.0.1, its API, and the pages
+used as a person uses them in headless Chromium (tests/browser.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from .browser import Browser, chromium
+from .test_labelling import _file
+from .test_standalone import EXE, jk
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """Two recorded-verdicts runs (one with several systems) and a replayed VB run."""
+    path, truth = _file(tmp_path, n=300)
+    assert jk("analyse", str(path), "--out", "runs/verdicts_a", cwd=tmp_path).returncode == 0
+    (tmp_path / "b").mkdir()
+    path2, _ = _file(tmp_path / "b", n=300, seed=5)
+    assert jk("analyse", str(path2), "--out", "runs/verdicts_b", cwd=tmp_path).returncode == 0
+    env = {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
+    r = jk("run", "demo", "--out", "runs/nested/demo", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    return tmp_path / "runs", truth
+
+
+@pytest.fixture
+def server(runs):
+    folder, truth = runs
+    port = _port()
+    proc = subprocess.Popen([EXE, "view", str(folder), "--port", str(port), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(proc.stderr.read() if proc.stderr else "no server") \
+                    from None
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}", folder, truth, proc
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def _post(url: str, body: object, ctype: str = "application/json") -> tuple[int, str]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": ctype})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_view_lists_runs_and_labels_append_one_line(server):
+    base, folder, truth, _ = server
+    status, page = _get(base + "/")
+    assert status == 200
+    for name in ("verdicts_a", "verdicts_b", "nested/demo"):
+        assert f">{name}</a>" in page
+    assert "vbscore" in page and "pass_rate" in page
+    status, body = _get(base + "/api/next?run=verdicts_a")
+    nxt = json.loads(body)
+    assert status == 200 and nxt["pending"] and nxt["draws"] == 0
+    item = nxt["next"][0]["id"]
+    labels = folder / "verdicts_a" / "labels.jsonl"
+    before = labels.read_text().splitlines()
+    results_before = (folder / "verdicts_a" / "results.json").read_bytes()
+    status, body = _post(base + "/api/label", {"run": "verdicts_a", "id": item,
+                                               "label": truth[item], "annotator": "ann"})
+    assert status == 200, body
+    after = labels.read_text().splitlines()
+    assert len(after) == len(before) + 1
+    line = json.loads(after[-1])
+    assert line["id"] == item and line["label"] == truth[item] and line["annotator"] == "ann"
+    got = json.loads(body)
+    assert got["labels"] == 1
+    fig = got["figures"][0]
+    assert fig["estimate"] is not None and fig["ci"][0] <= fig["estimate"] <= fig["ci"][1]
+    assert fig["draws_needed"] > 0
+    assert (folder / "verdicts_a" / "results.json").read_bytes() == results_before
+    # bad requests: one clear line each, nothing appended
+    assert _post(base + "/api/label", {"run": "verdicts_a", "id": "nope", "label": 1})[0] \
+        == 400
+    assert _post(base + "/api/label", {"run": "verdicts_a", "id": item, "label": 1},
+                 "text/plain")[0] == 415
+    assert _post(base + "/api/label", {"run": "nested/demo", "id": "x", "label": 1})[0] == 400
+    assert len(labels.read_text().splitlines()) == len(after)
+    # a page elsewhere cannot reach the server through another host name
+    assert _get(base + "/", {"Host": "attacker.example:80"})[0] == 403
+    status, body = _get(base + "/api/items?run=verdicts_a")
+    d = json.loads(body)
+    assert len(d["items"]) == 300 and {"_id", "verdict", "system"} <= set(d["columns"])
+    assert sum("_label" in x for x in d["items"]) == 1
+    status, body = _get(base + "/api/item?run=nested/demo&id=jordan")
+    d = json.loads(body)
+    assert status == 200 and d["transcripts"] and d["transcripts"][0]["messages"]
+    status, page = _get(base + "/cards?run=verdicts_a&run=verdicts_b")
+    assert status == 200 and "verdicts_a" in page and "verdicts_b" in page
+
+
+def test_view_usage_errors(tmp_path):
+    r = subprocess.run([EXE, "view", str(tmp_path / "nowhere"), "--no-browser"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "no such folder" in r.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        busy = s.getsockname()[1]
+        r = subprocess.run([EXE, "view", str(tmp_path), "--port", str(busy), "--no-browser"],
+                           capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and f"--port {busy}" in r.stderr
+    assert r.stderr.strip().count("\n") == 0
+
+
+def test_view_stays_fast_on_20000_items(tmp_path):
+    from judgekit.view import runs as runmod
+
+    folder = tmp_path / "big"
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps({"method": "verdicts"}))
+    (folder / "items.jsonl").write_text("".join(
+        json.dumps({"id": f"i{i}", "verdict": i % 2, "system": "AB"[i % 2],
+                    "explanation": "x" * 200}) + "\n" for i in range(20000)))
+    run = runmod.find(tmp_path, "big")
+    t = time.perf_counter()
+    got = runmod.items(run)
+    assert len(got) == 20000 and time.perf_counter() - t < 5
+
+
+needs_chromium = pytest.mark.skipif(chromium() is None,
+                                    reason="no chromium on this machine "
+                                    "(apt-get install chromium)")
+
+
+@needs_chromium
+def test_a_person_filters_sorts_searches_reads_a_transcript_and_labels(server):
+    base, folder, truth, _ = server
+
+    async def session() -> None:
+        async with Browser() as b:
+            await b.goto(base + "/", "document.querySelectorAll('a.run').length >= 3")
+            names = await b.eval("[...document.querySelectorAll('a.run')]"
+                                 ".map(a => a.textContent)")
+            assert {"verdicts_a", "verdicts_b", "nested/demo"} <= set(names)
+            # the sample grid: 300 items, filter on failures, sort, search
+            await b.goto(base + "/run?name=verdicts_a")
+            assert await b.eval("document.getElementById('count').textContent") \
+                == "300 of 300 items"
+            await b.eval("{ const f = document.getElementById('filter'); f.value = 'fail';"
+                         "f.dispatchEvent(new Event('change')) }")
+            fails = sum(1 for x in json.loads(_get(base + "/api/items?run=verdicts_a")[1])
+                        ["items"] if x["verdict"] == 0)
+            assert await b.eval("document.getElementById('count').textContent") \
+                == f"{fails} of 300 items"
+            await b.eval("document.querySelector('th[data-col=\"_id\"]').click()")
+            await b.eval("document.querySelector('th[data-col=\"_id\"]').click()")
+            first = await b.eval("document.querySelector('#body tr').dataset.id")
+            ids = sorted((x["_id"] for x in json.loads(_get(
+                base + "/api/items?run=verdicts_a")[1])["items"] if x["verdict"] == 0),
+                key=lambda s: int(s[1:]), reverse=True)
+            assert first == ids[0]
+            await b.eval("{ const f = document.getElementById('filter'); f.value = '';"
+                         "f.dispatchEvent(new Event('change')) }")
+            await b.type("#search", "i123")
+            await b.wait_for("document.getElementById('count').textContent === "
+                             "'1 of 300 items'")
+            # a transcript: the VB run's item opens its recorded calls
+            await b.goto(base + "/run?name=nested%2Fdemo")
+            await b.eval("document.querySelector('#body tr[data-id=\"jordan\"]').click()")
+            await b.wait_for("document.querySelectorAll('.transcript').length > 0")
+            text = await b.eval("document.getElementById('dbody').textContent")
+            assert "Who is Michael Jordan?" in text and "raw answer" in text
+            # label three items with the keyboard and watch the interval change
+            await b.goto(base + "/label?name=verdicts_a",
+                         "document.querySelectorAll('.figure').length > 0")
+            await b.eval("document.getElementById('who').value = 'kim';"
+                         "document.getElementById('who').dispatchEvent(new Event('change'))")
+            assert await b.eval("document.getElementById('verdict').className") == "hidden"
+            shown = []
+            for _ in range(3):
+                item = await b.eval("document.getElementById('itemid').textContent")
+                await b.key("p" if truth[item] else "f")
+                await b.wait_for(f"document.getElementById('itemid').textContent !== "
+                                 f"{json.dumps(item)}")
+                shown.append(await b.eval("document.querySelector('.figure').textContent"))
+            assert len(set(shown)) == 3  # the estimate and its interval moved each time
+            assert "no labelled draw" not in shown[-1] and "[" in shown[-1]
+            await b.key("u")  # undo the last label
+            await b.wait_for("document.getElementById('status').textContent"
+                             ".includes('2 items labelled')")
+    asyncio.run(session())
+    lines = [json.loads(x) for x in (folder / "verdicts_a" / "labels.jsonl").read_text()
+             .splitlines()]
+    assert sum(x["kind"] == "label" and x["annotator"] == "kim" for x in lines) == 3
+    assert sum(x["kind"] == "undo" for x in lines) == 1
