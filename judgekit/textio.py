@@ -57,8 +57,10 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     a line that is not JSON, or not an object, is a one-line DataError naming it."""
     import json
 
+    from judgekit.progress import track
+
     rows: list[dict[str, Any]] = []
-    for n, line in read_lines(path):
+    for n, line in track(read_lines(path), f"reading {Path(path).name}", unit="lines"):
         if not line.strip():
             continue
         try:

@@ -210,3 +210,15 @@ def test_two_processes_append_without_losing_lines(tmp_path):
              for who in ("p", "q")]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     assert len(store.read(lab).by_item) == 400
+
+
+def test_progress_of_a_long_loop_without_a_terminal(capsys):
+    from judgekit.progress import track
+
+    got = list(track(range(5), "simulation", 5, "repeats", interval=0.0, quiet=0.0))
+    err = capsys.readouterr().err.splitlines()
+    assert got == [0, 1, 2, 3, 4]
+    assert err[0] == "judgekit: simulation 1/5 repeats, 0 s"
+    assert err[-1] == "judgekit: simulation 5/5 repeats done in 0 s"
+    assert list(track(range(3), "quick", 3)) == [0, 1, 2]  # a short loop stays silent
+    assert capsys.readouterr().err == ""

@@ -4,3 +4,7 @@ the labels file beside a run, and the corrected estimates those labels give.
 ``judgekit label SOURCE`` and the viewer's labelling page both go through
 :func:`judgekit.labelling.session.propose` and :func:`~judgekit.labelling.session.estimate`.
 """
+
+from judgekit.labelling.session import Figure, Status, add_label, estimate, propose, undo
+
+__all__ = ["Figure", "Status", "add_label", "estimate", "propose", "undo"]

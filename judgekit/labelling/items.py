@@ -49,11 +49,12 @@ def _run(folder: Path) -> Source:
             from None
     if not isinstance(doc, dict):
         raise DataError(f"{res}: not a judgekit results.json")
-    if doc.get("method") != "verdicts":
-        raise DataError(f"{folder}: a {doc.get('method')!r} run; labels are proposed for "
-                        "recorded verdicts (a `judgekit analyse` run or the verdicts file)")
-    rows = read_jsonl(folder / "items.jsonl") if (folder / "items.jsonl").is_file() else []
-    shape = str(doc.get("shape") or "pointwise")
+    shape = str(doc.get("shape") or "")
+    if shape not in ("pointwise", "pairwise") or not (folder / "items.jsonl").is_file():
+        raise DataError(f"{folder}: a {doc.get('method')!r} run without judged items; "
+                        "labels are proposed for recorded verdicts (a `judgekit analyse` "
+                        "run folder or the verdicts file)")
+    rows = read_jsonl(folder / "items.jsonl")
     return Source(folder.name, shape, _normalise(rows, shape, folder / "items.jsonl"),
                   folder / LABELS_FILE, folder)
 

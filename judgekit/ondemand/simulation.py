@@ -16,6 +16,7 @@ from judgekit.ondemand.estimators import (
     stratified_boot_means,
     weights_for,
 )
+from judgekit.progress import track
 
 
 @dataclass
@@ -115,7 +116,8 @@ def simulate(seed: int, repeats: int, n: int, n0: int, n_systems: int, resamples
              level: float = 0.9) -> dict[str, Any]:
     pop = make_population(np.random.default_rng(np.random.SeedSequence([seed, 1])), n_systems)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
-    reps = [one_repeat(pop, rng, n, n0, resamples, level) for _ in range(repeats)]
+    reps = [one_repeat(pop, rng, n, n0, resamples, level)
+            for _ in track(range(repeats), "simulation", repeats, "repeats")]
     pp, pr = pooled(pop)
     out: dict[str, Any] = {"truth": {"precision": pop.precision, "recall": pop.recall},
                            "unique_system": pop.unique_system}
@@ -162,7 +164,7 @@ def adaptive_curve(seed: int, n_systems: int, budget: int, orders: int,
     N = pop.f.size
     asked = np.zeros((orders, n_systems))
     new_labels = np.zeros((orders, n_systems))
-    for o in range(orders):
+    for o in track(range(orders), "adaptive curve", orders, "arrival orders"):
         order = rng.permutation(n_systems)
         dists: list[np.ndarray] = []
         sizes: list[int] = []
