@@ -222,3 +222,23 @@ def test_progress_of_a_long_loop_without_a_terminal(capsys):
     assert err[-1] == "judgekit: simulation 5/5 repeats done in 0 s"
     assert list(track(range(3), "quick", 3)) == [0, 1, 2]  # a short loop stays silent
     assert capsys.readouterr().err == ""
+
+
+def test_self_contradiction_draws_more_often(tmp_path):
+    from judgekit.labelling.items import load, population
+
+    path = tmp_path / "pairs.jsonl"
+    rows = []
+    for i in range(40):  # each pair in both orders; the judge follows the slot on 0..9
+        a, b = f"answer a{i}", f"answer b{i}"
+        rows.append({"pair_id": f"p{i}", "first": a, "second": b, "winner": "first"})
+        rows.append({"pair_id": f"p{i}", "first": b, "second": a,
+                     "winner": "first" if i < 10 else "second"})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    src = load(path)
+    pop = population(src.items)
+    assert pop.unstable is not None and int(pop.unstable.sum()) == 20
+    m = active.fit_predictor(pop, np.array([], int), np.array([]))
+    np.testing.assert_allclose(m[pop.unstable == 1], 0.5)
+    q = active.sampling_probabilities(m, active.estimands_for(pop))
+    assert q[pop.unstable == 1].min() > 1.15 * q[pop.unstable == 0].max()

@@ -123,7 +123,28 @@ def _normalise(rows: list[JSONObject], shape: str, where: Path) -> list[JSONObje
         out.append(item)
     if not out:
         raise DataError(f"{where}: no item with a readable verdict to label")
+    _mark_unstable(out, shape)
     return out
+
+
+def _mark_unstable(items: list[JSONObject], shape: str) -> None:
+    """``unstable`` = 1 on items whose repeats (same id) got different verdicts or, for a
+    pair judged in both orders, where the judge picked the same slot both times (its
+    choice followed the position, not the answer)."""
+    groups: dict[str, list[JSONObject]] = {}
+    for x in items:
+        groups.setdefault(str(x["id"]).split("#")[0], []).append(x)
+    for members in groups.values():
+        flip = False
+        if len(members) > 1:
+            if shape == "pairwise":
+                chosen = {str(m.get("first") if m["verdict"] else m.get("second"))
+                          for m in members}
+                flip = len(chosen) > 1
+            else:
+                flip = len({m["verdict"] for m in members}) > 1
+        for m in members:
+            m["unstable"] = int(flip)
 
 
 def _score(item: JSONObject, where: Path) -> float | None:
@@ -152,4 +173,6 @@ def population(items: list[JSONObject]) -> Population:
     names = sorted({str(x.get("system")) for x in items if x.get("system") is not None})
     index = {n: i for i, n in enumerate(names)}
     system = np.array([index.get(str(x.get("system")), 0) for x in items])
-    return Population(verdict, score, system, tuple(names) if len(names) > 1 else ("",))
+    unstable = np.array([int(x.get("unstable") or 0) for x in items])
+    return Population(verdict, score, system, tuple(names) if len(names) > 1 else ("",),
+                      unstable if unstable.any() else None)

@@ -42,12 +42,15 @@ MIN_DRAWS = 20  # the stopping rule is not checked before this many draws
 
 class Population(NamedTuple):
     """The items a judge scored: its verdict (0/1), an optional score (the judge's
-    probability that the item passes, in [0, 1]) and each item's system (an index)."""
+    probability that the item passes, in [0, 1]), each item's system (an index) and,
+    optionally, whether the judge contradicted itself on the item (1: a repeat or the
+    swapped order gave another verdict)."""
 
     verdict: np.ndarray
     score: np.ndarray | None
     system: np.ndarray
     systems: tuple[str, ...] = ("",)
+    unstable: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -94,21 +97,26 @@ def _features(pop: Population) -> np.ndarray:
     for s in range(1, len(pop.systems)):
         d = (pop.system == s).astype(float)
         cols += [d, d * f]
+    if pop.unstable is not None and pop.unstable.any():
+        cols.append(pop.unstable.astype(float))
     return np.column_stack(cols)
 
 
 def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
                   ridge: float = 1.0) -> np.ndarray:
     """P(label = 1) for every item: a ridge logistic regression of the labels so far on
-    the verdict, the score's logit and the system (with its interaction with the
-    verdict). The prior (no labels) trusts the judge: the score where there is one, the
-    verdict shrunk to 0.2/0.8 otherwise. Labels chosen by an item's features do not bias
+    the verdict, the score's logit, the system (with its interaction with the verdict)
+    and the judge's self-contradiction where known. The prior (no labels) trusts the
+    judge: the score where there is one, the verdict shrunk to 0.2/0.8 otherwise, no lean
+    where it contradicted itself. Labels chosen by an item's features do not bias
     P(y | features), so no weighting is needed here."""
     x = _features(pop)
     f = pop.verdict.astype(float)
     prior = np.clip(pop.score.astype(float), 0.02, 0.98) if pop.score is not None \
         else 0.2 + 0.6 * f
     offset = np.log(prior / (1 - prior))
+    if pop.unstable is not None:  # the judge contradicted itself: no prior lean
+        offset = np.where(pop.unstable.astype(bool), 0.0, offset)
     beta = np.zeros(x.shape[1])
     if labelled.size:
         xl, ol, yl = x[labelled], offset[labelled], y.astype(float)
