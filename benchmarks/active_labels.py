@@ -92,7 +92,7 @@ def run_active(pop, y, est, rng, rho, limit):
     return active.running(zz, np.concatenate(pv), LEVEL, rho), np.array(uniq)
 
 
-def run_random(f, y, est, rng, rho, limit):
+def run_random(f, y, est, rng, rho, limit, v0):
     order = rng.permutation(N)[:limit]
     z, pv = [], []
     fbar = float(f.mean())
@@ -104,8 +104,11 @@ def run_random(f, y, est, rng, rho, limit):
             lam = float(np.clip(c[0, 1] / c[1, 1] / (1 + seen.size / N), 0, 1))
         d = order[t0:t0 + size]
         z.append(lam * fbar + y[d] - lam * f[d])
-        resid = y[seen] - lam * f[seen] if seen.size >= 2 else np.array([0.0, 1.0])
-        pv.append(np.full(size, max(float(np.var(resid)), 0.0)))
+        # the residual variance seen so far, shrunk to the plan's prior variance v0 as
+        # PRIOR_DRAWS labels (as the active predictor is shrunk to its prior)
+        resid = y[seen] - lam * f[seen]
+        ss = float(np.sum((resid - resid.mean()) ** 2)) if seen.size else 0.0
+        pv.append(np.full(size, (ss + active.PRIOR_DRAWS * v0) / (seen.size + active.PRIOR_DRAWS)))
     zz = np.concatenate(z)
     return active.running(zz, np.concatenate(pv), LEVEL, rho), np.arange(1, zz.size + 1)
 
@@ -150,7 +153,7 @@ def design(args):
         v0 = active.model_variance(est, m0, np.full(N, 1 / N))  # the plan before any label
         for name, f in (("random", verdict.astype(float)), ("random_score", score)):
             rho = active.cs_rho((z * math.sqrt(v0) / TARGET) ** 2, 1 - LEVEL)
-            r, uniq = run_random(f, y, est, rng, rho, N)
+            r, uniq = run_random(f, y, est, rng, rho, N, v0)
             out["labels"][name].append(labels_to_target(r, uniq, "cs")[0])
             out["labels"][name + "_fixed"].append(labels_to_target(r, uniq, "fixed")[0])
     for _ in range(COVER_REPS):

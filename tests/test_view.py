@@ -85,6 +85,11 @@ def test_view_lists_runs_and_labels_append_one_line(server):
     for name in ("verdicts_a", "verdicts_b", "nested/demo"):
         assert f">{name}</a>" in page
     assert "vbscore" in page and "pass_rate" in page
+    # nothing leaves the machine: no page names another host
+    for path in ("/", "/run?name=verdicts_a", "/compare?a=verdicts_a&b=verdicts_b",
+                 "/label?name=verdicts_a", "/cards?run=verdicts_a"):
+        status, text = _get(base + path)
+        assert status == 200 and "http:" not in text and "https:" not in text, path
     status, body = _get(base + "/api/next?run=verdicts_a")
     nxt = json.loads(body)
     assert status == 200 and nxt["pending"] and nxt["draws"] == 0
