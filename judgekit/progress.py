@@ -51,9 +51,9 @@ def track(items: Iterable[T], what: str, total: int | None = None, unit: str = "
                       file=sys.stderr, flush=True)
                 last, shown = now, True
     finally:
-        if shown:
-            now = time.monotonic()
-            if tty:
-                sys.stderr.write("\r\x1b[K")
-            print(f"judgekit: {what} {done}{of}{unit} done in {now - t0:.0f} s",
-                  file=sys.stderr, flush=True)
+        if shown and tty:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+    if shown:  # only a loop that ran to its end says it is done
+        print(f"judgekit: {what} {done}{of}{unit} done in {time.monotonic() - t0:.0f} s",
+              file=sys.stderr, flush=True)

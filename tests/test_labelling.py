@@ -77,8 +77,11 @@ def test_running_intervals_pinned():
     r = active.running(z, pv, 0.9, active.cs_rho(8, 0.1))
     assert math.isclose(r.estimate[-1], 0.625)
     ss = float(np.sum((z - 0.625) ** 2))
-    sd = math.sqrt((ss + active.PRIOR_DRAWS * 0.25) / (7 + active.PRIOR_DRAWS))
-    assert math.isclose(r.sd[-1], sd)
+    # the observed spread (0.268) is above the blend with the predictor's (0.255): kept
+    sd = math.sqrt(max((ss + active.PRIOR_DRAWS * 0.25) / (7 + active.PRIOR_DRAWS), ss / 7))
+    assert math.isclose(r.sd[-1], sd) and math.isclose(r.sd[-1] ** 2, 1.875 / 7)
+    # after one draw (no observed spread) the predictor's spread is the spread
+    assert math.isclose(r.sd[0] ** 2, 0.25)
     assert r.cs_low[-1] <= r.fixed_low[-1] <= 0.625 <= r.fixed_high[-1] <= r.cs_high[-1]
     assert 0 <= r.cs_low.min() and r.cs_high.max() <= 1
     # the sequence only narrows (running intersection)
@@ -242,3 +245,35 @@ def test_self_contradiction_draws_more_often(tmp_path):
     np.testing.assert_allclose(m[pop.unstable == 1], 0.5)
     q = active.sampling_probabilities(m, active.estimands_for(pop))
     assert q[pop.unstable == 1].min() > 1.15 * q[pop.unstable == 0].max()
+
+
+def test_probe_and_audit_runs_are_labelled_and_read_their_labels(tmp_path):
+    env = {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
+    for exp, out in (("probe_local", "pl"), ("nodata_west_frisian", "wf")):
+        r = jk("run", exp, "--out", out, cwd=tmp_path, env=env)
+        assert r.returncode == 0, r.stderr
+        r = jk("label", out, "--out", f"{out}.next.jsonl", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    pending = [json.loads(x)["id"] for x in (tmp_path / "pl.next.jsonl").read_text()
+               .splitlines()]
+    for i, item in enumerate(pending):
+        session.add_label(tmp_path / "pl", item, "a" if i % 2 else "b", "kim")
+    r = jk("run", "probe_local", "--out", "pl2", "--set", "human_labels=pl/labels.jsonl",
+           cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "pl2" / "results.json").read_text())
+    assert res["human"]["a_win_rate"]["n_labelled"] == len(pending)
+    audit = [json.loads(x)["id"] for x in (tmp_path / "wf.next.jsonl").read_text()
+             .splitlines()]
+    assert sorted(audit) == ["0", "1", "2", "3"]  # the audit's items by position
+    for item in audit:
+        session.add_label(tmp_path / "wf", item, 1, "kim")  # every item passes, say people
+    r = jk("run", "nodata_west_frisian", "--out", "wf2", "--set",
+           "labels_file=wf/labels.jsonl", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    items = [json.loads(x) for x in (tmp_path / "wf2" / "items.jsonl").read_text()
+             .splitlines()]
+    assert [x["label"] for x in items] == [1, 1, 1, 1]
+    r = jk("run", "nodata_west_frisian", "--out", "wf3", "--set",
+           "labels_file=pl/labels.jsonl", cwd=tmp_path, env=env)
+    assert r.returncode == 2 and "is not an item of the data" in r.stderr

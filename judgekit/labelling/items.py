@@ -49,14 +49,38 @@ def _run(folder: Path) -> Source:
             from None
     if not isinstance(doc, dict):
         raise DataError(f"{res}: not a judgekit results.json")
+    rows = read_jsonl(folder / "items.jsonl") if (folder / "items.jsonl").is_file() else []
     shape = str(doc.get("shape") or "")
-    if shape not in ("pointwise", "pairwise") or not (folder / "items.jsonl").is_file():
-        raise DataError(f"{folder}: a {doc.get('method')!r} run without judged items; "
-                        "labels are proposed for recorded verdicts (a `judgekit analyse` "
-                        "run folder or the verdicts file)")
-    rows = read_jsonl(folder / "items.jsonl")
+    if shape not in ("pointwise", "pairwise"):  # a probe's or an audit's judged items
+        rows = [x for x in (_judged(r) for r in rows) if x is not None]
+        shape = "pairwise" if rows and "first" in rows[0] else "pointwise"
+    if not rows:
+        raise DataError(f"{folder}: a {doc.get('method')!r} run with no item a judge gave a "
+                        "verdict on; labels are proposed for recorded verdicts, probe and "
+                        "audit runs (or a verdicts file)")
     return Source(folder.name, shape, _normalise(rows, shape, folder / "items.jsonl"),
                   folder / LABELS_FILE, folder)
+
+
+def _judged(row: JSONObject) -> JSONObject | None:
+    """A probe's or an audit's item record as a labelable item, by its fields: a pairwise
+    probe's first run (``verdicts.run0``: a or b; ``flipped_under`` swap marks the judge's
+    order inconsistency), an audit's evaluator label, a pointwise ``verdict``."""
+    verdicts = row.get("verdicts")
+    if isinstance(verdicts, dict) and verdicts.get("run0") in ("a", "b"):
+        flipped = row.get("flipped_under") or []
+        return {"pair_id": str(row.get("id")), "question": row.get("question"),
+                "first": row.get("a"), "second": row.get("b"),
+                "winner": "first" if verdicts["run0"] == "a" else "second",
+                "unstable": int("swap" in flipped)}
+    ev = row.get("evaluator")
+    if isinstance(ev, dict) and ev.get("label") in (0, 1):
+        x: JSONObject = row["x"] if isinstance(row.get("x"), dict) else {}
+        return {"id": str(row.get("id", row.get("index"))), "verdict": ev["label"],
+                "question": x.get("Prompt"), "answer": x.get("Output")}
+    if row.get("verdict") in (0, 1):
+        return dict(row)
+    return None
 
 
 def _file(path: Path) -> Source:
@@ -144,7 +168,7 @@ def _mark_unstable(items: list[JSONObject], shape: str) -> None:
             else:
                 flip = len({m["verdict"] for m in members}) > 1
         for m in members:
-            m["unstable"] = int(flip)
+            m["unstable"] = int(flip or bool(m.get("unstable")))
 
 
 def _score(item: JSONObject, where: Path) -> float | None:

@@ -128,13 +128,22 @@ def human_value(label: Any, shape: str) -> float | None:
     return 1.0 if text in good else 0.0 if text in bad else None
 
 
-def values(path: Path, shape: str = "pointwise") -> dict[str, float]:
+def values(path: Path, shape: str = "pointwise", warn_drawn: bool = True
+           ) -> dict[str, float]:
     """Item id -> label value from a labels file (the mean of its annotators' latest
     labels): what ``judgekit analyse --labels``, the probe and the audit read."""
     if not path.is_file():
         raise DataError(f"labels file {path} not found")
+    got = read(path)
+    if got.draws and warn_drawn:
+        import logging
+
+        logging.getLogger("judgekit.labels").warning(
+            "judgekit: %s: these labels were drawn by judgekit label where the judge was "
+            "unsure, not at random; rates corrected from them here over-represent hard "
+            "items (judgekit label and judgekit analyse --labels weight them)", path)
     out = {}
-    for item, who in read(path).by_item.items():
+    for item, who in got.by_item.items():
         got = [v for v in (human_value(x, shape) for x in who.values()) if v is not None]
         if got:
             out[item] = sum(got) / len(got)

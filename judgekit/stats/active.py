@@ -192,7 +192,10 @@ def running(z: np.ndarray, prior_var: np.ndarray, level: float, rho: float,
     sq = np.cumsum(z * z)
     ss = np.clip(sq - t * mean * mean, 0, None)
     pv = np.asarray(prior_var, float)
-    var = (ss + PRIOR_DRAWS * pv) / (t - 1 + PRIOR_DRAWS)
+    # the predictor's variance lifts a spread that a few agreeing draws left near zero,
+    # but never lowers the draws' own (it misses what the predictor cannot see)
+    var = np.maximum((ss + PRIOR_DRAWS * pv) / (t - 1 + PRIOR_DRAWS),
+                     ss / np.maximum(t - 1, 1))
     sd = np.sqrt(var)
     alpha = 1 - level
     # heavy tails (a rare item drawn with a large weight) leave fewer effective degrees

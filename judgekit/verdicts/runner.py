@@ -106,7 +106,7 @@ def _with_labels(table: Table, labels_path: Path) -> Table:
     if table.shape not in ("pointwise", "pairwise"):
         raise DataError(f"{labels_path}: labels apply to pointwise or pairwise verdicts, not "
                         f"{table.shape}")
-    labels = values(labels_path, table.shape)
+    labels = values(labels_path, table.shape, warn_drawn=False)  # weighted below
     key = "id" if table.shape == "pointwise" else "pair_id"
     col = table.roles.get(key)
     rows, seen = [], set()
