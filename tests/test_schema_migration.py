@@ -55,6 +55,7 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
         assert n["length_bias"]["preference"] == 0.0  # was -0.238: the position bias
         assert n["config"].pop("grader") == "judgekit"  # a new option, at its default
         assert n["config"].pop("label_error") is None  # issue 33's, at its default
+        assert n["config"].pop("labels_file") is None  # issue 35's, at its default
         # issue 34 made stopping at the first finding the sequential default
         assert n["config"].pop("sequential_on") == "finding"
         assert o["config"].pop("sequential_on") == "all"
@@ -88,6 +89,7 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
         # issue 34's option, pinned by the experiment: its cassette's re-reads used the
         # verifier's own words
         assert n["config"].pop("reread_instruction") == "same"
+        assert n["config"].pop("labels_file") is None  # issue 35's, at its default
         assert n == o
     else:
         assert new == old

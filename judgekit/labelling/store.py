@@ -144,7 +144,7 @@ def values(path: Path, shape: str = "pointwise", warn_drawn: bool = True
             "items (judgekit label and judgekit analyse --labels weight them)", path)
     out = {}
     for item, who in got.by_item.items():
-        got = [v for v in (human_value(x, shape) for x in who.values()) if v is not None]
-        if got:
-            out[item] = sum(got) / len(got)
+        vals = [v for v in (human_value(x, shape) for x in who.values()) if v is not None]
+        if vals:
+            out[item] = sum(vals) / len(vals)
     return out

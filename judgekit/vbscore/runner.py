@@ -4,6 +4,7 @@ over Monte Carlo replicas, scored with ES / VB_alpha and bootstrap intervals."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -34,9 +35,25 @@ def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:
     for spec in cfg.datasets:
         qs = load_dataset_queries(spec.name, spec.path, spec.hf)
         data[spec.name] = sample_queries(qs, spec.n, cfg.seed, spec.name)
-    raw = client.run_until_complete(_collect_all(cfg, client, data))
+    client.preflight([stages.interpretation_stage(0.0, 1), stages.system_stage(0.0, 1),
+                      stages.tagger_stage(1), stages.correctness_stage(1)],
+                     [cfg.models["judge"], cfg.models["system"]])
+    # each dataset's calls are made a chunk of queries at a time, each chunk scored and
+    # its call results dropped before the next is asked: memory stays bounded
+    raw = {name: _chunks(cfg, client, name, queries) for name, queries in data.items()}
     return payload_from(VBScorePayload, score_all(cfg, data, raw),
                         ("queries", "replica_failures"))
+
+
+CHUNK_REPLICAS = 4000  # replicas (a query's are never split) collected and scored at once
+
+
+def _chunks(cfg: VBScoreConfig, client: Client, name: str, queries: list[Query]
+            ) -> Iterator[dict[str, Any]]:
+    size = max(1, CHUNK_REPLICAS // cfg.replicas)
+    for ci, start in enumerate(range(0, len(queries), size)):
+        part = range(start, min(len(queries), start + size))
+        yield client.run_until_complete(_collect(cfg, client, name, queries, part, ci))
 
 
 def headline(res: VBScorePayload) -> str:
@@ -53,23 +70,13 @@ def _ci(ci: list[float | None] | None) -> str:
     return "" if not ci or ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-async def _collect_all(cfg: VBScoreConfig, client: Client, data: dict[str, list[Query]]
-                       ) -> dict[str, Any]:
-    client.preflight([stages.interpretation_stage(0.0, 1), stages.system_stage(0.0, 1),
-                      stages.tagger_stage(1), stages.correctness_stage(1)],
-                     [cfg.models["judge"], cfg.models["system"]])
-    out = {}
-    for name, queries in data.items():
-        out[name] = await _collect(cfg, client, name, queries)
-    return out
-
-
-async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[Query]
-                   ) -> dict[str, Any]:
+async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[Query],
+                   part: range, chunk: int = 0) -> dict[str, Any]:
+    """The calls of the queries ``part`` (indices into ``queries``)."""
     judge, system = cfg.models["judge"], cfg.models["system"]
     istage = stages.interpretation_stage(cfg.interpretation_temperature, cfg.max_tokens)
     sstage = stages.system_stage(cfg.system_temperature, cfg.max_tokens)
-    pairs = [(qi, q, b) for qi, q in enumerate(queries) for b in range(cfg.replicas)]
+    pairs = [(qi, queries[qi], b) for qi in part for b in range(cfg.replicas)]
     icalls = [Call({"query": q.text, "context": q.context, "n": cfg.interpretations}, judge,
                    draw=b, sampling={"seed": derive_seed(cfg.seed, qi, b, 1)})
               for qi, q, b in pairs]
@@ -90,17 +97,19 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
     tres = await client.map(stages.tagger_stage(cfg.max_tokens), tcalls,
                             description=f"{name} tagging")
     tags: dict[int, StageResult[Any]] = dict(zip(tag_idx, tres))
-    checks = await _recheck_tags(cfg, client, name, pairs, tcalls, tag_idx, tags) \
-        if cfg.check_tagger else {}
+    # the tagger check's sample is shared out over the chunks by their size
+    share = max(1, round(cfg.tagger_check_calls * len(part) / len(queries)))
+    checks = await _recheck_tags(cfg, client, name, pairs, tcalls, tag_idx, tags, share,
+                                 chunk) if cfg.check_tagger else {}
     correctness = await _check_answers(cfg, client, queries, pairs, sres, judge)
-    return {"pairs": pairs, "interp": ires, "system": sres, "tags": tags,
-            "correct": correctness, "tag_checks": checks}
+    return {"queries": list(part), "pairs": pairs, "interp": ires, "system": sres,
+            "tags": tags, "correct": correctness, "tag_checks": checks}
 
 
 async def _recheck_tags(cfg: VBScoreConfig, client: Client, name: str,
                         pairs: list[tuple[int, Query, int]], tcalls: list[Call],
-                        tag_idx: list[int], tags: dict[int, StageResult[Any]]
-                        ) -> dict[int, tuple[list[int], Any, Any]]:
+                        tag_idx: list[int], tags: dict[int, StageResult[Any]],
+                        cap: int, chunk: int = 0) -> dict[int, tuple[list[int], Any, Any]]:
     """Each successful tagging call (or a seeded random sample of ``tagger_check_calls``
     of them) asked again with its answers rotated, and as given with a placebo reference
     id in the query (judgekit.vbscore.selfcheck)."""
@@ -109,9 +118,10 @@ async def _recheck_tags(cfg: VBScoreConfig, client: Client, name: str,
     todo, calls, perms = [], [], []
     eligible = [k for k, (i, call) in enumerate(zip(tag_idx, tcalls))
                 if tags[i].ok and len(call.variables["answers"]) >= 2]
-    if len(eligible) > cfg.tagger_check_calls:  # a seeded random sample of the calls
-        rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 616]))
-        eligible = sorted(rng.choice(eligible, cfg.tagger_check_calls, replace=False).tolist())
+    if len(eligible) > cap:  # a seeded random sample of the calls
+        rng = np.random.default_rng(np.random.SeedSequence(
+            [cfg.seed, 616] if chunk == 0 else [cfg.seed, 616, chunk]))
+        eligible = sorted(rng.choice(eligible, cap, replace=False).tolist())
     for k in eligible:
         i, call = tag_idx[k], tcalls[k]
         answers = call.variables["answers"]
@@ -167,72 +177,18 @@ def score_replica(cfg: VBScoreConfig, interp: Any, answers: list[str], tags: lis
 def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, Any]
               ) -> dict[str, Any]:
     from judgekit.vbscore.selfcheck import interpretation_stability, tagger_check, verdict
-    from judgekit.vbscore.uncertainty import response_diversity
 
-    datasets, per_query, failures = [], [], []
+    datasets: list[dict[str, Any]] = []
+    per_query: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
     checks: list[TagCheck] = []
     readings: list[list[tuple[str, list[str]]]] = []
     for di, (name, queries) in enumerate(data.items()):
-        r = raw[name]
-        reps: dict[int, list[dict[str, Any]]] = {qi: [] for qi in range(len(queries))}
-        for i, (qi, q, b) in enumerate(r["pairs"]):
-            fail = _failure(r, i)
-            if fail:
-                failures.append({"dataset": name, "query_id": q.id, "replica": b, **fail})
-                _release(r, i)
-                continue
-            sres, tres = r["system"][i], r["tags"][i]
-            answers = sres.value.answers[: cfg.k]
-            if len(tres.value.tags) != len(answers):
-                failures.append({"dataset": name, "query_id": q.id, "replica": b,
-                                 "stage": "tagger", "error": f"{len(tres.value.tags)} tags "
-                                 f"for {len(answers)} answers"})
-                continue
-            rec = score_replica(cfg, r["interp"][i].value, answers, tres.value.tags)
-            _add_check(checks, r.get("tag_checks", {}).get(i), tres.value.tags,
-                       len(r["interp"][i].value.interpretations))
-            top = normalise_answer(answers[0]) if answers else ""
-            rec.update(replica=b, draw=b, seeds={"interpretations": derive_seed(cfg.seed, qi, b, 1),
-                                                 "system": derive_seed(cfg.seed, qi, b, 2)},
-                       correct=r["correct"].get((qi, top)),
-                       token_entropy=sres.mean_token_entropy)
-            reps[qi].append(rec)
-            _release(r, i)  # its record is made: the call results can go (memory)
-        aggs, qrows = [], []
-        scored = [qi for qi in range(len(queries)) if reps[qi]]
-        # The percentile bootstrap only where it covers, every such query at once
-        # (shared count patterns per replica count).
-        boot = [qi for qi in scored if bootstrap_covers([x["es"] for x in reps[qi]])]
-        cis = dict(zip(boot, batch_query_intervals(
-            [np.array([[x["es"] for x in reps[qi]],
-                       *[[x["vb"][repr(a)] for x in reps[qi]] for a in cfg.alphas]], float)
-             for qi in boot], cfg.level, cfg.resamples, derive_seed(cfg.seed, di, 31))))
-        for qi in scored:
-            q, rs = queries[qi], reps[qi]
-            readings.append([(x["top_intent"], [it["label"] for it in x["interpretations"]])
-                             for x in rs])
-            corr = [x["correct"] for x in rs if x["correct"] is not None]
-            agg = aggregate_query(q.id, [x["es"] for x in rs],
-                                  {a: [x["vb"][repr(a)] for x in rs] for a in cfg.alphas},
-                                  level=cfg.level, resamples=cfg.resamples,
-                                  correct=corr if q.gold is not None and corr else None,
-                                  intervals=cis.get(qi))
-            aggs.append(agg)
-            ents = [x["token_entropy"] for x in rs if x["token_entropy"] is not None]
-            qrows.append({"dataset": name, "query_id": q.id, "query": q.text, "gold": q.gold,
-                          "replicas": len(rs), "es": agg.es, "es_ci": agg.es_ci.as_list(),
-                          "vb": {repr(a): v for a, v in agg.vb.items()},
-                          "vb_of_mean_es": {repr(a): v for a, v in agg.vb_of_mean_es.items()},
-                          "vb_ci": {repr(a): c.as_list() for a, c in agg.vb_ci.items()},
-                          "vb_ci_normal": {repr(a): c.as_list()
-                                           for a, c in agg.vb_ci_normal.items()},
-                          "vb_ci_bootstrap": None if agg.vb_ci_bootstrap is None else {
-                              repr(a): c.as_list() for a, c in agg.vb_ci_bootstrap.items()},
-                          "accuracy": agg.accuracy, "replicas_agree": agg.replicas_agree,
-                          "mean_token_entropy": float(np.mean(ents)) if ents else None,
-                          "response_diversity": response_diversity(
-                              [x["outputs"][0] for x in rs if x["outputs"]]),
-                          "replica_records": rs})
+        aggs: list[Any] = []
+        qrows: list[dict[str, Any]] = []
+        for ci, r in enumerate(raw[name]):  # a chunk of queries, collected when asked
+            _score_chunk(cfg, di, ci, name, queries, r, failures, checks, readings, aggs,
+                         qrows)
         per_query += qrows
         datasets.append(_dataset_row(cfg, name, aggs, qrows, len(queries)))
     tagger = tagger_check(checks, cfg.level) if cfg.check_tagger else None
@@ -248,6 +204,75 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                                "unreliable: the tagger follows position, not content"),
                            "tagger": tagger,
                            "interpretations": interpretation_stability(readings, cfg.level)}}
+
+
+def _score_chunk(cfg: VBScoreConfig, di: int, ci: int, name: str, queries: list[Query],
+                 r: dict[str, Any], failures: list[dict[str, Any]], checks: list[TagCheck],
+                 readings: list[list[tuple[str, list[str]]]], aggs: list[Any],
+                 qrows: list[dict[str, Any]]) -> None:
+    """Score one chunk's replicas into its queries' rows (appended to ``aggs``/``qrows``),
+    dropping each replica's call results once its record is made."""
+    from judgekit.vbscore.uncertainty import response_diversity
+
+    reps: dict[int, list[dict[str, Any]]] = {qi: [] for qi in r["queries"]}
+    for i, (qi, q, b) in enumerate(r["pairs"]):
+        fail = _failure(r, i)
+        if fail:
+            failures.append({"dataset": name, "query_id": q.id, "replica": b, **fail})
+            _release(r, i)
+            continue
+        sres, tres = r["system"][i], r["tags"][i]
+        answers = sres.value.answers[: cfg.k]
+        if len(tres.value.tags) != len(answers):
+            failures.append({"dataset": name, "query_id": q.id, "replica": b,
+                             "stage": "tagger", "error": f"{len(tres.value.tags)} tags "
+                             f"for {len(answers)} answers"})
+            continue
+        rec = score_replica(cfg, r["interp"][i].value, answers, tres.value.tags)
+        _add_check(checks, r.get("tag_checks", {}).get(i), tres.value.tags,
+                   len(r["interp"][i].value.interpretations))
+        top = normalise_answer(answers[0]) if answers else ""
+        rec.update(replica=b, draw=b, seeds={"interpretations": derive_seed(cfg.seed, qi, b, 1),
+                                             "system": derive_seed(cfg.seed, qi, b, 2)},
+                   correct=r["correct"].get((qi, top)),
+                   token_entropy=sres.mean_token_entropy)
+        reps[qi].append(rec)
+        _release(r, i)  # its record is made: the call results can go (memory)
+    scored = [qi for qi in r["queries"] if reps[qi]]
+    # The percentile bootstrap only where it covers, every such query at once
+    # (shared count patterns per replica count).
+    boot = [qi for qi in scored if bootstrap_covers([x["es"] for x in reps[qi]])]
+    cis = dict(zip(boot, batch_query_intervals(
+        [np.array([[x["es"] for x in reps[qi]],
+                   *[[x["vb"][repr(a)] for x in reps[qi]] for a in cfg.alphas]], float)
+         for qi in boot], cfg.level, cfg.resamples,
+        derive_seed(cfg.seed, di, 31) if ci == 0 else derive_seed(cfg.seed, di, 31, ci))))
+    for qi in scored:
+        q, rs = queries[qi], reps[qi]
+        readings.append([(x["top_intent"], [it["label"] for it in x["interpretations"]])
+                         for x in rs])
+        corr = [x["correct"] for x in rs if x["correct"] is not None]
+        agg = aggregate_query(q.id, [x["es"] for x in rs],
+                              {a: [x["vb"][repr(a)] for x in rs] for a in cfg.alphas},
+                              level=cfg.level, resamples=cfg.resamples,
+                              correct=corr if q.gold is not None and corr else None,
+                              intervals=cis.get(qi))
+        aggs.append(agg)
+        ents = [x["token_entropy"] for x in rs if x["token_entropy"] is not None]
+        qrows.append({"dataset": name, "query_id": q.id, "query": q.text, "gold": q.gold,
+                      "replicas": len(rs), "es": agg.es, "es_ci": agg.es_ci.as_list(),
+                      "vb": {repr(a): v for a, v in agg.vb.items()},
+                      "vb_of_mean_es": {repr(a): v for a, v in agg.vb_of_mean_es.items()},
+                      "vb_ci": {repr(a): c.as_list() for a, c in agg.vb_ci.items()},
+                      "vb_ci_normal": {repr(a): c.as_list()
+                                       for a, c in agg.vb_ci_normal.items()},
+                      "vb_ci_bootstrap": None if agg.vb_ci_bootstrap is None else {
+                          repr(a): c.as_list() for a, c in agg.vb_ci_bootstrap.items()},
+                      "accuracy": agg.accuracy, "replicas_agree": agg.replicas_agree,
+                      "mean_token_entropy": float(np.mean(ents)) if ents else None,
+                      "response_diversity": response_diversity(
+                          [x["outputs"][0] for x in rs if x["outputs"]]),
+                      "replica_records": rs})
 
 
 def _release(r: dict[str, Any], i: int) -> None:
