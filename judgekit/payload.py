@@ -13,7 +13,9 @@ error, nested too) and written back exactly as the method computed them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer
@@ -125,6 +127,23 @@ class DetailFile(BaseModel):
         ref._rows = held
         return ref
 
+    @classmethod
+    def spilled(cls, name: str, path: Path, count: int) -> DetailFile:
+        """Detail ``name`` whose ``count`` records a run streamed to the JSONL ``path`` as
+        they were made (none held in memory); the file goes when this record does."""
+        import weakref
+
+        ref = cls(file=f"{name}.jsonl", count=count)
+
+        def read(_: str) -> Iterator[Json]:
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        yield json.loads(line)
+        ref._source = read
+        weakref.finalize(ref, _unlink, str(path))
+        return ref
+
     def attach(self, source: Callable[[str], Iterator[Json]]) -> None:
         """Stream the records from ``source(file)`` (a loaded run's folder)."""
         self._source = source
@@ -163,7 +182,8 @@ def payload_from(model: type[PayloadT], doc: Json, details: tuple[str, ...] = ()
 
     body = clean({k: v for k, v in doc.items() if k not in details})
     for name in details:
-        body[name] = DetailFile.of(name, doc[name])
+        got = doc[name]
+        body[name] = got if isinstance(got, DetailFile) else DetailFile.of(name, got)
     return model.model_validate(body)
 
 
@@ -207,3 +227,12 @@ class Scores(Record):
 
 
 Ensemble.model_rebuild()
+
+
+def _unlink(path: str) -> None:
+    import os
+
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

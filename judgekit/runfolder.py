@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from judgekit.errors import ConfigError, DataError, describe_validation
 from judgekit.methods import find
-from judgekit.payload import Json
+from judgekit.payload import DetailFile, Json
 from judgekit.report.document import Doc, to_markdown
 from judgekit.report.html import write_report_html
 from judgekit.results import RunResult
@@ -28,6 +28,7 @@ from judgekit.runio import (
     record_outputs,
     write_failures,
     write_json,
+    write_lines,
     write_text,
 )
 
@@ -45,9 +46,9 @@ def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -
     spec = result.spec
     before = prepare_out(out, overwrite=overwrite)
     cfg = _settings(result)
-    details = {name: list(ref.rows()) for name, ref in result.details().items()}
-    for name, rows in details.items():
-        write_text(out / f"{name}.jsonl", "".join(jsonl_line(r) for r in rows))
+    details = result.details()
+    for name, ref in details.items():  # streamed: a detail file is never held whole
+        write_lines(out / f"{name}.jsonl", (jsonl_line(r) for r in ref.rows()))
     write_json(out / "results.json", result.model_dump(mode="json"))
     if spec.figures is not None:
         spec.figures(cfg, result, out)
@@ -57,7 +58,8 @@ def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -
     return out
 
 
-def write_folder(out: Path, doc: Doc, *, details: Mapping[str, list[Json]] | None = None,
+def write_folder(out: Path, doc: Doc, *,
+                 details: Mapping[str, list[Json] | DetailFile] | None = None,
                  views: Mapping[str, Callable[[Json], tuple[str, str, str]]] | None = None,
                  json_files: Mapping[str, BaseModel] | None = None,
                  text_files: Mapping[str, str] | None = None) -> Path:
@@ -69,7 +71,7 @@ def write_folder(out: Path, doc: Doc, *, details: Mapping[str, list[Json]] | Non
     for name, text in (text_files or {}).items():
         write_text(out / name, text)
     write_text(out / "report.md", to_markdown(doc))
-    write_report_html(out, doc, dict(details or {}), views)
+    write_report_html(out, doc, details or {}, views)
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,40 @@ def write_text(path: Path, text: str) -> None:
     exclusively, never through a link someone planted), flushed to disk, then renamed
     over ``path`` (which replaces a link at ``path`` rather than writing through it)."""
     write_bytes(path, scrub(text).encode("utf-8"))
+
+
+def write_lines(path: Path, lines: Iterable[str]) -> int:
+    """Text ``lines`` into ``path`` atomically like ``write_text``, streamed (a large
+    detail file is never held whole), each scrubbed of secrets; returns how many."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    n = 0
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if tmp.is_symlink() or tmp.exists():
+            tmp.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                buf: list[bytes] = []
+                for line in lines:
+                    buf.append(scrub(line).encode("utf-8"))
+                    n += 1
+                    if len(buf) >= 1024:
+                        fh.write(b"".join(buf))
+                        buf.clear()
+                fh.write(b"".join(buf))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc} (a read-only folder "
+                          "or a full disk?); it keeps its previous content, and the run's "
+                          "answers are cached: rerun with another --out") from None
+    return n
 
 
 def write_bytes(path: Path, data: bytes) -> None:

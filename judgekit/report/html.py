@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -118,22 +119,25 @@ def ci_text(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def write_report_html(out: Path, doc: Doc, details: dict[str, list[JSONObject]],
+def write_report_html(out: Path, doc: Doc, details: Mapping[str, Any],
                       views: Mapping[str, Callable[[JSONObject], Item]] | None = None
                       ) -> Path:
     """Write ``out/report.html`` from the report document, the figures in ``out`` and the
     per-item records."""
     sections = []
-    for name, rows in details.items():
+    for name, got in details.items():
         render = (views or {}).get(name, generic_item)
-        items = [render(r) for r in rows[:MAX_ITEMS]]
-        rest = [render(r) for r in rows[MAX_ITEMS:]]
+        # a detail file streams: the first MAX_ITEMS rendered in full, the rest summarised
+        rows = got.rows() if hasattr(got, "rows") else iter(got)
+        total = got.count if hasattr(got, "count") else len(got)
+        items = [render(r) for r in itertools.islice(rows, MAX_ITEMS)]
+        rest = [render(r) for r in rows]
         # beyond MAX_ITEMS: [kind, summary HTML, search text, line in the JSONL]
         rest_rows: list[tuple[str, str, str, int]] = [
             (k, s, html.unescape(_TAGS.sub("", s)).lower(), i)
                      for i, (k, s, _) in enumerate(rest, start=MAX_ITEMS + 1)]
-        more = (f"<p>{MAX_ITEMS} of {len(rows)} are shown in full; the search and the filter "
-                f"cover all {len(rows)} (matches beyond these are listed below them, "
+        more = (f"<p>{MAX_ITEMS} of {total} are shown in full; the search and the filter "
+                f"cover all {total} (matches beyond these are listed below them, "
                 f"{MAX_REST_SHOWN} at a time, with their line in {html.escape(name)}.jsonl)."
                 "</p>" if rest else "")
         kinds = sorted({k for k, _, _ in items} | {r[0] for r in rest_rows})
@@ -143,7 +147,7 @@ def write_report_html(out: Path, doc: Doc, details: dict[str, list[JSONObject]],
             f"<details class='item' data-kind='{html.escape(k)}'><summary>{s}</summary>{b}"
             "</details>" for k, s, b in items)
         sections.append(
-            f"<h2>Per {html.escape(_SINGULAR.get(name, name.rstrip('s')))} ({len(rows)})</h2>"
+            f"<h2>Per {html.escape(_SINGULAR.get(name, name.rstrip('s')))} ({total})</h2>"
             "<div class='controls'><input id='jk-q' type='search' placeholder='search text' "
             "oninput='jkFilter()'> <select id='jk-k' onchange='jkFilter()'>"
             f"<option value=''>all</option>{options}</select> "

@@ -15,12 +15,22 @@ from judgekit.vbscore.payload import VBScorePayload
 
 def report(cfg: VBScoreConfig, result: RunResult[VBScorePayload]) -> Doc:
     """The case study's report document."""
-    return build(cfg, result.report_json())
+    return build(cfg, _summary_json(result))
 
 
 def draw(cfg: VBScoreConfig, result: RunResult[VBScorePayload], out: Path) -> None:
     """The case study's figures."""
-    figures(cfg, result.report_json(), out)
+    figures(cfg, _summary_json(result), out)
+
+
+def _summary_json(result: RunResult[VBScorePayload]) -> Json:
+    """The result with its per-query rows inline but without their replica records (the
+    report and figures read the queries' figures; the records stay in queries.jsonl)."""
+    doc = result.model_dump(mode="json")
+    doc["queries"] = [{k: v for k, v in q.items() if k != "replica_records"}
+                      for q in result.detail("queries")]
+    doc["replica_failures"] = list(result.detail("replica_failures"))
+    return doc
 
 
 def _ci(ci: list[float | None]) -> str:

@@ -4,7 +4,10 @@ over Monte Carlo replicas, scored with ES / VB_alpha and bootstrap intervals."""
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,7 +15,8 @@ import numpy as np
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
 from judgekit.llm.secrets import clip
-from judgekit.payload import payload_from
+from judgekit.payload import DetailFile, payload_from
+from judgekit.runio import jsonl_line
 from judgekit.stats.bootstrap import derive_seed
 from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
@@ -179,18 +183,32 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
     from judgekit.vbscore.selfcheck import interpretation_stability, tagger_check, verdict
 
     datasets: list[dict[str, Any]] = []
-    per_query: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
     checks: list[TagCheck] = []
     readings: list[list[tuple[str, list[str]]]] = []
-    for di, (name, queries) in enumerate(data.items()):
-        aggs: list[Any] = []
-        qrows: list[dict[str, Any]] = []
-        for ci, r in enumerate(raw[name]):  # a chunk of queries, collected when asked
-            _score_chunk(cfg, di, ci, name, queries, r, failures, checks, readings, aggs,
-                         qrows)
-        per_query += qrows
-        datasets.append(_dataset_row(cfg, name, aggs, qrows, len(queries)))
+    # each chunk's query rows (with their replica records) go to a spill file as they
+    # are made; only their figures stay in memory
+    fd, spill_name = tempfile.mkstemp(prefix="judgekit-queries-", suffix=".jsonl")
+    spill = Path(spill_name)
+    written = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            for di, (name, queries) in enumerate(data.items()):
+                aggs: list[Any] = []
+                qrows: list[dict[str, Any]] = []
+                for ci, r in enumerate(raw[name]):  # a chunk of queries, asked when needed
+                    start = len(qrows)
+                    _score_chunk(cfg, di, ci, name, queries, r, failures, checks, readings,
+                                 aggs, qrows)
+                    for row in qrows[start:]:
+                        fh.write(jsonl_line(row))
+                        row.pop("replica_records")
+                    written += len(qrows) - start
+                datasets.append(_dataset_row(cfg, name, aggs, qrows, len(queries)))
+    except BaseException:  # an interrupted or failed run leaves no spill behind
+        spill.unlink(missing_ok=True)
+        raise
+    per_query = DetailFile.spilled("queries", spill, written)
     tagger = tagger_check(checks, cfg.level) if cfg.check_tagger else None
     reliable, reasons = verdict(tagger)
     for d in datasets:
