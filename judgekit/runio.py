@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,41 +46,29 @@ def write_text(path: Path, text: str) -> None:
 def write_lines(path: Path, lines: Iterable[str]) -> int:
     """Text ``lines`` into ``path`` atomically like ``write_text``, streamed (a large
     detail file is never held whole), each scrubbed of secrets; returns how many."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    n = 0
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if tmp.is_symlink() or tmp.exists():
-            tmp.unlink()
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(tmp, flags, 0o644)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                buf: list[bytes] = []
-                for line in lines:
-                    buf.append(scrub(line).encode("utf-8"))
-                    n += 1
-                    if len(buf) >= 1024:
-                        fh.write(b"".join(buf))
-                        buf.clear()
-                fh.write(b"".join(buf))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc} (a read-only folder "
-                          "or a full disk?); it keeps its previous content, and the run's "
-                          "answers are cached: rerun with another --out") from None
-    return n
+    count = [0]
+
+    def chunks() -> Iterator[bytes]:
+        buf: list[bytes] = []
+        for line in lines:
+            buf.append(scrub(line).encode("utf-8"))
+            count[0] += 1
+            if len(buf) >= 1024:
+                yield b"".join(buf)
+                buf.clear()
+        yield b"".join(buf)
+    _atomic(path, chunks())
+    return count[0]
 
 
 def write_bytes(path: Path, data: bytes) -> None:
     """``data`` into ``path`` atomically (see ``write_text``); a folder that cannot be
     written (read-only, full) is an :class:`OutputError` naming the file, and ``path``
     keeps its previous content."""
+    _atomic(path, (data,))
+
+
+def _atomic(path: Path, chunks: Iterable[bytes]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -90,7 +78,8 @@ def write_bytes(path: Path, data: bytes) -> None:
         fd = os.open(tmp, flags, 0o644)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                for chunk in chunks:
+                    fh.write(chunk)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)

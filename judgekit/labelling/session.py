@@ -144,7 +144,7 @@ def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width:
         z = float(sps.norm.ppf(1 - (1 - level) / 2))
         worst = max(var[e.name] for e in ests)
         head = {"horizon": round(max((z * math.sqrt(worst) / (target_width / 2)) ** 2, 20.0), 1),
-                "seed": seed, "for": which, "level": level}
+                "seed": seed, "for": which, "level": level, "target_width": target_width}
     rng = np.random.default_rng([seed, b])
     unlabelled = len(ids) - len(y)
     new: list[JSONObject] = []
@@ -185,3 +185,16 @@ def undo(source: Path | Source, annotator: str) -> str | None:
                                                 "annotator": who, "at": store.now()}])
                 return item
     return None
+
+
+def recorded(source: Path | Source) -> dict[str, Any]:
+    """The settings the labels file's first batch was drawn with (target width, level,
+    estimands, seed), so that the viewer and later proposals keep them; {} before any."""
+    src = load(source) if isinstance(source, Path) else source
+    draws = store.read(src.labels_path).draws
+    if not draws:
+        return {}
+    head = draws[0]
+    out = {"target_width": head.get("target_width"), "level": head.get("level"),
+           "which": head.get("for"), "seed": head.get("seed")}
+    return {k: v for k, v in out.items() if v is not None}

@@ -154,7 +154,10 @@ def _label_source(request: web.Request, name: str) -> Any:
 def _status(request: web.Request, src: Any, propose: bool) -> dict[str, Any]:
     from judgekit.labelling import session
 
-    opts = request.app[LABEL_OPTS]
+    base: dict[str, Any] = request.app[LABEL_OPTS]
+    opts = {**base, **session.recorded(src)}  # the labels file's own settings
+    if not propose:
+        opts.pop("seed", None)
     st = (session.propose if propose else session.estimate)(src, **opts)
     out = st.as_json()
     index = {str(x["id"]): x for x in src.items}
@@ -163,13 +166,17 @@ def _status(request: web.Request, src: Any, propose: bool) -> dict[str, Any]:
     return out
 
 
-async def api_next(request: web.Request) -> web.Response:
-    name = request.query.get("run", "")
-    src = _label_source(request, name)
+async def _off_loop(fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` in a worker thread; a judgekit error is the request's 400."""
     try:
-        out = await asyncio.to_thread(_status, request, src, True)
+        return await asyncio.to_thread(fn, *args)
     except JudgekitError as exc:
         raise web.HTTPBadRequest(text=str(exc)) from None
+
+
+async def api_next(request: web.Request) -> web.Response:
+    src = _label_source(request, request.query.get("run", ""))
+    out = await _off_loop(_status, request, src, True)
     return web.json_response(out, dumps=_dumps)
 
 
@@ -180,12 +187,9 @@ async def api_label(request: web.Request) -> web.Response:
     src = _label_source(request, str(body["run"]))
     if "id" not in body or "label" not in body:
         raise web.HTTPBadRequest(text="the body needs \"id\" and \"label\"")
-    try:
-        await asyncio.to_thread(session.add_label, src, str(body["id"]), body["label"],
-                                str(body.get("annotator") or "anonymous"))
-        out = await asyncio.to_thread(_status, request, src, bool(body.get("next", True)))
-    except JudgekitError as exc:
-        raise web.HTTPBadRequest(text=str(exc)) from None
+    await _off_loop(session.add_label, src, str(body["id"]), body["label"],
+                    str(body.get("annotator") or "anonymous"))
+    out = await _off_loop(_status, request, src, bool(body.get("next", True)))
     return web.json_response(out, dumps=_dumps)
 
 
@@ -194,12 +198,11 @@ async def api_undo(request: web.Request) -> web.Response:
 
     body = await _body(request)
     src = _label_source(request, str(body["run"]))
-    gone = await asyncio.to_thread(session.undo, src, str(body.get("annotator") or ""))
-    out = await asyncio.to_thread(_status, request, src, False)
+    gone = await _off_loop(session.undo, src, str(body.get("annotator") or ""))
+    out = await _off_loop(_status, request, src, False)
     out["undone"] = gone
-    index = {str(x["id"]): x for x in src.items}
     if gone is not None:
-        out["next"] = [index[gone]]
+        out["next"] = [x for x in src.items if str(x["id"]) == gone][:1]
     return web.json_response(out, dumps=_dumps)
 
 
