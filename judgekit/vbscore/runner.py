@@ -29,7 +29,7 @@ from judgekit.vbscore.replicas import (
     batch_query_intervals,
     bootstrap_covers,
 )
-from judgekit.vbscore.selfcheck import TagCheck, parse_tag, rotation, tag_key
+from judgekit.vbscore.selfcheck import TagCheck, parse_tag, reading_pairs, rotation, tag_key
 
 
 def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:
@@ -180,12 +180,12 @@ def score_replica(cfg: VBScoreConfig, interp: Any, answers: list[str], tags: lis
 
 def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, Any]
               ) -> dict[str, Any]:
-    from judgekit.vbscore.selfcheck import interpretation_stability, tagger_check, verdict
+    from judgekit.vbscore.selfcheck import stability_from_pairs, tagger_check, verdict
 
     datasets: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
     checks: list[TagCheck] = []
-    readings: list[list[tuple[str, list[str]]]] = []
+    readings: list[tuple[np.ndarray, np.ndarray] | None] = []
     # each chunk's query rows (with their replica records) go to a spill file as they
     # are made; only their figures stay in memory
     fd, spill_name = tempfile.mkstemp(prefix="judgekit-queries-", suffix=".jsonl")
@@ -200,9 +200,10 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                     start = len(qrows)
                     _score_chunk(cfg, di, ci, name, queries, r, failures, checks, readings,
                                  aggs, qrows)
-                    for row in qrows[start:]:
-                        fh.write(jsonl_line(row))
-                        row.pop("replica_records")
+                    for k in range(start, len(qrows)):
+                        fh.write(jsonl_line(qrows[k]))
+                        qrows[k] = {key: qrows[k][key] for key in  # what the dataset row
+                                    ("mean_token_entropy", "response_diversity")}  # reads
                     written += len(qrows) - start
                 datasets.append(_dataset_row(cfg, name, aggs, qrows, len(queries)))
     except BaseException:  # an interrupted or failed run leaves no spill behind
@@ -221,12 +222,12 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
                            "headline": "reliable" if reliable else (
                                "unreliable: the tagger follows position, not content"),
                            "tagger": tagger,
-                           "interpretations": interpretation_stability(readings, cfg.level)}}
+                           "interpretations": stability_from_pairs(readings, cfg.level)}}
 
 
 def _score_chunk(cfg: VBScoreConfig, di: int, ci: int, name: str, queries: list[Query],
                  r: dict[str, Any], failures: list[dict[str, Any]], checks: list[TagCheck],
-                 readings: list[list[tuple[str, list[str]]]], aggs: list[Any],
+                 readings: list[tuple[np.ndarray, np.ndarray] | None], aggs: list[Any],
                  qrows: list[dict[str, Any]]) -> None:
     """Score one chunk's replicas into its queries' rows (appended to ``aggs``/``qrows``),
     dropping each replica's call results once its record is made."""
@@ -267,8 +268,9 @@ def _score_chunk(cfg: VBScoreConfig, di: int, ci: int, name: str, queries: list[
         derive_seed(cfg.seed, di, 31) if ci == 0 else derive_seed(cfg.seed, di, 31, ci))))
     for qi in scored:
         q, rs = queries[qi], reps[qi]
-        readings.append([(x["top_intent"], [it["label"] for it in x["interpretations"]])
-                         for x in rs])
+        readings.append(reading_pairs([(x["top_intent"],  # compact: two bool arrays
+                                        [it["label"] for it in x["interpretations"]])
+                                       for x in rs]))
         corr = [x["correct"] for x in rs if x["correct"] is not None]
         agg = aggregate_query(q.id, [x["es"] for x in rs],
                               {a: [x["vb"][repr(a)] for x in rs] for a in cfg.alphas},

@@ -137,15 +137,27 @@ def interpretation_stability(per_query: Sequence[Sequence[tuple[str, Sequence[st
                              level: float = 0.95) -> dict[str, Any]:
     """``per_query[q]`` lists each replica's (top reading, all readings). Agreement over
     the pairs of replicas of each query, the query as the cluster."""
-    top, same = [], []
-    for reps in per_query:
-        pairs = list(itertools.combinations(reps, 2))
-        if not pairs:
-            continue
-        top.append([_norm(a[0]) == _norm(b[0]) for a, b in pairs])
-        same.append([{_norm(x) for x in a[1]} == {_norm(x) for x in b[1]} for a, b in pairs])
-    return {"top_reading_agreement": _rate(top, level),
-            "same_readings": _rate(same, level), "queries": len(top)}
+    return stability_from_pairs([reading_pairs(reps) for reps in per_query], level)
+
+
+def reading_pairs(reps: Sequence[tuple[str, Sequence[str]]]
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """One query's replica pairs: do they share the top reading, and the same readings
+    (two compact boolean arrays; None with fewer than two replicas)."""
+    pairs = list(itertools.combinations(reps, 2))
+    if not pairs:
+        return None
+    return (np.array([_norm(a[0]) == _norm(b[0]) for a, b in pairs], bool),
+            np.array([{_norm(x) for x in a[1]} == {_norm(x) for x in b[1]}
+                      for a, b in pairs], bool))
+
+
+def stability_from_pairs(per_query: Sequence[tuple[np.ndarray, np.ndarray] | None],
+                         level: float = 0.95) -> dict[str, Any]:
+    got = [p for p in per_query if p is not None]
+    return {"top_reading_agreement": _rate([p[0].tolist() for p in got], level),
+            "same_readings": _rate([p[1].tolist() for p in got], level),
+            "queries": len(got)}
 
 
 def verdict(tagger: dict[str, Any] | None) -> tuple[bool, list[str]]:
