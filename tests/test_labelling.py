@@ -277,3 +277,4 @@ def test_probe_and_audit_runs_are_labelled_and_read_their_labels(tmp_path):
     r = jk("run", "nodata_west_frisian", "--out", "wf3", "--set",
            "labels_file=pl/labels.jsonl", cwd=tmp_path, env=env)
     assert r.returncode == 2 and "is not an item of the data" in r.stderr
+

@@ -1,0 +1,25 @@
+"""Detail records streamed instead of held: the VB runner's spill file (issue 36)."""
+
+from __future__ import annotations
+
+import json
+
+from .test_standalone import jk
+
+
+def test_vb_query_rows_spill_and_leave_nothing_behind(tmp_path):
+    """The VB runner streams query rows through a spill file: the run's queries.jsonl is
+    complete, and the spill is gone when the process ends."""
+    import os
+
+    spill_dir = tmp_path / "tmp"
+    spill_dir.mkdir()
+    env = {"TMPDIR": str(spill_dir), "JUDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
+    r = jk("run", "demo", "--out", "run", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(x) for x in (tmp_path / "run" / "queries.jsonl").read_text()
+            .splitlines()]
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert len(rows) == res["queries"]["count"] == 4
+    assert all(len(x["replica_records"]) == x["replicas"] for x in rows)
+    assert [p for p in os.listdir(spill_dir) if p.startswith("judgekit-queries-")] == []
