@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -25,7 +27,7 @@ class Browser:
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
-        self.dir = tempfile.TemporaryDirectory()
+        self.dir = tempfile.TemporaryDirectory(ignore_cleanup_errors=True)
         self.session: aiohttp.ClientSession | None = None
         self.ws: Any = None
         self.n = 0
@@ -37,7 +39,7 @@ class Browser:
             [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              "--remote-debugging-port=0", f"--user-data-dir={self.dir.name}",
              "--remote-allow-origins=*", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = Path(self.dir.name) / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.is_file() and port_file.read_text().strip()):
@@ -59,8 +61,11 @@ class Browser:
             await self.ws.close()
         if self.session is not None:
             await self.session.close()
-        if self.proc is not None:
-            self.proc.kill()
+        if self.proc is not None:  # chromium and its helper processes (one group)
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.proc.wait()
         self.dir.cleanup()
 
