@@ -49,7 +49,7 @@ def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:
                         ("queries", "replica_failures"))
 
 
-CHUNK_REPLICAS = 4000  # replicas (a query's are never split) collected and scored at once
+CHUNK_REPLICAS = 2000  # replicas (a query's are never split) collected and scored at once
 
 
 def _chunks(cfg: VBScoreConfig, client: Client, name: str, queries: list[Query]
