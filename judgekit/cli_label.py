@@ -52,6 +52,8 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
         console.print("  " + _line(f))
     if st.done:
         console.print(f"target width {target_width:g} met: no more labels needed")
+    elif st.labels == n_items:
+        console.print("every item is labelled: the labels themselves are the figures")
     index = {str(x["id"]): x for x in st.source.items}
     lines = [{"id": p["id"], "probability": p["probability"], "draw": p["draw"],
               "verdict": index[str(p["id"])]["verdict"]} for p in st.pending]

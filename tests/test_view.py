@@ -126,6 +126,10 @@ def test_view_lists_runs_and_labels_append_one_line(server):
     status, body = _get(base + "/api/item?run=nested/demo&id=jordan")
     d = json.loads(body)
     assert status == 200 and d["transcripts"] and d["transcripts"][0]["messages"]
+    # a run's report (possibly copied from elsewhere) is sandboxed away from the API
+    req = urllib.request.Request(base + "/report?name=verdicts_a")
+    with urllib.request.urlopen(req, timeout=60) as r:
+        assert r.headers["Content-Security-Policy"] == "sandbox allow-scripts"
     status, page = _get(base + "/cards?run=verdicts_a&run=verdicts_b")
     assert status == 200 and "verdicts_a" in page and "verdicts_b" in page
 
