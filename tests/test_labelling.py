@@ -278,3 +278,28 @@ def test_probe_and_audit_runs_are_labelled_and_read_their_labels(tmp_path):
            "labels_file=pl/labels.jsonl", cwd=tmp_path, env=env)
     assert r.returncode == 2 and "is not an item of the data" in r.stderr
 
+
+
+def test_llmbar_pairs_in_both_orders_are_labelled_and_analysed(tmp_path):
+    """A real pairwise file (LLMBar's GPT-4 on MT-Bench, both orders of each pair): the
+    second order's id is "ID#2" in the proposals and in `judgekit analyse --labels`."""
+    import shutil
+
+    from .conftest import ROOT
+
+    src = ROOT / "tests" / "fixtures" / "llmbar" / "MT-Bench" / "GPT-4" / "Vanilla_NoRules"
+    path = tmp_path / "GPT-4" / "Vanilla_NoRules" / "result.json"
+    path.parent.mkdir(parents=True)
+    shutil.copy(src / "result.json", path)
+    st = session.propose(path, batch=30, seed=2)
+    ids = [p["id"] for p in st.pending]
+    assert any("#2" in i for i in ids) and len(ids) == 30
+    for k, i in enumerate(ids):
+        session.add_label(path, i, "first" if k % 2 else "second", "kim")
+    lab = path.with_name("result.labels.jsonl")
+    r = jk("analyse", str(path), "--labels", str(lab), "--out", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    keys = {m["key"]: m for m in res["measures"]}
+    assert keys["corrected_pass_rate"]["labelled"] == 30
+    assert any("drawn by judgekit label" in n for n in res["notes"])

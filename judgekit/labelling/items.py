@@ -129,19 +129,20 @@ def _normalise(rows: list[JSONObject], shape: str, where: Path) -> list[JSONObje
     out: list[JSONObject] = []
     seen: dict[str, int] = {}
     for k, row in enumerate(rows):
+        # repeats of an id (or a pair's other order) are "ID#2", ...: numbered over every
+        # row, readable or not, as `judgekit analyse --labels` numbers them
+        base = str(row.get("pair_id" if shape == "pairwise" else "id", k))
+        n = seen.get(base, 0)
+        seen[base] = n + 1
         if shape == "pairwise":
             w = row.get("winner")
             if w not in ("first", "second"):
                 continue
             item = {**row, "verdict": int(w == "first")}
-            base = str(row.get("pair_id", k))
         else:
             if row.get("verdict") not in (0, 1):
                 continue
             item = dict(row)
-            base = str(row.get("id", k))
-        n = seen.get(base, 0)
-        seen[base] = n + 1
         item["id"] = base if n == 0 else f"{base}#{n + 1}"
         item["score"] = _score(item, where)
         out.append(item)

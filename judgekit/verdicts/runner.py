@@ -109,9 +109,13 @@ def _with_labels(table: Table, labels_path: Path) -> Table:
     labels = values(labels_path, table.shape, warn_drawn=False)  # weighted below
     key = "id" if table.shape == "pointwise" else "pair_id"
     col = table.roles.get(key)
-    rows, seen = [], set()
+    rows: list[JSONObject] = []
+    seen: set[str] = set()
+    times: dict[str, int] = {}
     for i, r in enumerate(table.rows):
-        item = str(r.get(col, i)) if col else str(i)
+        base = str(r.get(col, i)) if col else str(i)
+        times[base] = times.get(base, 0) + 1  # a repeat (or the other order): "ID#2", ...
+        item = base if times[base] == 1 else f"{base}#{times[base]}"
         v = labels.get(item)
         seen.add(item)
         label = None if v not in (0.0, 1.0) else (int(v) if table.shape == "pointwise"
