@@ -230,9 +230,8 @@ Ensemble.model_rebuild()
 
 
 def _unlink(path: str) -> None:
+    import contextlib
     import os
 
-    try:
+    with contextlib.suppress(OSError):  # already gone
         os.unlink(path)
-    except OSError:
-        pass

@@ -5,6 +5,7 @@ person does: load it, type, press keys, read the DOM."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -62,10 +63,8 @@ class Browser:
         if self.session is not None:
             await self.session.close()
         if self.proc is not None:  # chromium and its helper processes (one group)
-            try:
+            with contextlib.suppress(ProcessLookupError):  # already gone
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             self.proc.wait()
         self.dir.cleanup()
 

@@ -5,6 +5,14 @@ the labels file beside a run, and the corrected estimates those labels give.
 :func:`judgekit.labelling.session.propose` and :func:`~judgekit.labelling.session.estimate`.
 """
 
-from judgekit.labelling.session import Figure, Status, add_label, estimate, propose, undo
+from judgekit.labelling.session import (
+    Figure,
+    Settings,
+    Status,
+    add_label,
+    estimate,
+    propose,
+    undo,
+)
 
-__all__ = ["Figure", "Status", "add_label", "estimate", "propose", "undo"]
+__all__ = ["Figure", "Settings", "Status", "add_label", "estimate", "propose", "undo"]

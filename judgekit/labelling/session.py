@@ -63,32 +63,38 @@ def chosen(pop: active.Population, which: str) -> list[active.Estimand]:
     return [e for e in every if e.name.startswith(which)] or every[:1]
 
 
-def _labels_y(src: Source, labels: store.Labels) -> dict[str, float]:
-    """Each labelled item's value: the mean of its annotators' labels."""
-    out = {}
-    for item, who in labels.by_item.items():
-        vals = [v for v in (human_value(x, src.shape) for x in who.values()) if v is not None]
-        if vals:
-            out[item] = float(np.mean(vals))
-    return out
+class _State(NamedTuple):
+    labels: store.Labels
+    pop: active.Population
+    estimands: list[active.Estimand]
+    y: dict[str, float]  # labelled item -> the mean of its annotators' labels
+
+
+def _state(src: Source, which: str) -> _State:
+    labels = store.read(src.labels_path)
+    pop = population(src.items)
+    return _State(labels, pop, chosen(pop, which), store.values_of(labels, src.shape))
 
 
 def estimate(source: Path | Source, target_width: float = 0.1, level: float = 0.95,
              which: str = "pass_rate") -> Status:
     src = load(source) if isinstance(source, Path) else source
-    labels = store.read(src.labels_path)
-    pop = population(src.items)
-    ests = chosen(pop, which)
-    y = _labels_y(src, labels)
+    return _estimate(src, _state(src, which), target_width, level)
+
+
+def _estimate(src: Source, state: _State, target_width: float, level: float) -> Status:
+    labels, ests, y = state.labels, state.estimands, state.y
     alpha = 1 - level
     prefix: list[JSONObject] = []
     pending: list[JSONObject] = []
-    for d in labels.draws:
-        if pending or str(d["id"]) not in y:
-            if str(d["id"]) not in {p["id"] for p in pending} and str(d["id"]) not in y:
-                pending.append(d)
-            continue
-        prefix.append(d)
+    waiting: set[str] = set()
+    for d in labels.draws:  # the prefix up to the first draw still unlabelled
+        item = str(d["id"])
+        if not waiting and item in y:
+            prefix.append(d)
+        elif item not in y and item not in waiting:
+            waiting.add(item)
+            pending.append(d)
     index = {str(x["id"]): i for i, x in enumerate(src.items)}
     horizon = float(labels.draws[0].get("horizon", 100)) if labels.draws else 100.0
     rho = active.cs_rho(horizon, alpha)
@@ -123,13 +129,11 @@ def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width:
     if batch < 1:
         raise ConfigError(f"--batch {batch}: give at least 1")
     src = load(source) if isinstance(source, Path) else source
-    st = estimate(src, target_width, level, which)
+    state = _state(src, which)
+    st = _estimate(src, state, target_width, level)
     if st.pending or st.done:
         return st
-    labels = store.read(src.labels_path)
-    pop = population(src.items)
-    ests = chosen(pop, which)
-    y = _labels_y(src, labels)
+    labels, pop, ests, y = state
     ids = [str(x["id"]) for x in src.items]
     done_idx = np.array([i for i, k in enumerate(ids) if k in y], int)
     m = active.fit_predictor(pop, done_idx, np.array([y[ids[i]] for i in done_idx]))
@@ -187,14 +191,22 @@ def undo(source: Path | Source, annotator: str) -> str | None:
     return None
 
 
-def recorded(source: Path | Source) -> dict[str, Any]:
-    """The settings the labels file's first batch was drawn with (target width, level,
-    estimands, seed), so that the viewer and later proposals keep them; {} before any."""
+class Settings(NamedTuple):
+    """What a labelling session is run with (the first batch records them)."""
+
+    target_width: float = 0.1
+    level: float = 0.95
+    which: str = "pass_rate"
+    seed: int = 0
+
+
+def recorded(source: Path | Source) -> Settings:
+    """The settings the labels file's first batch was drawn with, so that the viewer and
+    later proposals keep them; the defaults before any draw."""
     src = load(source) if isinstance(source, Path) else source
     draws = store.read(src.labels_path).draws
-    if not draws:
-        return {}
-    head = draws[0]
-    out = {"target_width": head.get("target_width"), "level": head.get("level"),
-           "which": head.get("for"), "seed": head.get("seed")}
-    return {k: v for k, v in out.items() if v is not None}
+    head = draws[0] if draws else {}
+    d = Settings()
+    return Settings(float(head.get("target_width", d.target_width)),
+                    float(head.get("level", d.level)), str(head.get("for", d.which)),
+                    int(head.get("seed", d.seed)))

@@ -30,13 +30,13 @@ from judgekit.textio import read_lines
 class Labels(NamedTuple):
     draws: list[JSONObject]
     # item id -> annotator -> label (after undos), in the order labels arrived
-    by_item: dict[str, dict[str, Any]]
+    by_item: dict[str, JSONObject]
     history: list[JSONObject]  # label and undo lines, in order
 
 
 def read(path: Path) -> Labels:
     draws: list[JSONObject] = []
-    by_item: dict[str, dict[str, Any]] = {}
+    by_item: dict[str, JSONObject] = {}
     history: list[JSONObject] = []
     if not path.is_file():
         return Labels(draws, by_item, history)
@@ -142,8 +142,13 @@ def values(path: Path, shape: str = "pointwise", warn_drawn: bool = True
             "judgekit: %s: these labels were drawn by judgekit label where the judge was "
             "unsure, not at random; rates corrected from them here over-represent hard "
             "items (judgekit label and judgekit analyse --labels weight them)", path)
+    return values_of(got, shape)
+
+
+def values_of(labels: Labels, shape: str = "pointwise") -> dict[str, float]:
+    """Item id -> the mean of its annotators' label values (items none could read: out)."""
     out = {}
-    for item, who in got.by_item.items():
+    for item, who in labels.by_item.items():
         vals = [v for v in (human_value(x, shape) for x in who.values()) if v is not None]
         if vals:
             out[item] = sum(vals) / len(vals)

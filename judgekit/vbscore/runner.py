@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,11 +49,24 @@ def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:
                         ("queries", "replica_failures"))
 
 
+class Chunk(NamedTuple):
+    """The call results of a chunk of one dataset's queries (``queries``: their indices);
+    a replica's entries become None once it is scored."""
+
+    queries: list[int]
+    pairs: list[tuple[int, Query, int]]  # (query index, query, replica)
+    interp: list[Any]
+    system: list[Any]
+    tags: dict[int, Any]  # by pair index (StageResult): the replicas that were tagged
+    correct: dict[tuple[int, str], bool | None]
+    tag_checks: dict[int, tuple[list[int], Any, Any]]
+
+
 CHUNK_REPLICAS = 2000  # replicas (a query's are never split) collected and scored at once
 
 
 def _chunks(cfg: VBScoreConfig, client: Client, name: str, queries: list[Query]
-            ) -> Iterator[dict[str, Any]]:
+            ) -> Iterator[Chunk]:
     size = max(1, CHUNK_REPLICAS // cfg.replicas)
     for ci, start in enumerate(range(0, len(queries), size)):
         part = range(start, min(len(queries), start + size))
@@ -75,7 +88,7 @@ def _ci(ci: list[float | None] | None) -> str:
 
 
 async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[Query],
-                   part: range, chunk: int = 0) -> dict[str, Any]:
+                   part: range, chunk: int = 0) -> Chunk:
     """The calls of the queries ``part`` (indices into ``queries``)."""
     judge, system = cfg.models["judge"], cfg.models["system"]
     istage = stages.interpretation_stage(cfg.interpretation_temperature, cfg.max_tokens)
@@ -106,8 +119,7 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
     checks = await _recheck_tags(cfg, client, name, pairs, tcalls, tag_idx, tags, share,
                                  chunk) if cfg.check_tagger else {}
     correctness = await _check_answers(cfg, client, queries, pairs, sres, judge)
-    return {"queries": list(part), "pairs": pairs, "interp": ires, "system": sres,
-            "tags": tags, "correct": correctness, "tag_checks": checks}
+    return Chunk(list(part), pairs, list(ires), list(sres), tags, correctness, checks)
 
 
 async def _recheck_tags(cfg: VBScoreConfig, client: Client, name: str,
@@ -178,8 +190,8 @@ def score_replica(cfg: VBScoreConfig, interp: Any, answers: list[str], tags: lis
             "top_intent": dist.labels[s.top_intent], "top_coverage": s.top_coverage}
 
 
-def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, Any]
-              ) -> dict[str, Any]:
+def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]],
+              raw: Mapping[str, Iterable[Chunk]]) -> dict[str, Any]:
     from judgekit.vbscore.selfcheck import stability_from_pairs, tagger_check, verdict
 
     datasets: list[dict[str, Any]] = []
@@ -226,38 +238,38 @@ def score_all(cfg: VBScoreConfig, data: dict[str, list[Query]], raw: dict[str, A
 
 
 def _score_chunk(cfg: VBScoreConfig, di: int, ci: int, name: str, queries: list[Query],
-                 r: dict[str, Any], failures: list[dict[str, Any]], checks: list[TagCheck],
+                 r: Chunk, failures: list[dict[str, Any]], checks: list[TagCheck],
                  readings: list[tuple[np.ndarray, np.ndarray] | None], aggs: list[Any],
                  qrows: list[dict[str, Any]]) -> None:
     """Score one chunk's replicas into its queries' rows (appended to ``aggs``/``qrows``),
     dropping each replica's call results once its record is made."""
     from judgekit.vbscore.uncertainty import response_diversity
 
-    reps: dict[int, list[dict[str, Any]]] = {qi: [] for qi in r["queries"]}
-    for i, (qi, q, b) in enumerate(r["pairs"]):
+    reps: dict[int, list[dict[str, Any]]] = {qi: [] for qi in r.queries}
+    for i, (qi, q, b) in enumerate(r.pairs):
         fail = _failure(r, i)
         if fail:
             failures.append({"dataset": name, "query_id": q.id, "replica": b, **fail})
             _release(r, i)
             continue
-        sres, tres = r["system"][i], r["tags"][i]
+        sres, tres = r.system[i], r.tags[i]
         answers = sres.value.answers[: cfg.k]
         if len(tres.value.tags) != len(answers):
             failures.append({"dataset": name, "query_id": q.id, "replica": b,
                              "stage": "tagger", "error": f"{len(tres.value.tags)} tags "
                              f"for {len(answers)} answers"})
             continue
-        rec = score_replica(cfg, r["interp"][i].value, answers, tres.value.tags)
-        _add_check(checks, r.get("tag_checks", {}).get(i), tres.value.tags,
-                   len(r["interp"][i].value.interpretations))
+        rec = score_replica(cfg, r.interp[i].value, answers, tres.value.tags)
+        _add_check(checks, r.tag_checks.get(i), tres.value.tags,
+                   len(r.interp[i].value.interpretations))
         top = normalise_answer(answers[0]) if answers else ""
         rec.update(replica=b, draw=b, seeds={"interpretations": derive_seed(cfg.seed, qi, b, 1),
                                              "system": derive_seed(cfg.seed, qi, b, 2)},
-                   correct=r["correct"].get((qi, top)),
+                   correct=r.correct.get((qi, top)),
                    token_entropy=sres.mean_token_entropy)
         reps[qi].append(rec)
         _release(r, i)  # its record is made: the call results can go (memory)
-    scored = [qi for qi in r["queries"] if reps[qi]]
+    scored = [qi for qi in r.queries if reps[qi]]
     # The percentile bootstrap only where it covers, every such query at once
     # (shared count patterns per replica count).
     boot = [qi for qi in scored if bootstrap_covers([x["es"] for x in reps[qi]])]
@@ -295,12 +307,12 @@ def _score_chunk(cfg: VBScoreConfig, di: int, ci: int, name: str, queries: list[
                       "replica_records": rs})
 
 
-def _release(r: dict[str, Any], i: int) -> None:
+def _release(r: Chunk, i: int) -> None:
     """Drop replica ``i``'s call results once scored: with 40,000 replicas they held
     about 200 MB of parsed outputs at the peak."""
-    r["interp"][i] = r["system"][i] = None
-    r["tags"].pop(i, None)
-    r.get("tag_checks", {}).pop(i, None)
+    r.interp[i] = r.system[i] = None
+    r.tags.pop(i, None)
+    r.tag_checks.pop(i, None)
 
 
 def _add_check(checks: list[TagCheck], got: tuple[list[int], Any, Any] | None,
@@ -313,9 +325,9 @@ def _add_check(checks: list[TagCheck], got: tuple[list[int], Any, Any] | None,
                            [tag_key(t, n) for t in placebo.value.tags] if placebo.ok else None))
 
 
-def _failure(r: dict[str, Any], i: int) -> dict[str, Any] | None:
-    for stage, res in (("interpretations", r["interp"][i]), ("system", r["system"][i]),
-                       ("tagger", r["tags"].get(i))):
+def _failure(r: Chunk, i: int) -> dict[str, Any] | None:
+    for stage, res in (("interpretations", r.interp[i]), ("system", r.system[i]),
+                       ("tagger", r.tags.get(i))):
         if res is None:
             continue
         if not res.ok:

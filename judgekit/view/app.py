@@ -24,11 +24,11 @@ from typing import Any
 from aiohttp import web
 
 from judgekit.errors import JudgekitError
+from judgekit.jsontypes import JSONObject
 from judgekit.view import runs as runmod
 
 STATIC = Path(__file__).with_name("static")
 ROOT: web.AppKey[Path] = web.AppKey("root", Path)
-LABEL_OPTS: web.AppKey[dict[str, Any]] = web.AppKey("label_opts", dict)
 STYLE = ("body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
          "text-align:left;vertical-align:top}th{background:#f3f3f3}a{color:#0645ad}")
@@ -132,7 +132,7 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, default=str)
 
 
-async def _body(request: web.Request) -> dict[str, Any]:
+async def _body(request: web.Request) -> JSONObject:
     if request.content_type != "application/json":
         raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)")
     try:
@@ -154,14 +154,13 @@ def _label_source(request: web.Request, name: str) -> Any:
         raise web.HTTPBadRequest(text=str(exc)) from None
 
 
-def _status(request: web.Request, src: Any, propose: bool) -> dict[str, Any]:
+def _status(request: web.Request, src: Any, propose: bool) -> JSONObject:
     from judgekit.labelling import session
 
-    base: dict[str, Any] = request.app[LABEL_OPTS]
-    opts = {**base, **session.recorded(src)}  # the labels file's own settings
-    if not propose:
-        opts.pop("seed", None)
-    st = (session.propose if propose else session.estimate)(src, **opts)
+    got = session.recorded(src)  # the labels file's own settings
+    st = session.propose(src, seed=got.seed, target_width=got.target_width,
+                         level=got.level, which=got.which) if propose else \
+        session.estimate(src, got.target_width, got.level, got.which)
     out = st.as_json()
     index = {str(x["id"]): x for x in src.items}
     out["next"] = [index[str(p["id"])] for p in st.pending][:1]
@@ -259,10 +258,9 @@ async def local_only(request: web.Request, handler: Any) -> web.StreamResponse:
     return await handler(request)
 
 
-def make_app(root: Path, label_opts: dict[str, Any] | None = None) -> web.Application:
+def make_app(root: Path) -> web.Application:
     app = web.Application(middlewares=[local_only], client_max_size=1 << 20)
     app[ROOT] = root
-    app[LABEL_OPTS] = label_opts or {}
     app.router.add_get("/", index)
     app.router.add_get("/run", _static("run.html"))
     app.router.add_get("/compare", _static("compare.html"))
@@ -278,11 +276,10 @@ def make_app(root: Path, label_opts: dict[str, Any] | None = None) -> web.Applic
     return app
 
 
-def serve(root: Path, port: int, open_browser: bool = True,
-          label_opts: dict[str, Any] | None = None) -> None:
+def serve(root: Path, port: int, open_browser: bool = True) -> None:
     """Serve until Ctrl-C, on 127.0.0.1 only."""
     async def main() -> None:
-        runner = web.AppRunner(make_app(root, label_opts), access_log=None)
+        runner = web.AppRunner(make_app(root), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", port)
         await site.start()

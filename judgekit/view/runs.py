@@ -3,11 +3,12 @@ labels beside them and the transcripts of an item's calls (from the run's casset
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from judgekit.errors import DataError
 from judgekit.jsontypes import JSONObject
@@ -44,7 +45,7 @@ def discover(root: Path) -> list[Run]:
     return sorted(found, key=lambda r: (r.date, r.name), reverse=True)
 
 
-def _describe(base: Path, folder: Path) -> Run | None:
+def _describe(base: Path, folder: Path, headline: bool = True) -> Run | None:
     path = folder / "results.json"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -52,8 +53,8 @@ def _describe(base: Path, folder: Path) -> Run | None:
         return None
     if not isinstance(doc, dict) or "method" not in doc:
         return None
-    cfg: dict[str, Any] = doc["config"] if isinstance(doc.get("config"), dict) else {}
-    models: dict[str, Any] = cfg["models"] if isinstance(cfg.get("models"), dict) else {}
+    cfg: JSONObject = doc["config"] if isinstance(doc.get("config"), dict) else {}
+    models: JSONObject = cfg["models"] if isinstance(cfg.get("models"), dict) else {}
     judge = doc.get("judge") or cfg.get("judge") or models.get("judge") or \
         models.get("evaluator") or ""
     if isinstance(judge, dict):
@@ -66,7 +67,7 @@ def _describe(base: Path, folder: Path) -> Run | None:
     date = _dt.datetime.fromtimestamp(path.stat().st_mtime).isoformat(" ", "minutes")
     name = folder.relative_to(base).as_posix() if folder != base else folder.name
     return Run(name, folder, str(doc["method"]), str(judge), str(data), date,
-               _headline(folder, doc))
+               _headline(folder, doc) if headline else "")
 
 
 def _headline(folder: Path, doc: JSONObject) -> str:
@@ -81,10 +82,16 @@ def _headline(folder: Path, doc: JSONObject) -> str:
 
 
 def find(root: Path, name: str) -> Run:
-    for run in discover(root):
-        if run.name == name:
-            return run
-    raise DataError(f"no run {name!r} under {root}")
+    """The run ``name`` (as ``discover`` names it) without walking or loading the others
+    (its headline is not computed); a name that leaves ``root`` is not a run."""
+    base = root.resolve()
+    folder = base if name == base.name else (base / name).resolve()
+    inside = folder.is_relative_to(base) and len(folder.relative_to(base).parts) <= MAX_DEPTH
+    run = _describe(base, folder, headline=False) \
+        if inside and (folder / "results.json").is_file() else None
+    if run is None or run.name != name:
+        raise DataError(f"no run {name!r} under {root}")
+    return run
 
 
 def item_file(folder: Path) -> Path | None:
@@ -125,7 +132,7 @@ def items(run: Run) -> list[JSONObject]:
     return out
 
 
-def _labels(folder: Path) -> dict[str, Any]:
+def _labels(folder: Path) -> dict[str, str]:
     from judgekit.labelling import store
 
     got = store.read(folder / "labels.jsonl")
@@ -159,14 +166,12 @@ def cassettes(run: Run, root: Path) -> list[Path]:
     for d in (root / "cassettes", run.folder.parent / "cassettes", run.folder):
         out += sorted(d.glob("*.json")) if d.is_dir() else []
     if isinstance(cfg, dict) and cfg.get("name"):
-        try:
-            from judgekit.resources import resource_dir
+        from judgekit.resources import resource_dir
 
+        with contextlib.suppress(FileNotFoundError):  # an install without cassettes
             packaged = resource_dir("cassettes") / f"{cfg['name']}.json"
             if packaged.is_file():
                 out.append(packaged)
-        except FileNotFoundError:
-            pass
     return [p for p in dict.fromkeys(out) if p.name != "results.json"]
 
 
