@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sqlite3
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -22,6 +23,7 @@ import diskcache
 from platformdirs import user_cache_dir
 
 from judgekit.llm.types import CallRecord
+from judgekit.llm.writer import BatchWriter
 
 log = logging.getLogger("judgekit.cache")
 
@@ -32,6 +34,18 @@ _CACHE_ERRORS = (sqlite3.Error, OSError, ValueError, diskcache.Timeout)
 def default_cache_dir() -> Path:
     env = os.environ.get("JUDGEKIT_CACHE_DIR")
     return Path(env) if env else Path(user_cache_dir("judgekit")) / "responses"
+
+
+def _sync(path: Path) -> None:
+    """fsync a file written by another connection (SQLite's WAL), if it exists."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class UnsafeEntry(ValueError):
@@ -72,6 +86,7 @@ class ResponseCache:
         self._prefetched: dict[str, str] = {}
         self._absent: set[str] = set()  # prefetched and not there: the lookup is a miss
         self._cache: diskcache.Cache | None = None
+        self._writer: BatchWriter[tuple[str, CallRecord]] | None = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             # cull_limit 0: no eviction query on every write (two more SQL statements per
@@ -165,10 +180,29 @@ class ResponseCache:
             self.hits, self.misses = hits, misses
 
     def set(self, key: str, value: CallRecord) -> None:
-        if self._cache is None:
+        self.set_many([(key, value)], sync=False)
+
+    def set_later(self, key: str, value: CallRecord) -> Future[None]:
+        """Queue ``value`` for the background writer; the future resolves once its
+        batch is committed (check ``available`` after: a failed write disables the
+        cache, as ``set`` does)."""
+        if self._writer is None:
+            self._writer = BatchWriter(self.set_many, "judgekit-cache-writer")
+        return self._writer.submit((key, value))
+
+    def set_many(self, items: list[tuple[str, CallRecord]], sync: bool = True) -> None:
+        """Store many answers in one transaction; with ``sync``, then sync SQLite's
+        write-ahead log, so a committed batch survives a crash of the machine, not only
+        of the process."""
+        cache = self._cache
+        if cache is None or not items:
             return
         try:
-            self._cache.set(key, json.dumps(value, ensure_ascii=False, sort_keys=True))
+            with cache.transact():
+                for key, value in items:
+                    cache.set(key, json.dumps(value, ensure_ascii=False, sort_keys=True))
+            if sync:
+                _sync(self.directory / "cache.db-wal")
         except _CACHE_ERRORS as exc:
             self._disable(exc)
 
@@ -189,6 +223,9 @@ class ResponseCache:
             return False
 
     def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()  # every queued answer is written first
+            self._writer = None
         if self._cache is None:
             return
         try:

@@ -7,8 +7,10 @@ error, never served. Modes: ``none`` replay only, ``new`` record misses,
 ``all`` re-record.
 
 Recording is crash-safe and safe for several processes: each entry is appended
-to ``<file>.journal`` (one JSON line, written through to the kernel) as soon as it
-arrives, under a file lock, so kill -9 loses at most the calls in flight; ``save`` compacts the
+to ``<file>.journal`` (one JSON line; a background writer appends the lines that
+arrived together in one write and fsync) under a file lock, and an online call counts
+as kept only once its line is on disk, so kill -9 loses at most the calls in flight;
+``save`` compacts the
 file, the journal and this process's entries into the sorted file, again under
 the lock, so two writers never drop each other's entries.
 
@@ -30,6 +32,7 @@ import os
 import re
 import threading
 from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -39,6 +42,7 @@ from judgekit.errors import CassetteMissError, ConfigError, RunAborted
 from judgekit.llm.identity import canonical_json, identity_key, nearest
 from judgekit.llm.secrets import has_secret, has_secret_value, scrub, scrub_data
 from judgekit.llm.types import CallRecord, Identity
+from judgekit.llm.writer import BatchWriter
 
 log = logging.getLogger("judgekit.cassette")
 
@@ -76,6 +80,7 @@ class Cassette:
         self.recorded: dict[str, CassetteEntry] = {}
         self.used: set[str] = set()
         self._lock = threading.Lock()
+        self._writer: BatchWriter[bytes] | None = None
         self._file_lock = FileLock(str(self.path.with_name(self.path.name + ".lock")))
         if mode == "none" and not self.path.exists() and not self.journal.exists():
             raise CassetteMissError(
@@ -131,14 +136,32 @@ class Cassette:
             f"{keys[idx][:12]} differs in: {shown}{hint}"
         )
 
-    def put(self, key: str, identity: Identity, response: CallRecord) -> None:
+    def put(self, key: str, identity: Identity, response: CallRecord,
+            secrets: list[str] | None = None) -> None:
         """Record an entry and append it to the journal at once (crash-safe).
 
         The identity is the user's data (prompts, judged text): only secret values are
         redacted from it. The response came from the provider: key-shaped text is too.
         A journal that cannot be written (disk full, read-only) stops the run: calls that
         cannot be kept must not be paid for."""
-        identity, response = scrub_data(identity), scrub(response)
+        line = self._record(key, identity, response, secrets)
+        with self._lock:
+            self._append_lines([line], sync=False)
+
+    def put_later(self, key: str, identity: Identity, response: CallRecord,
+                  secrets: list[str] | None = None) -> Future[None]:
+        """``put``, with the journal line appended by the background writer (batched with
+        others, then fsynced); the entry is served in this process at once. The future
+        fails with :class:`RunAborted` if its batch cannot be written."""
+        line = self._record(key, identity, response, secrets)
+        if self._writer is None:
+            self._writer = BatchWriter(self._append_lines, "judgekit-cassette-writer")
+        return self._writer.submit(line)
+
+    def _record(self, key: str, identity: Identity, response: CallRecord,
+                secrets: list[str] | None) -> bytes:
+        """Keep the entry in memory; its journal line."""
+        identity, response = scrub_data(identity, secrets), scrub(response, secrets)
         entry = CassetteEntry(identity=cast(Identity, identity),
                               response=cast(CallRecord, response),
                               sha256=response_hash(response))
@@ -146,21 +169,26 @@ class Cassette:
         with self._lock:
             self.entries[key] = entry
             self.used.add(key)
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self._file_lock:
-                    _append(self.journal, line.encode("utf-8"))
-            except OSError as exc:
-                raise RunAborted(
-                    f"cannot record to {self.journal}: {exc.strerror or exc}; stopping so no "
-                    "more calls are paid for without being kept (the answers recorded "
-                    "before are kept; free the space or fix the folder's permissions, then "
-                    "rerun to resume)") from None
             self.recorded[key] = entry
+        return line.encode("utf-8")
+
+    def _append_lines(self, lines: list[bytes], sync: bool = True) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._file_lock:
+                _append(self.journal, b"".join(lines), sync)
+        except OSError as exc:
+            raise RunAborted(
+                f"cannot record to {self.journal}: {exc.strerror or exc}; stopping so no "
+                "more calls are paid for without being kept (the answers recorded "
+                "before are kept; free the space or fix the folder's permissions, then "
+                "rerun to resume)") from None
 
     def save(self) -> None:
         """Compact file + journal + this run's entries into the sorted file. Never in
         mode none; if the compaction cannot be written the journal is kept."""
+        if self._writer is not None:
+            self._writer.close()  # the queued journal lines first
         with self._lock:
             if self.mode == "none" or (not self.recorded and not self.journal.exists()):
                 return
@@ -184,7 +212,7 @@ class Cassette:
         return sorted(set(self.entries) - self.used)
 
 
-def _append(journal: Path, line: bytes) -> None:
+def _append(journal: Path, line: bytes, sync: bool = True) -> None:
     """Append one line; first cut off a torn tail (a write cut short by a kill or a full
     disk) so the new line never fuses with it. A short write is undone the same way."""
     with open(journal, "ab+", buffering=0) as fh:
@@ -200,9 +228,11 @@ def _append(journal: Path, line: bytes) -> None:
             view = memoryview(line)
             while view:  # O_APPEND: a short write (a full disk) leaves a torn tail
                 view = view[os.write(fd, view):]
-            # no fsync per line: written bytes survive a killed process (the kernel keeps
-            # them), and one fsync per answer put recording at 6-16x a bare client on the
-            # event loop; the compaction (``save``) writes and fsyncs the cassette itself
+            # a batch of lines (the background writer's) is fsynced before any of its
+            # answers counts as kept; a single line written on the spot (a batch
+            # service's result) is left to the kernel, which keeps it if we are killed
+            if sync:
+                os.fsync(fd)
         except OSError:
             try:
                 os.ftruncate(fd, end)  # undo the torn line at once

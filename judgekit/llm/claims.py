@@ -12,7 +12,13 @@ On POSIX systems every claim is a one-byte record lock (fcntl) at an offset deri
 from the key, in one shared file: a process holds one descriptor for all its claims,
 however many calls are in flight (a 20,000-call map at concurrency 64 used to hold 64
 lock files besides its 64 sockets). Record locks do not exclude each other inside one
-process, so claims held in this process are also kept in a process-wide set. Elsewhere
+process, so claims held in this process are also kept in a process-wide set.
+
+Each user also announces itself when its store opens, before any lookup: it holds a
+shared presence lock for as long as it uses the file and bumps a generation number
+kept in it. A user that found nobody else present, and whose generation is still the
+latest, knows nobody else can have stored an answer since its lookup, so a claim that
+did not wait needs no second read of the cache. Elsewhere
 (Windows) each claim is a lock file, removed when released. If a waiter holds an old
 file while a third process creates a new one, both may end up calling, but only when
 the first holder failed to store an answer; a stored answer is always found first.
@@ -47,6 +53,50 @@ _HELD_LOCK = threading.Lock()
 # record locks on it (POSIX), so no object may close one another still uses
 _FILES: dict[str, list[int]] = {}  # path -> [fd, users]
 CLAIMS_FILE = "claims"
+# Byte offsets in the claims file: a shared lock on PRESENT is held by every process
+# using it; GENERATION_LOCK guards the 8-byte user generation stored at GENERATION_AT,
+# bumped by every user that opens the file; per-key claims lock bytes from KEYS_FROM.
+PRESENT, GENERATION_LOCK, GENERATION_AT, KEYS_FROM = 0, 1, 8, 64
+
+
+def _open_present(path: str) -> int:
+    """The claims file, opened with this process's presence lock held. A file being
+    removed by its last user is reopened (it would hold nobody else's claims)."""
+    for _ in range(100):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if fcntl is None:
+            return fd
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_SH, 1, PRESENT)
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except OSError:
+            pass
+        os.close(fd)
+    raise OSError(f"cannot open the claims file {path}")
+
+
+def _others_present(fd: int) -> bool:
+    """Whether another process holds its presence lock (ours is turned exclusive for a
+    moment, then shared again)."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, PRESENT)
+    except OSError:
+        return True
+    fcntl.lockf(fd, fcntl.LOCK_SH, 1, PRESENT)
+    return False
+
+
+def _bump_generation(fd: int) -> bytes:
+    """Add one to the user generation; returns the new value's bytes."""
+    fcntl.lockf(fd, fcntl.LOCK_EX, 1, GENERATION_LOCK)
+    try:
+        now = int.from_bytes(os.pread(fd, 8, GENERATION_AT).ljust(8, b"\0"), "big") + 1
+        new = (now % 2**63).to_bytes(8, "big")
+        os.pwrite(fd, new, GENERATION_AT)
+        return new
+    finally:
+        fcntl.lockf(fd, fcntl.LOCK_UN, 1, GENERATION_LOCK)
 
 
 class Claims:
@@ -58,6 +108,33 @@ class Claims:
         self.waited = 0  # claims found held by another process (for tests and benchmarks)
         self._fd: int | None = None
         self.warned = False
+        # whether another user (process, or Claims object in this process) may share the
+        # storage: until one is seen, a claim that did not wait needs no re-read
+        self.shared = fcntl is None
+        self._generation = b""
+
+    def open(self) -> None:
+        """Announce this user, before any lookup: take the claims file (shared presence
+        lock, bump the user generation) and note whether anyone else is there. On any
+        problem, assume others are."""
+        try:
+            self._file()
+        except OSError as exc:
+            self.shared = True
+            self._unprotected(exc)
+
+    def alone(self) -> bool:
+        """No other user has had the storage open since this one opened it: an answer
+        missing at our lookup cannot have been stored since by anyone else."""
+        if self.shared or self._fd is None:
+            return False
+        try:
+            if os.pread(self._fd, 8, GENERATION_AT) == self._generation:
+                return True
+        except OSError:
+            pass
+        self.shared = True  # another user came: from now on every claim re-reads
+        return False
 
     def _file(self) -> int:
         if self._fd is None:
@@ -66,9 +143,12 @@ class Claims:
             with _HELD_LOCK:
                 shared = _FILES.get(path)
                 if shared is None:
-                    shared = _FILES[path] = [os.open(path, os.O_RDWR | os.O_CREAT, 0o644), 0]
+                    shared = _FILES[path] = [_open_present(path), 0]
                 shared[1] += 1
-                self._fd = shared[0]
+                self._fd = fd = shared[0]
+                if fcntl is not None:
+                    self.shared = self.shared or shared[1] > 1 or _others_present(fd)
+                    self._generation = _bump_generation(fd)
         return self._fd
 
     def _try(self, fd: int, offset: int) -> bool:
@@ -129,8 +209,10 @@ class Claims:
     def _record(self, key: str) -> tuple[Callable[[], bool], Callable[[], None]]:
         """(try, release) of a record lock in the shared claims file."""
         fd = self._file()
-        # 62 bits of the key's hash: a collision only makes one call wait for another
-        offset = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 2
+        # 61 bits of the key's hash (past the bytes kept for presence and the generation):
+        # a collision only makes one call wait for another
+        offset = KEYS_FROM + (int.from_bytes(hashlib.sha256(key.encode()).digest()[:8],
+                                             "big") >> 3)
         return (lambda: self._try(fd, offset)), (lambda: self._release(fd, offset))
 
     def _lockfile(self, key: str) -> tuple[Callable[[], bool], Callable[[], None]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from judgekit.errors import ProviderError, RunAborted
 from judgekit.llm.secrets import scrub_text
@@ -38,9 +38,6 @@ class RetryPolicy:
             return float(min(error.retry_after, self.max_wait))
         cap = min(self.backoff_base * 2 ** (attempt - 1), self.max_wait)
         return self.rng.uniform(0.0, cap)
-
-    def tenacity_wait(self, retry_state: Any) -> float:
-        return self.wait(retry_state.attempt_number, retry_state.outcome.exception())
 
     async def call(self, fn: Callable[[], Awaitable[T]],
                    should_retry: Callable[[BaseException], bool], what: str = "request") -> T:

@@ -19,6 +19,7 @@ from judgekit.llm.cassette import Cassette
 from judgekit.llm.claims import Claims
 from judgekit.llm.stage import Stage
 from judgekit.llm.types import ANSWER_FAILURES, CallRecord, Identity
+from judgekit.llm.writer import wait_kept
 
 log = logging.getLogger("judgekit.llm")
 
@@ -48,6 +49,8 @@ class Store:
         if cassette_mode == "none" and self.cassette is None:
             raise CassetteMissError("cassette mode none needs a cassette path")
         self.claims = _claims_for(self.cache, self.cassette)
+        if self.claims is not None:
+            self.claims.open()  # before any lookup: see ``recheck``
 
     def lookup(self, key: str, identity: Identity, stage: Stage
                ) -> tuple[CallRecord | None, Any, str]:
@@ -73,8 +76,8 @@ class Store:
                 why, value = check_record(rec, stage)
                 why = why or (None if rec.get("ok") else "a failed call")
                 if why is None:
-                    if cas is not None:
-                        cas.put(key, identity, rec)
+                    if cas is not None:  # journalled in the background: the cache has it
+                        cas.put_later(key, identity, rec)
                     return rec, value, "cache"
                 log.warning("judgekit: cached answer %s is not used (%s); calling the "
                             "provider again", key[:12], why)
@@ -94,9 +97,11 @@ class Store:
 
     def recheck(self, key: str, identity: Identity, stage: Stage, waited: bool
                 ) -> CallRecord | None:
-        """Another process's stored answer, if it fits: the cache is checked always (one
-        read), the cassette journal only after waiting on that process's claim."""
-        if self.claims is None:
+        """Another process's stored answer, if it fits: the cache is checked (one read)
+        unless the claim did not wait and nobody else has opened the storage since this
+        store did (then nobody can have stored it since our lookup); the cassette journal
+        only after waiting on that process's claim."""
+        if self.claims is None or (not waited and self.claims.alone()):
             return None
         rec = self.cache.peek(key) if self.cache is not None else None
         if rec is None and waited and self.cassette is not None:
@@ -108,20 +113,46 @@ class Store:
         return rec
 
     def save(self, key: str, identity: Identity, record: CallRecord) -> None:
-        """Keep a fresh record; stop the run if the only storage can no longer be written."""
-        stored = False
-        if record["ok"] and self.cache is not None:
-            was = self.cache.available
-            self.cache.set(key, record)
-            stored = self.cache.available
-            if was and not stored and self.cassette is None:
-                raise RunAborted(
-                    f"the response cache at {self.cache.directory} can no longer be written "
-                    "(see the warning above); stopping so no more calls are paid for without "
-                    "being kept. Answers stored before are kept; fix the disk and rerun.")
-        if self.cassette is not None and (record["ok"] or record.get("kind") in ANSWER_FAILURES):
-            self.cassette.put(key, identity, record)
-            stored = True
+        """Keep a fresh record now; stop the run if the only storage can no longer be
+        written."""
+        to_cache, to_cassette = self._where(record)
+        was = self.cache is not None and self.cache.available
+        if to_cache:
+            self.cache.set(key, record)  # type: ignore[union-attr]
+        if to_cassette:
+            self.cassette.put(key, identity, record)  # type: ignore[union-attr]
+        self._kept(was, to_cache, to_cassette)
+
+    async def keep(self, key: str, identity: Identity, record: CallRecord,
+                   secrets: list[str] | None = None) -> None:
+        """``save`` through the background writers: returns once the batches holding the
+        record are written (so a claim released after it lets another process find it)."""
+        to_cache, to_cassette = self._where(record)
+        was = self.cache is not None and self.cache.available
+        pending = []
+        if to_cache:
+            pending.append(self.cache.set_later(key, record))  # type: ignore[union-attr]
+        if to_cassette:
+            pending.append(self.cassette.put_later(  # type: ignore[union-attr]
+                key, identity, record, secrets))
+        await wait_kept(pending)
+        self._kept(was, to_cache, to_cassette)
+
+    def _where(self, record: CallRecord) -> tuple[bool, bool]:
+        """(to the cache, to the cassette): answers in the cache; the model's own
+        failures only in the cassette, so a replay reproduces them."""
+        return (bool(record["ok"]) and self.cache is not None,
+                self.cassette is not None and (record["ok"] or
+                                               record.get("kind") in ANSWER_FAILURES))
+
+    def _kept(self, was: bool, to_cache: bool, to_cassette: bool) -> None:
+        cache = self.cache
+        stored = to_cassette or (to_cache and cache is not None and cache.available)
+        if to_cache and was and not stored and cache is not None:
+            raise RunAborted(
+                f"the response cache at {cache.directory} can no longer be written "
+                "(see the warning above); stopping so no more calls are paid for without "
+                "being kept. Answers stored before are kept; fix the disk and rerun.")
         PERSISTED[0] += stored
 
     def close(self) -> None:

@@ -85,12 +85,14 @@ class Usage:
         """A provider's token counts must be whole numbers in [0, MAX_TOKENS]: a negative
         count would make a negative cost and 1e30 tokens a cost of $4e23, so a body that
         reports them is a bad response (a provider error), not a price."""
-        from judgekit.errors import ProviderError
-
         for name in ("prompt_tokens", "completion_tokens", "cache_write_tokens",
                      "cache_read_tokens"):
             v = getattr(self, name)
+            if type(v) is int and 0 <= v <= MAX_TOKENS:
+                continue
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_TOKENS:
+                from judgekit.errors import ProviderError
+
                 raise ProviderError(f"the provider reported {name} = {v!r}, outside "
                                     f"[0, {MAX_TOKENS}]: not a usable response",
                                     kind="transport")

@@ -49,6 +49,7 @@ class LocalProvider(OpenAIProvider):
         explicit = base_url or os.environ.get("JUDGEKIT_LOCAL_BASE_URL")
         self.managed = explicit is None and model in MANAGED_MODELS
         self._checked = False
+        self._checking: asyncio.Future[None] | None = None  # the one check in progress
         super().__init__(model, explicit or "http://127.0.0.1:8080/v1")
         # llama-cpp-python's server takes {"type": "json_object", "schema": ...} and
         # rejects "json_schema"; vLLM, Ollama and llama.cpp's llama-server take both.
@@ -69,7 +70,10 @@ class LocalProvider(OpenAIProvider):
 
             self.base_url = await ensure_managed_server(self.model)
         elif not self._checked:
-            await self._check_served()
+            # every call waiting for the first answer shares one check (not one each)
+            if self._checking is None or self._checking.done():
+                self._checking = asyncio.ensure_future(self._check_served())
+            await asyncio.shield(self._checking)
         return await super().generate(request)
 
     async def _check_served(self) -> None:

@@ -1,0 +1,135 @@
+"""The attempts of one online call: transport retries and parse re-asks, under the
+call's overall deadline; every per-call failure ends as a record, never an exception.
+
+The first request is sent straight away: a retry loop (tenacity) is built only after
+an attempt fails, because nearly every call succeeds at once and building two retry
+objects per call cost more CPU than the rest of the call's bookkeeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from tenacity import (
+    AsyncRetrying,
+    RetryError,
+    retry_if_exception,
+    retry_if_exception_type,
+    stop_after_attempt,
+)
+
+from judgekit.errors import JudgekitError, ProviderError, RunAborted
+from judgekit.llm.calls import CallState, ParseFailure, Terminal, read_answer
+from judgekit.llm.providers import Provider
+from judgekit.llm.retry import RetryPolicy
+from judgekit.llm.secrets import scrub_text
+from judgekit.llm.stage import Stage
+from judgekit.llm.types import CallRecord, Completion, ProviderRequest
+
+__all__ = ["call_record", "with_messages"]
+
+
+async def call_record(provider: Provider, req: ProviderRequest, stage: Stage, *,
+                      retry: RetryPolicy, parse_attempts: int, deadline: float
+                      ) -> CallRecord:
+    """One call under the overall deadline; every per-call failure becomes a record. A
+    run-wide provider error (bad key, no credit) raises :class:`RunAborted`."""
+    state = CallState(model=provider.resolve_model(), messages=list(req.messages))
+    try:
+        async with _deadline(deadline):
+            await _structured(provider, req, stage, state, retry, parse_attempts)
+    except asyncio.TimeoutError:
+        state.fail("timeout", f"no answer within the call deadline of {deadline:g}s")
+    except Terminal as exc:
+        state.fail(exc.kind, str(exc))
+    except ProviderError as exc:
+        if exc.fatal:
+            raise RunAborted(scrub_text(str(exc))) from None
+        state.fail(exc.kind, str(exc))
+    except JudgekitError:
+        raise
+    except Exception as exc:  # a provider's unexpected error is this call's failure
+        state.fail("transport", f"{type(exc).__name__}: {exc}")
+    return state.record()
+
+
+@asynccontextmanager
+async def _deadline(seconds: float) -> AsyncIterator[None]:
+    """``asyncio.timeout`` where Python has it (no task per call); else ``wait_for``'s
+    behaviour through a cancelling timer."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            yield
+        return
+    task = asyncio.current_task()
+    assert task is not None
+    fired = []
+
+    def cancel() -> None:
+        fired.append(True)
+        task.cancel()
+    handle = asyncio.get_running_loop().call_later(seconds, cancel)
+    try:
+        yield
+    except asyncio.CancelledError:
+        if fired:
+            raise asyncio.TimeoutError from None
+        raise
+    finally:
+        handle.cancel()
+
+
+async def _structured(provider: Provider, req: ProviderRequest, stage: Stage,
+                      state: CallState, retry: RetryPolicy, parse_attempts: int) -> None:
+    """Ask, and re-ask with the parse error while attempts remain."""
+    try:
+        read_answer(await _transport(provider, req, state, retry), stage, state)
+        return
+    except ParseFailure:
+        if parse_attempts <= 1:
+            state.fail("parse", state.error or "no valid answer")
+            return
+    retrying = AsyncRetrying(stop=stop_after_attempt(parse_attempts - 1),
+                             retry=retry_if_exception_type(ParseFailure), sleep=retry.sleep)
+    try:
+        async for attempt in retrying:
+            with attempt:
+                comp = await _transport(provider, with_messages(req, state.messages), state,
+                                        retry)
+                read_answer(comp, stage, state)
+    except RetryError:
+        state.fail("parse", state.error or "no valid answer")
+
+
+async def _transport(provider: Provider, req: ProviderRequest, state: CallState,
+                     retry: RetryPolicy) -> Completion:
+    """Send ``req``, retrying transient errors; every request sent counts as an attempt."""
+    state.attempts += 1
+    try:
+        return await provider.generate(req)
+    except Exception as exc:
+        if retry.attempts <= 1 or not provider.should_retry(exc):
+            raise
+        await retry.sleep(retry.wait(1, exc))
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(retry.attempts - 1),
+        # attempt k of this loop is the call's attempt k + 1
+        wait=lambda rs: retry.wait(rs.attempt_number + 1,
+                                   rs.outcome.exception() if rs.outcome else None),
+        retry=retry_if_exception(provider.should_retry), sleep=retry.sleep, reraise=True)
+    async for attempt in retrying:
+        with attempt:
+            state.attempts += 1
+            return await provider.generate(req)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def with_messages(req: ProviderRequest, messages: list[dict[str, str]]) -> ProviderRequest:
+    if messages is req.messages:
+        return req
+    return ProviderRequest(model=req.model, messages=messages, sampling=req.sampling,
+                           schema=req.schema, schema_name=req.schema_name,
+                           base_url=req.base_url, timeout=req.timeout, draw=req.draw)
