@@ -101,3 +101,70 @@ def test_claims_that_cannot_be_taken_are_said_once_not_dropped_silently(tmp_path
         asyncio.run(go())
     said = [r for r in caplog.records if "without protection" in r.getMessage()]
     assert len(said) == 1
+
+
+def test_a_user_alone_skips_the_reread_until_another_process_opens_the_storage(tmp_path):
+    """The re-read after an unwaited claim is skipped only while nobody else has opened
+    the claims file since this user did: a process that opens, stores and exits in
+    between (even after we took our claim) makes us re-read from then on."""
+    mine = Claims(tmp_path / "c")
+    mine.open()
+    assert mine.alone()
+    code = ("from judgekit.llm.claims import Claims\n"
+            f"c = Claims({str(tmp_path / 'c')!r}); c.open(); print(c.alone()); c.close()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "False"  # it saw us present
+    assert not mine.alone() and mine.shared  # and we saw it come and go
+    mine.close()
+
+
+def test_a_second_user_in_this_process_or_one_already_present_is_not_alone(tmp_path):
+    a = Claims(tmp_path / "c")
+    a.open()
+    b = Claims(tmp_path / "c")
+    b.open()
+    assert not b.alone() and not a.alone()
+    a.close()
+    b.close()
+    code = ("import sys, time\nfrom judgekit.llm.claims import Claims\n"
+            f"c = Claims({str(tmp_path / 'd')!r}); c.open(); print('open', flush=True)\n"
+            "sys.stdin.readline(); c.close()\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "open"
+    late = Claims(tmp_path / "d")
+    late.open()
+    assert not late.alone()  # the other process was there first
+    p.communicate("\n", timeout=10)
+    late.close()
+    assert not (tmp_path / "d").exists()  # the last user removed it
+
+
+def test_the_store_rereads_only_when_it_may_have_been_answered_elsewhere(tmp_path):
+    """Store.recheck: no cache read for an unwaited claim while alone; after another
+    store opened the same cache and answered the key, the answer is found (not paid
+    twice)."""
+    from pydantic import BaseModel
+
+    from judgekit.llm.stage import Stage
+    from judgekit.llm.store import Store
+
+    class Out(BaseModel):
+        x: int
+
+    stage = Stage("s", "s.j2", Out)
+    rec = {"ok": True, "text": '{"x": 1}', "parsed": {"x": 1}, "attempts": 1,
+           "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "model": "m",
+           "error": None, "mean_token_entropy": None}
+    mine = Store(cache_dir=tmp_path / "cache")
+    reads = []
+    real_peek = mine.cache.peek
+    mine.cache.peek = lambda k: reads.append(k) or real_peek(k)
+    assert mine.recheck("k" * 64, {}, stage, waited=False) is None and reads == []
+    other = Store(cache_dir=tmp_path / "cache")
+    other.save("k" * 64, {}, rec)
+    other.close()
+    found = mine.recheck("k" * 64, {}, stage, waited=False)
+    assert found is not None and found["parsed"] == {"x": 1} and reads == ["k" * 64]
+    mine.close()

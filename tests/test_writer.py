@@ -1,0 +1,138 @@
+"""Answers written off the event loop in batches: the background writer's order and
+failures, and the client's promise that an answer is on disk (cache and cassette
+journal) before its call counts as kept."""
+
+from __future__ import annotations
+
+import errno
+import json
+import threading
+import time
+
+import pytest
+
+from judgekit.errors import RunAborted
+from judgekit.llm import Call, Stage
+from judgekit.llm.writer import BatchWriter
+
+from .conftest import Reply, openai_body
+from .test_client import GOOD, STAGE, Answer
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "tk-openai-1")
+
+
+def test_the_writer_batches_in_order_and_fails_a_whole_batch():
+    seen: list[list[int]] = []
+    gate = threading.Event()
+
+    def flush(items: list[int]) -> None:
+        gate.wait(5)  # the first batch waits, so the rest queue up behind it
+        if 13 in items:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        seen.append(items)
+
+    w = BatchWriter(flush, "test-writer")
+    futs = [w.submit(i) for i in range(40)]
+    gate.set()
+    outcomes = []
+    for f in futs:
+        try:
+            f.result(5)
+            outcomes.append("ok")
+        except OSError:
+            outcomes.append("failed")
+    w.close()
+    flat = [i for batch in seen for i in batch]
+    assert flat == sorted(flat) and len(seen) < 40  # in order, and batched
+    failed = {i for i, o in enumerate(outcomes) if o == "failed"}
+    assert 13 in failed and not failed & set(flat)  # the whole batch with 13, nothing else
+    assert len(failed) + len(flat) == 40
+    w2 = BatchWriter(lambda items: seen.append(items), "again")
+    w2.submit(99)
+    w2.close()  # close writes what is queued
+    assert seen[-1] == [99]
+
+
+def test_every_answer_is_on_disk_when_map_returns(fake_api, make_client, tmp_path,
+                                                  monkeypatch):
+    from judgekit.llm import cache as cache_mod
+
+    flushes = []
+    real = cache_mod.ResponseCache.set_many
+
+    def counting(self, items, sync=True):
+        flushes.append(len(items))
+        return real(self, items, sync)
+
+    monkeypatch.setattr(cache_mod.ResponseCache, "set_many", counting)
+    fake_api.default = Reply(body=openai_body(GOOD), delay=0.01)
+    client = make_client(cassette=tmp_path / "c.json", cassette_mode="new", concurrency=32)
+    client.settings.base_urls["openai"] = fake_api.url + "/v1"
+    calls = [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini") for i in range(120)]
+    res = client.map_sync(STAGE, calls)
+    assert all(r.ok for r in res)
+    # before close: the cache holds every answer and the journal one line per answer
+    assert all(client.cache.peek(r.key) is not None for r in res)
+    lines = client.cassette.journal.read_text().splitlines()
+    assert sorted(json.loads(ln)["key"] for ln in lines) == sorted(r.key for r in res)
+    assert sum(flushes) == 120 and len(flushes) < 120  # batched
+    client.close()
+    assert Answer.model_validate(json.loads(GOOD))
+
+
+def test_a_journal_that_cannot_be_written_stops_the_run(fake_api, make_client, tmp_path,
+                                                        monkeypatch):
+    from judgekit.llm import cassette as cas_mod
+
+    def full(journal, line, sync=True):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cas_mod, "_append", full)
+    fake_api.default = Reply(body=openai_body(GOOD))
+    client = make_client(use_cache=False, cassette=tmp_path / "c.json", cassette_mode="new")
+    client.settings.base_urls["openai"] = fake_api.url + "/v1"
+    with pytest.raises(RunAborted, match="cannot record to .*No space left"):
+        client.map_sync(STAGE, [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini")
+                                for i in range(5)])
+    assert len(fake_api.requests) <= 5
+
+
+def test_a_claim_is_released_only_after_its_answer_is_written(fake_api, make_client,
+                                                              monkeypatch):
+    """Another process waiting on the claim must find the answer: the claim outlives a
+    slow write."""
+    from judgekit.llm import cache as cache_mod
+
+    events = []
+    real = cache_mod.ResponseCache.set_many
+
+    def slow(self, items, sync=True):
+        time.sleep(0.2)
+        real(self, items, sync)
+        events.append("written")
+
+    monkeypatch.setattr(cache_mod.ResponseCache, "set_many", slow)
+    fake_api.default = Reply(body=openai_body(GOOD))
+    client = make_client()
+    client.settings.base_urls["openai"] = fake_api.url + "/v1"
+    hold = client.store.claims.hold
+
+    def traced(key):
+        cm = hold(key)
+
+        class Wrap:
+            async def __aenter__(self):
+                return await cm.__aenter__()
+
+            async def __aexit__(self, *exc):
+                events.append("released")
+                return await cm.__aexit__(*exc)
+        return Wrap()
+
+    client.store.claim = traced
+    res = client.map_sync(Stage("answer", "answer.j2", Answer),
+                          [Call({"question": "q"}, "openai/gpt-4.1-mini")])
+    assert res[0].ok and events == ["written", "released"]
