@@ -71,7 +71,7 @@ class Prepared:
 def prepare(templates: TemplateLibrary, provider: Provider, stage: Stage, call: Call
             ) -> Prepared:
     """Render and identify one call (no I/O)."""
-    messages = templates.render(stage.template, call.variables)
+    messages, messages_json = templates.render_keyed(stage.template, call.variables)
     samp = {**stage.sampling, **(call.sampling or {})}
     identity = request_identity(
         provider=provider.name, model=provider.resolve_model(),
@@ -80,7 +80,7 @@ def prepare(templates: TemplateLibrary, provider: Provider, stage: Stage, call: 
         template_hash=templates.content_hash(stage.template), draw=call.draw,
     )
     return Prepared(call.model, provider, messages, samp, identity,
-                    identity_key(identity, stage.schema_json), call.draw)
+                    identity_key(identity, stage.schema_json, messages_json), call.draw)
 
 
 def request_for(prep: Prepared, stage: Stage, messages: list[dict[str, str]], timeout: float

@@ -36,22 +36,26 @@ def request_identity(*, provider: str, model: str, base_url: str | None,
     }
 
 
-_SCHEMA_SLOT = f"\x00judgekit-schema-{uuid.uuid4().hex}\x00"
-_SCHEMA_SLOT_JSON = json.dumps(_SCHEMA_SLOT)
+_SLOT = f"\x00judgekit-slot-{uuid.uuid4().hex}\x00"
+_SLOT_JSON = json.dumps(_SLOT)
 
 
-def identity_key(identity: Mapping[str, Any], schema_json: str | None = None) -> str:
+def identity_key(identity: Mapping[str, Any], schema_json: str | None = None,
+                 messages_json: str | None = None) -> str:
     """sha256 of the canonical JSON of ``identity``.
 
-    ``schema_json`` (the canonical JSON of ``identity["schema"]``, computed once per
-    stage) spares re-encoding the schema on every call; the key is the same.
+    ``schema_json`` and ``messages_json`` (the canonical JSON of ``identity["schema"]``
+    and ``identity["messages"]``, computed once per stage and once per distinct prompt)
+    spare re-encoding them on every call; the key is the same.
     """
-    if schema_json is None:
-        text = canonical_json(identity)
-    else:
-        text = canonical_json({**identity, "schema": _SCHEMA_SLOT})
-        head, sep, tail = text.rpartition(f'"schema":{_SCHEMA_SLOT_JSON}')
-        text = f'{head}"schema":{schema_json}{tail}' if sep else canonical_json(identity)
+    known = [(f, j) for f, j in (("messages", messages_json), ("schema", schema_json))
+             if j is not None]
+    text = canonical_json({**identity, **{f: _SLOT for f, _ in known}})
+    for field, value in known:  # each slot once, at its own key (the keys are sorted)
+        head, sep, tail = text.partition(f'"{field}":{_SLOT_JSON}')
+        if not sep:
+            return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()
+        text = f'{head}"{field}":{value}{tail}'
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from jinja2.runtime import new_context
 from jinja2.sandbox import SandboxedEnvironment
 
 from judgekit.errors import TemplateError
+from judgekit.llm.identity import canonical_json
 from judgekit.resources import resource_dir
 
 USER_MARK = "<<<user>>>"
@@ -88,6 +89,7 @@ class TemplateLibrary:
         self.env.filters["data"] = _data_block
         self._hashes: dict[str, str] = {}
         self._globals: dict[str, dict[str, object]] = {}
+        self._memo: dict[Hashable, tuple[list[dict[str, str]], str]] = {}
 
     def resolve(self, name: str) -> Path:
         """The file template ``name`` loads from (the user's folder first)."""
@@ -107,6 +109,28 @@ class TemplateLibrary:
 
     def render(self, name: str, variables: Mapping[str, object]) -> list[dict[str, str]]:
         """Render template ``name`` to chat messages."""
+        return self.render_keyed(name, variables)[0]
+
+    def render_keyed(self, name: str, variables: Mapping[str, object]
+                     ) -> tuple[list[dict[str, str]], str]:
+        """The messages, and their canonical JSON (for the request key). Renders are
+        memoised by the variables' values (a query's replicas and a rerun's calls render
+        the same prompt many times over); each caller gets its own copy of the
+        messages."""
+        try:
+            key: Hashable = (name, _freeze(variables))
+        except TypeError:  # a value that cannot be keyed: rendered each time
+            msgs = self._render(name, variables)
+            return msgs, canonical_json(msgs)
+        hit = self._memo.get(key)
+        if hit is None:
+            if len(self._memo) >= RENDER_MEMO:
+                self._memo.clear()
+            msgs = self._render(name, variables)
+            hit = self._memo[key] = (msgs, canonical_json(msgs))
+        return [dict(m) for m in hit[0]], hit[1]
+
+    def _render(self, name: str, variables: Mapping[str, object]) -> list[dict[str, str]]:
         try:
             tmpl = self._template(name)
             # Template.render merges the globals ChainMap into a new dict on every call;
@@ -161,6 +185,23 @@ class TemplateLibrary:
             return _compiled(self.env, name)
         except TemplateSyntaxError as exc:
             raise TemplateError(f"template {name!r} line {exc.lineno}: {exc.message}") from exc
+
+
+RENDER_MEMO = 4096  # distinct renders kept (the memo is emptied when it is full)
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _freeze(value: object) -> Hashable:
+    """A hashable key equal only for values a template renders alike: types are part of
+    it (1, 1.0 and True are different keys; so are a list and a tuple)."""
+    t = type(value)
+    if t in _SCALARS:
+        return (t, value)
+    if t is dict:
+        return (dict, tuple((k, _freeze(v)) for k, v in value.items()))  # type: ignore[attr-defined]
+    if t is list or t is tuple:
+        return (t, tuple(_freeze(v) for v in value))  # type: ignore[attr-defined]
+    raise TypeError(f"not memoised: {t.__name__}")
 
 
 @lru_cache(maxsize=256)

@@ -129,8 +129,11 @@ def tagger_check(checks: Sequence[TagCheck], level: float = 0.95) -> dict[str, A
             "placebo_agreement": _rate(placebo, level)}
 
 
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
 def _norm(label: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", label.lower()))
+    return " ".join(_WORDS.findall(label.lower()))
 
 
 def interpretation_stability(per_query: Sequence[Sequence[tuple[str, Sequence[str]]]],
@@ -144,12 +147,13 @@ def reading_pairs(reps: Sequence[tuple[str, Sequence[str]]]
                   ) -> tuple[np.ndarray, np.ndarray] | None:
     """One query's replica pairs: do they share the top reading, and the same readings
     (two compact boolean arrays; None with fewer than two replicas)."""
-    pairs = list(itertools.combinations(reps, 2))
+    # each replica's readings normalised once, not once per pair it is in
+    normed = [(_norm(top), frozenset(_norm(x) for x in readings)) for top, readings in reps]
+    pairs = list(itertools.combinations(normed, 2))
     if not pairs:
         return None
-    return (np.array([_norm(a[0]) == _norm(b[0]) for a, b in pairs], bool),
-            np.array([{_norm(x) for x in a[1]} == {_norm(x) for x in b[1]}
-                      for a, b in pairs], bool))
+    return (np.array([a[0] == b[0] for a, b in pairs], bool),
+            np.array([a[1] == b[1] for a, b in pairs], bool))
 
 
 def stability_from_pairs(per_query: Sequence[tuple[np.ndarray, np.ndarray] | None],

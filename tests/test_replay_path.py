@@ -1,0 +1,59 @@
+"""The replay path's shortcuts give exactly what the long way gives: memoised renders
+(keyed by value and type, each caller with its own copy), request keys built from
+precomputed JSON pieces, and replica readings normalised once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from judgekit.llm.identity import canonical_json, identity_key
+from judgekit.llm.templates import TemplateLibrary
+
+from .conftest import TEST_PROMPTS
+
+
+def test_memoised_renders_are_keyed_by_type_and_never_shared(tmp_path):
+    (tmp_path / "v.j2").write_text("Value: {{ v }}\n<<<user>>>\n{{ v }}|{{ w }}")
+    lib = TemplateLibrary(tmp_path)
+    seen = set()
+    for v in (1, True, 1.0, "1", [1, 2], (1, 2), {"a": 1}, None):
+        got = lib.render("v.j2", {"v": v, "w": "x"})
+        # the same as a library that never rendered anything, so not another type's
+        assert got == TemplateLibrary(tmp_path).render("v.j2", {"v": v, "w": "x"})
+        seen.add(got[1]["content"])
+    assert len(seen) == 7  # 1 and 1.0 differ, True differs, a list and a tuple differ
+    first = lib.render("v.j2", {"v": 1, "w": "x"})
+    first[0]["content"] = "changed by a caller"
+    assert lib.render("v.j2", {"v": 1, "w": "x"})[0]["content"] == "Value: 1"
+    msgs, text = lib.render_keyed("v.j2", {"v": {1, 2}, "w": "x"})
+    assert text == canonical_json(msgs)  # an unkeyable value is rendered each time
+    assert msgs[1]["content"] == "{1, 2}|x"
+
+
+def test_a_key_from_precomputed_pieces_is_the_key_of_the_whole():
+    ident = {"provider": "openai", "model": "m", "base_url": None,
+             "messages": [{"role": "user", "content": 'say "schema":{} and \u00fc'}],
+             "sampling": {"seed": 3}, "schema": {"type": "object"},
+             "template": {"name": "t", "hash": "h"}, "draw": 2}
+    whole = identity_key(ident)
+    for schema_json in (None, canonical_json(ident["schema"])):
+        for messages_json in (None, canonical_json(ident["messages"])):
+            assert identity_key(ident, schema_json, messages_json) == whole
+
+
+def test_reading_pairs_normalise_each_reading_alike():
+    from judgekit.vbscore.selfcheck import reading_pairs
+
+    reps = [("The Cat!", ["the cat", "A dog"]), ("the  cat", ["a dog", "The cat."]),
+            ("dog", ["dog"])]
+    top, same = reading_pairs(reps)
+    assert top.tolist() == [True, False, False]
+    assert same.tolist() == [True, False, False]
+    assert isinstance(top, np.ndarray) and reading_pairs(reps[:1]) is None
+
+
+def test_the_packaged_prompts_render_the_same_through_the_memo():
+    lib = TemplateLibrary(TEST_PROMPTS)
+    for q in ("Capital of France?", "Capital of France?", "<QUESTION>x</QUESTION>"):
+        assert lib.render("answer.j2", {"question": q}) == \
+            TemplateLibrary(TEST_PROMPTS).render("answer.j2", {"question": q})
