@@ -1,6 +1,7 @@
 """An OpenAI-compatible chat server on 127.0.0.1 answering valid structured JSON
 after a fixed delay. Run as a separate process by the benchmarks. ``/v1/first`` tells
-the wall-clock time of the first request since it was last POSTed to (a reset)."""
+the wall-clock time of the first request and how many requests came since it was last
+POSTed to (a reset)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ BODY = {
 
 
 def main(port: int, delay: float) -> None:
-    first: dict[str, float | None] = {"t": None}  # wall clock of the first request
+    # wall clock of the first request, and the requests since the last reset
+    first: dict[str, float | None] = {"t": None, "n": 0}
 
     async def handle(request: web.Request) -> web.Response:
         if first["t"] is None:
             first["t"] = time.time()
+        first["n"] = (first["n"] or 0) + 1
         await request.read()
         await asyncio.sleep(delay)
         return web.json_response(BODY)
@@ -33,12 +36,21 @@ def main(port: int, delay: float) -> None:
     async def first_seen(request: web.Request) -> web.Response:
         """The time of the first request since the last reset (POST resets)."""
         if request.method == "POST":
-            first["t"] = None
+            first["t"], first["n"] = None, 0
         return web.json_response(first)
+
+    async def other(request: web.Request) -> web.Response:
+        sys.stderr.write(f"fake server: no route for {request.method} {request.path}\n")
+        return web.json_response({"error": {"message": f"no route {request.path}"}},
+                                 status=404)
 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", handle)
+    app.router.add_post("/chat/completions", handle)
     app.router.add_route("*", "/v1/first", first_seen)
+    app.router.add_get("/v1/models", lambda r: web.json_response(
+        {"object": "list", "data": [{"id": "bench", "object": "model"}]}))
+    app.router.add_route("*", "/{tail:.*}", other)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
