@@ -118,6 +118,7 @@ class DetailFile(BaseModel):
     count: int
     _rows: list[Json] | None = PrivateAttr(default=None)
     _source: Callable[[str], Iterator[Json]] | None = PrivateAttr(default=None)
+    _lines: Callable[[], Iterator[str]] | None = PrivateAttr(default=None)
 
     @classmethod
     def of(cls, name: str, rows: Iterable[Json]) -> DetailFile:
@@ -140,9 +141,22 @@ class DetailFile(BaseModel):
                 for line in fh:
                     if line.strip():
                         yield json.loads(line)
+        def lines() -> Iterator[str]:  # the run wrote them as the folder's lines
+            with open(path, encoding="utf-8") as fh:
+                yield from (line for line in fh if line.strip())
         ref._source = read
+        ref._lines = lines
         weakref.finalize(ref, _unlink, str(path))
         return ref
+
+    def lines(self) -> Iterator[str]:
+        """The records as the folder's JSONL lines (a spill file's are copied as they
+        are: they were written that way)."""
+        from judgekit.runio import jsonl_line
+
+        if self._lines is not None:
+            return self._lines()
+        return (jsonl_line(r) for r in self.rows())
 
     def attach(self, source: Callable[[str], Iterator[Json]]) -> None:
         """Stream the records from ``source(file)`` (a loaded run's folder)."""

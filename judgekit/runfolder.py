@@ -23,7 +23,6 @@ from judgekit.report.document import Doc, to_markdown
 from judgekit.report.html import write_report_html
 from judgekit.results import RunResult
 from judgekit.runio import (
-    jsonl_line,
     prepare_out,
     record_outputs,
     write_failures,
@@ -48,7 +47,7 @@ def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -
     cfg = _settings(result)
     details = result.details()
     for name, ref in details.items():  # streamed: a detail file is never held whole
-        write_lines(out / f"{name}.jsonl", (jsonl_line(r) for r in ref.rows()))
+        write_lines(out / f"{name}.jsonl", ref.lines())
     write_json(out / "results.json", result.model_dump(mode="json"))
     if spec.figures is not None:
         spec.figures(cfg, result, out)

@@ -119,9 +119,8 @@ class Claims:
         problem, assume others are."""
         try:
             self._file()
-        except OSError as exc:
+        except OSError:  # said when a claim is first needed (a replay needs none)
             self.shared = True
-            self._unprotected(exc)
 
     def alone(self) -> bool:
         """No other user has had the storage open since this one opened it: an answer
