@@ -17,7 +17,7 @@ PROMPTFOO_BIN; ``npm install promptfoo``) are optional: a tool that is absent, o
 fails, is reported as skipped with the reason.
 
 Usage: python benchmarks/peers.py [--n 2000] [--concurrency 64] [--delay 0.05]
-                                   [--rounds 1]
+                                   [--rounds 1] [--tools judgekit,inspect,promptfoo]
 The last line is one JSON object: per tool its medians over rounds, and the ratios of
 each peer's first-run and rerun time to judgekit's (``inspect_over_judgekit``, ...).
 """
@@ -124,6 +124,7 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         lines = [ln for ln in out.decode(errors="replace").splitlines() if ln.strip()]
+        sys.stderr.write("\n".join(lines[-40:]) + "\n")
         raise RuntimeError(f"exit {proc.returncode}: {' '.join(lines[-3:])[-300:]}")
     return wall, usage.ru_maxrss / 1024
 
@@ -179,6 +180,9 @@ def promptfoo_cmd(url: str, a: argparse.Namespace, work: Path
     cfg = work / "promptfooconfig.yaml"
     cfg.write_text(PROMPTFOO_CONFIG.format(url=url, tests=tests, prompt=prompt))
     env = base_env(work)
+    # as npx runs it: the binary's folder first on PATH (a node_modules/.bin may hold the
+    # Node.js that promptfoo wants: npm install node@22 beside it)
+    env["PATH"] = str(Path(binary).parent) + os.pathsep + env.get("PATH", "")
     env.update(PROMPTFOO_CACHE_PATH=str(work / "promptfoo-cache"),
                PROMPTFOO_CONFIG_DIR=str(work / "promptfoo-config"),
                PROMPTFOO_DISABLE_TELEMETRY="1", PROMPTFOO_DISABLE_UPDATE="1",
@@ -196,14 +200,19 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--delay", type=float, default=0.05)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--tools", default=",".join(TOOLS),
+                    help="which tools, comma-separated (default: all)")
     a = ap.parse_args()
+    unknown = set(a.tools.split(",")) - set(TOOLS)
+    if unknown:
+        ap.error(f"unknown tool(s) {', '.join(sorted(unknown))}; choose from {', '.join(TOOLS)}")
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
     server = start_server(port, a.delay)
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in TOOLS}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in a.tools.split(",")}
     skipped: dict[str, str] = {}
     try:
-        names = list(TOOLS)
+        names = list(runs)
         for r in range(a.rounds):
             order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
