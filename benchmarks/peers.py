@@ -252,7 +252,7 @@ def main() -> None:
         if name in skipped or not figs:
             out[name] = {"skipped": skipped.get(name, "no run")}
             continue
-        med[name] = {k: statistics.median(f[k] for f in figs) for k in figs[0]}
+        med[name] = {k: round(statistics.median(f[k] for f in figs), 3) for k in figs[0]}
         med[name]["exact_first"] = all(f["requests_first"] == a.n for f in figs)
         out[name] = med[name]
     jk = med.get("judgekit")
