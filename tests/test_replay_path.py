@@ -5,6 +5,7 @@ precomputed JSON pieces, and replica readings normalised once."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from judgekit.llm.identity import canonical_json, identity_key
 from judgekit.llm.templates import TemplateLibrary
@@ -57,3 +58,23 @@ def test_the_packaged_prompts_render_the_same_through_the_memo():
     for q in ("Capital of France?", "Capital of France?", "<QUESTION>x</QUESTION>"):
         assert lib.render("answer.j2", {"question": q}) == \
             TemplateLibrary(TEST_PROMPTS).render("answer.j2", {"question": q})
+
+
+@pytest.mark.parametrize("base_url,draw,sampling", [
+    (None, 0, {}), ("http://127.0.0.1:1/v1", 7, {"seed": 3, "temperature": 0.5}),
+    ("https://x/ü", 123456, {"logprobs": True, "stop": ["\n", "é"], "n": None})])
+def test_a_request_key_assembled_from_its_parts_is_the_identity_key(base_url, draw,
+                                                                    sampling):
+    from judgekit.llm.identity import request_identity, request_key
+
+    msgs = [{"role": "system", "content": "Ré: \"quoted\" \\ back"},
+            {"role": "user", "content": "x\ny\u2028"}]
+    schema = {"type": "object", "properties": {"é": {"type": "string"}}}
+    ident = request_identity(provider="openai", model="gpt-ü", base_url=base_url,
+                             messages=msgs, sampling=sampling, schema=schema,
+                             template="t.j2", template_hash="abc", draw=draw)
+    assert request_key(ident, canonical_json(schema), canonical_json(msgs)) == \
+        identity_key(ident)
+    bent = {**ident, "extra": 1}  # not a request identity: the general path
+    assert request_key(bent, canonical_json(schema), canonical_json(msgs)) == \
+        identity_key(bent)

@@ -10,6 +10,7 @@ Only successful answers are stored; a failed call is simply a miss next time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -87,6 +88,7 @@ class ResponseCache:
         self._absent: set[str] = set()  # prefetched and not there: the lookup is a miss
         self._cache: diskcache.Cache | None = None
         self._writer: BatchWriter[tuple[str, CallRecord]] | None = None
+        self._reader: sqlite3.Connection | None = None  # prefetch's read-only connection
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             # cull_limit 0: no eviction query on every write (two more SQL statements per
@@ -124,20 +126,20 @@ class ResponseCache:
         found: dict[str, str] = {}
         present: set[str] = set()  # every stored key, inline or not
         try:
-            con = sqlite3.connect(f"file:{self.directory / 'cache.db'}?mode=ro", uri=True)
-            try:
-                for i in range(0, len(keys), 900):  # under SQLite's variable limit
-                    chunk = keys[i:i + 900]
-                    rows = con.execute(
-                        "SELECT key, value, raw = 1 AND filename IS NULL FROM Cache WHERE "
-                        "(expire_time IS NULL OR expire_time > ?) AND key IN "
-                        f"({','.join('?' * len(chunk))})", [time.time(), *chunk])
-                    for k, v, inline in rows:
-                        present.add(k)
-                        if inline and isinstance(v, str):
-                            found[k] = v
-            finally:
-                con.close()
+            if self._reader is None:  # one read-only connection for the cache's life
+                self._reader = sqlite3.connect(f"file:{self.directory / 'cache.db'}?mode=ro",
+                                               uri=True)
+            con = self._reader
+            for i in range(0, len(keys), 900):  # under SQLite's variable limit
+                chunk = keys[i:i + 900]
+                rows = con.execute(
+                    "SELECT key, value, raw = 1 AND filename IS NULL FROM Cache WHERE "
+                    "(expire_time IS NULL OR expire_time > ?) AND key IN "
+                    f"({','.join('?' * len(chunk))})", [time.time(), *chunk])
+                for k, v, inline in rows:
+                    present.add(k)
+                    if inline and isinstance(v, str):
+                        found[k] = v
         except (sqlite3.Error, OSError):
             return
         self._prefetched = found
@@ -226,6 +228,10 @@ class ResponseCache:
         if self._writer is not None:
             self._writer.close()  # every queued answer is written first
             self._writer = None
+        if self._reader is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._reader.close()
+            self._reader = None
         if self._cache is None:
             return
         try:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from judgekit.errors import describe_validation
-from judgekit.llm.identity import identity_key, request_identity
+from judgekit.llm.identity import request_identity, request_key
 from judgekit.llm.providers import Provider
 from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.stage import Call, Stage
@@ -80,7 +80,7 @@ def prepare(templates: TemplateLibrary, provider: Provider, stage: Stage, call: 
         template_hash=templates.content_hash(stage.template), draw=call.draw,
     )
     return Prepared(call.model, provider, messages, samp, identity,
-                    identity_key(identity, stage.schema_json, messages_json), call.draw)
+                    request_key(identity, stage.schema_json, messages_json), call.draw)
 
 
 def request_for(prep: Prepared, stage: Stage, messages: list[dict[str, str]], timeout: float

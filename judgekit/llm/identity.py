@@ -11,6 +11,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from judgekit.llm.types import Identity, JSONObject, Message, Sampling
@@ -57,6 +58,36 @@ def identity_key(identity: Mapping[str, Any], schema_json: str | None = None,
             return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()
         text = f'{head}"{field}":{value}{tail}'
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def request_key(identity: Identity, schema_json: str, messages_json: str) -> str:
+    """``identity_key`` of an identity made by :func:`request_identity`, assembled from
+    the canonical JSON of its parts: the fields fixed for a stage and model are encoded
+    once, the messages and schema come precomputed, and only the draw and sampling are
+    encoded per call. The text is byte for byte the identity's canonical JSON."""
+    if identity.keys() != _FIELDS or type(identity["draw"]) is not int:
+        return identity_key(identity, schema_json, messages_json)
+    head, model_part, tail = _frame(identity["base_url"], identity["model"],
+                                    identity["provider"], identity["template"]["name"],
+                                    identity["template"]["hash"])
+    text = (f'{head}{identity["draw"]},"messages":{messages_json}{model_part}'
+            f'{canonical_json(identity["sampling"])},"schema":{schema_json}{tail}')
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_FIELDS = {"base_url", "draw", "messages", "model", "provider", "sampling", "schema",
+           "template"}
+
+
+@lru_cache(maxsize=256)
+def _frame(base_url: str | None, model: str, provider: str, template: str,
+           template_hash: str) -> tuple[str, str, str]:
+    """The canonical JSON around a request's draw, messages, sampling and schema (the
+    keys in sorted order)."""
+    return (f'{{"base_url":{canonical_json(base_url)},"draw":',
+            f',"model":{canonical_json(model)},"provider":{canonical_json(provider)},'
+            '"sampling":',
+            f',"template":{canonical_json({"name": template, "hash": template_hash})}}}')
 
 
 def _flatten(obj: Any, prefix: str = "") -> dict[str, object]:
