@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
@@ -68,7 +68,25 @@ class TagCheck(NamedTuple):
     placebo: list[str] | None  # tags of the placebo call, by slot
 
 
-def _rate(groups: list[list[bool]], level: float) -> dict[str, Any] | None:
+class RateFigure(TypedDict):
+    """A clustered rate as results.json shows it."""
+
+    rate: float
+    ci: list[float]
+    n: int
+    clusters: int
+
+
+class Stability(TypedDict):
+    """How often two replicas of a query read it alike (results.json's
+    ``self_check.interpretations``)."""
+
+    top_reading_agreement: RateFigure | None
+    same_readings: RateFigure | None
+    queries: int
+
+
+def _rate(groups: list[list[bool]], level: float) -> RateFigure | None:
     if not any(groups):
         return None
     r = clustered_rate(groups, level)
@@ -137,7 +155,7 @@ def _norm(label: str) -> str:
 
 
 def interpretation_stability(per_query: Sequence[Sequence[tuple[str, Sequence[str]]]],
-                             level: float = 0.95) -> dict[str, Any]:
+                             level: float = 0.95) -> Stability:
     """``per_query[q]`` lists each replica's (top reading, all readings). Agreement over
     the pairs of replicas of each query, the query as the cluster."""
     return stability_from_pairs([reading_pairs(reps) for reps in per_query], level)
@@ -157,7 +175,7 @@ def reading_pairs(reps: Sequence[tuple[str, Sequence[str]]]
 
 
 def stability_from_pairs(per_query: Sequence[tuple[np.ndarray, np.ndarray] | None],
-                         level: float = 0.95) -> dict[str, Any]:
+                         level: float = 0.95) -> Stability:
     got = [p for p in per_query if p is not None]
     return {"top_reading_agreement": _rate([p[0].tolist() for p in got], level),
             "same_readings": _rate([p[1].tolist() for p in got], level),
