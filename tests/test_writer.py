@@ -136,3 +136,24 @@ def test_a_claim_is_released_only_after_its_answer_is_written(fake_api, make_cli
     res = client.map_sync(Stage("answer", "answer.j2", Answer),
                           [Call({"question": "q"}, "openai/gpt-4.1-mini")])
     assert res[0].ok and events == ["written", "released"]
+
+
+def test_a_cache_that_cannot_be_written_stops_the_run(fake_api, make_client, monkeypatch):
+    """With no cassette, a cache whose batch write fails (a full disk) stops the run at
+    once with a one-line reason, instead of paying for answers nobody keeps."""
+    import sqlite3
+
+    import diskcache
+
+    def full(self, *args, **kw):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    fake_api.default = Reply(body=openai_body(GOOD))
+    client = make_client(concurrency=4)
+    client.settings.base_urls["openai"] = fake_api.url + "/v1"
+    monkeypatch.setattr(diskcache.Cache, "transact", full)
+    with pytest.raises(RunAborted, match="can no longer be written"):
+        client.map_sync(STAGE, [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini")
+                                for i in range(50)])
+    assert len(fake_api.requests) <= 8  # the calls in flight when the write failed
+    assert not client.cache.available
