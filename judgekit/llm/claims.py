@@ -66,12 +66,10 @@ def _open_present(path: str) -> int:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if fcntl is None:
             return fd
-        try:
+        with contextlib.suppress(OSError):  # removed meanwhile: open it again
             fcntl.lockf(fd, fcntl.LOCK_SH, 1, PRESENT)
             if os.fstat(fd).st_ino == os.stat(path).st_ino:
                 return fd
-        except OSError:
-            pass
         os.close(fd)
     raise OSError(f"cannot open the claims file {path}")
 
@@ -127,11 +125,9 @@ class Claims:
         missing at our lookup cannot have been stored since by anyone else."""
         if self.shared or self._fd is None:
             return False
-        try:
+        with contextlib.suppress(OSError):
             if os.pread(self._fd, 8, GENERATION_AT) == self._generation:
                 return True
-        except OSError:
-            pass
         self.shared = True  # another user came: from now on every claim re-reads
         return False
 
