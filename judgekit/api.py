@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +78,7 @@ def run_config(config: str | Path | JSONObject, *, out: str | Path | None = None
     """Run and write the folder (what ``judgekit run`` does): the result, what the
     console shows (headline, failed calls by kind) and the folder written."""
     from judgekit.config import out_dir
+    from judgekit.llm.collect import fewer_collections
     from judgekit.pipeline import compute
     from judgekit.runfolder import write
     from judgekit.runio import prepare_out
@@ -91,7 +91,7 @@ def run_config(config: str | Path | JSONObject, *, out: str | Path | None = None
     # an explicit --out that is not empty is refused unless overwritten.
     auto = out is None and not overwrite
     with contextlib.ExitStack() as stack:
-        stack.enter_context(fewer_collections())
+        stack.enter_context(fewer_collections())  # many live records: see llm.collect
         while True:
             if auto:
                 directory = next_free(directory)
@@ -116,27 +116,6 @@ def run_config(config: str | Path | JSONObject, *, out: str | Path | None = None
     result.bind(folder=directory)
     return result, {"headline": result.headline(), "failed_calls": kinds,
                     "unused_cassette_entries": result.unused_cassette_entries}, directory
-
-
-GC_THRESHOLD0 = 50_000  # allocations between young-generation collections during a run
-
-
-@contextlib.contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Collect garbage less often while a run holds its calls' results: with hundreds of
-    thousands of live records, the default thresholds spent a fifth of a 128,000-call
-    rerun re-scanning them. The objects alive when the run starts are frozen out of the
-    scans; the previous thresholds come back afterwards."""
-    import gc
-
-    before = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(before[0], GC_THRESHOLD0), max(before[1], 20), max(before[2], 100))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-        gc.unfreeze()
 
 
 def next_free(directory: Path) -> Path:

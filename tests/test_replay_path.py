@@ -78,3 +78,19 @@ def test_a_request_key_assembled_from_its_parts_is_the_identity_key(base_url, dr
     bent = {**ident, "extra": 1}  # not a request identity: the general path
     assert request_key(bent, canonical_json(schema), canonical_json(msgs)) == \
         identity_key(bent)
+
+
+def test_overlapping_sections_restore_the_collector_after_the_last():
+    import gc
+
+    from judgekit.llm.collect import GC_THRESHOLD0, fewer_collections
+
+    before = gc.get_threshold()
+    a, b = fewer_collections(), fewer_collections()
+    a.__enter__()
+    assert gc.get_threshold()[0] == max(before[0], GC_THRESHOLD0) and gc.get_freeze_count() > 0
+    b.__enter__()
+    a.__exit__(None, None, None)  # the first ends while the second still runs
+    assert gc.get_threshold()[0] == max(before[0], GC_THRESHOLD0)
+    b.__exit__(None, None, None)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from judgekit.errors import DryRun, JudgekitError, RunAborted
 from judgekit.llm.attempts import call_record
 from judgekit.llm.calls import Prepared, prepare, request_for, validated
+from judgekit.llm.collect import fewer_collections
 from judgekit.llm.ledger import (
     BATCH_PRICE,
     CallSummary,
@@ -238,8 +239,8 @@ class Client:
         self._secrets = secret_values()
         st = self.ledger.stage(stage.name)
         results: list[StageResult[M] | None] = [None] * len(calls)
-        with Progress(self.settings.progress, description or stage.name, len(calls),
-                      st) as tick:
+        with fewer_collections(), Progress(self.settings.progress,
+                                           description or stage.name, len(calls), st) as tick:
             async def one(i: int, prep: Prepared) -> None:
                 start = loop.time()
                 record, source = await self.fetch(prep, stage)
