@@ -25,9 +25,11 @@ class Interval(NamedTuple):
         return [self.lo, self.hi]
 
 
+@lru_cache(maxsize=1 << 16)
 def derive_seed(*parts: int) -> int:
     """A seed in [0, 2**31) derived from integer parts (a run's seed, an item, a draw...):
-    distinct parts give independent streams, and it fits every provider's ``seed``."""
+    distinct parts give independent streams, and it fits every provider's ``seed``.
+    Memoised: a run asks for most seeds twice (the call, then its record)."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] % (2**31))
 
 
