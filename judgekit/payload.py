@@ -136,14 +136,12 @@ class DetailFile(BaseModel):
 
         ref = cls(file=f"{name}.jsonl", count=count)
 
-        def read(_: str) -> Iterator[Json]:
-            with open(path, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        yield json.loads(line)
         def lines() -> Iterator[str]:  # the run wrote them as the folder's lines
             with open(path, encoding="utf-8") as fh:
                 yield from (line for line in fh if line.strip())
+
+        def read(_: str) -> Iterator[Json]:
+            return (json.loads(line) for line in lines())
         ref._source = read
         ref._lines = lines
         weakref.finalize(ref, _unlink, str(path))

@@ -144,9 +144,7 @@ class Cassette:
         redacted from it. The response came from the provider: key-shaped text is too.
         A journal that cannot be written (disk full, read-only) stops the run: calls that
         cannot be kept must not be paid for."""
-        line = self._record(key, identity, response, secrets)
-        with self._lock:
-            self._append_lines([line], sync=False)
+        self._append_lines([self._record(key, identity, response, secrets)], sync=False)
 
     def put_later(self, key: str, identity: Identity, response: CallRecord,
                   secrets: list[str] | None = None) -> Future[None]:

@@ -115,40 +115,39 @@ class Store:
     def save(self, key: str, identity: Identity, record: CallRecord) -> None:
         """Keep a fresh record now; stop the run if the only storage can no longer be
         written."""
-        to_cache, to_cassette = self._where(record)
-        was = self.cache is not None and self.cache.available
-        if to_cache:
-            self.cache.set(key, record)  # type: ignore[union-attr]
-        if to_cassette:
-            self.cassette.put(key, identity, record)  # type: ignore[union-attr]
-        self._kept(was, to_cache, to_cassette)
+        cache, cassette = self._targets(record)
+        was = cache is not None and cache.available
+        if cache is not None:
+            cache.set(key, record)
+        if cassette is not None:
+            cassette.put(key, identity, record)
+        self._kept(was, cache, cassette)
 
     async def keep(self, key: str, identity: Identity, record: CallRecord,
                    secrets: list[str] | None = None) -> None:
         """``save`` through the background writers: returns once the batches holding the
         record are written (so a claim released after it lets another process find it)."""
-        to_cache, to_cassette = self._where(record)
-        was = self.cache is not None and self.cache.available
+        cache, cassette = self._targets(record)
+        was = cache is not None and cache.available
         pending = []
-        if to_cache:
-            pending.append(self.cache.set_later(key, record))  # type: ignore[union-attr]
-        if to_cassette:
-            pending.append(self.cassette.put_later(  # type: ignore[union-attr]
-                key, identity, record, secrets))
+        if cache is not None:
+            pending.append(cache.set_later(key, record))
+        if cassette is not None:
+            pending.append(cassette.put_later(key, identity, record, secrets))
         await wait_kept(pending)
-        self._kept(was, to_cache, to_cassette)
+        self._kept(was, cache, cassette)
 
-    def _where(self, record: CallRecord) -> tuple[bool, bool]:
-        """(to the cache, to the cassette): answers in the cache; the model's own
-        failures only in the cassette, so a replay reproduces them."""
-        return (bool(record["ok"]) and self.cache is not None,
-                self.cassette is not None and (record["ok"] or
-                                               record.get("kind") in ANSWER_FAILURES))
+    def _targets(self, record: CallRecord) -> tuple[ResponseCache | None, Cassette | None]:
+        """Where a fresh record goes: answers to the cache; the model's own failures only
+        to the cassette, so a replay reproduces them."""
+        answer = bool(record["ok"])
+        return (self.cache if answer else None,
+                self.cassette if answer or record.get("kind") in ANSWER_FAILURES else None)
 
-    def _kept(self, was: bool, to_cache: bool, to_cassette: bool) -> None:
-        cache = self.cache
-        stored = to_cassette or (to_cache and cache is not None and cache.available)
-        if to_cache and was and not stored and cache is not None:
+    def _kept(self, was: bool, cache: ResponseCache | None, cassette: Cassette | None
+              ) -> None:
+        stored = cassette is not None or (cache is not None and cache.available)
+        if cache is not None and was and not stored:
             raise RunAborted(
                 f"the response cache at {cache.directory} can no longer be written "
                 "(see the warning above); stopping so no more calls are paid for without "
