@@ -358,6 +358,29 @@ def test_percentile_bootstrap_agrees_with_scipy(level):
     assert batched == pytest.approx([ref.low, ref.high], abs=0.006)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_row_quantiles_equal_numpys_bit_for_bit(seed):
+    rng = np.random.default_rng(seed)
+    rows, n = int(rng.integers(1, 9)), int(rng.integers(1, 80))
+    # ties (few distinct values) and continuous values; the ends and the middle
+    m = rng.integers(0, 4, size=(rows, n)) / 3 if seed % 2 else rng.normal(size=(rows, n))
+    qs = [0.0, 0.025, 0.5, 0.975, 1.0, float(rng.random())]
+    for got, want in zip(bs.row_quantiles(m, qs), np.quantile(m, qs, axis=1)):
+        assert np.array_equal(got, want)
+    with_nan = m.astype(float).copy()
+    with_nan[0, 0] = np.nan
+    for got, want in zip(bs.row_quantiles(with_nan, qs), np.quantile(with_nan, qs, axis=1)):
+        assert np.array_equal(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("df", (1, 2, 4, 19, 30, 1000))
+@pytest.mark.parametrize("level", (0.8, 0.95, 0.99))
+def test_t_quantile_equals_scipy_stats_t_ppf(df, level):
+    from scipy import stats
+
+    assert bs.t_quantile(0.5 + level / 2, df) == float(stats.t.ppf(0.5 + level / 2, df))
+
+
 def test_hoeffding_and_replicas_by_hand():
     assert ts.hoeffding_bound(20, 0.1) == pytest.approx(2 * math.exp(-0.4))  # 1.34, vacuous
     assert ts.hoeffding_bound(200, 0.1) == pytest.approx(2 * math.exp(-4))

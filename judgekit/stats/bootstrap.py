@@ -7,6 +7,7 @@ samples (all values equal) give a zero-width interval, not NaN.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -51,10 +52,33 @@ def _check(x: np.ndarray, level: float) -> np.ndarray:
 @lru_cache(maxsize=4096)
 def t_quantile(p: float, df: int) -> float:
     """Student t quantile, cached: scipy's ppf costs ~100 us a call, and a collection
-    asks for the same (level, replicas) tens of thousands of times."""
-    from scipy.stats import t as student_t
+    asks for the same (level, replicas) tens of thousands of times. ``stdtrit`` is what
+    ``scipy.stats.t.ppf`` evaluates (the same numbers) without importing scipy.stats."""
+    from scipy.special import stdtrit
 
-    return float(student_t.ppf(p, df))
+    return float(stdtrit(df, p))
+
+
+def row_quantiles(m: np.ndarray, qs: Sequence[float]) -> list[np.ndarray]:
+    """``np.quantile(m, qs, axis=1)`` (its default, linear method) as a list of rows,
+    bit for bit, from one partition along each contiguous row: numpy moves the axis
+    first and selects across strided lanes, 2.6x slower on a (6,000 x 10,000) matrix."""
+    x = np.ascontiguousarray(m, dtype=float)
+    n = x.shape[1]
+    if n == 0:
+        raise StatsError("quantiles of an empty row")
+    if np.isnan(x).any():  # numpy's NaN rules: leave them to numpy
+        return list(np.quantile(x, list(qs), axis=1))
+    at = [(n - 1) * float(q) for q in qs]
+    lows = [min(n - 1, max(0, math.floor(h))) for h in at]
+    kth = sorted({k for lo in lows for k in (lo, min(n - 1, lo + 1))})
+    part = np.partition(x, kth, axis=1)
+    out = []
+    for h, lo in zip(at, lows):
+        a, b, t = part[:, lo], part[:, min(n - 1, lo + 1)], h - lo
+        d = b - a  # numpy's _lerp: from the nearer end, so t = 1 gives b exactly
+        out.append(b - d * (1 - t) if t >= 0.5 else a + d * t)
+    return out
 
 
 def shared_bootstrap_intervals(rows: np.ndarray, level: float = 0.95,
@@ -77,7 +101,7 @@ def shared_bootstrap_intervals(rows: np.ndarray, level: float = 0.95,
         idx = rng.integers(0, n, size=(stop - start, n), dtype=np.int64)
         means[:, start:stop] = np.take(x, idx, axis=1).sum(axis=2) / n
     a = (1 - level) / 2
-    lo, hi = np.quantile(means, [a, 1 - a], axis=1)
+    lo, hi = row_quantiles(means, [a, 1 - a])
     return [Interval(float(r[0]), float(r[0])) if np.all(r == r[0])
             else Interval(float(lo[i]), float(hi[i])) for i, r in enumerate(x)]
 
@@ -163,7 +187,7 @@ def batched_percentile_intervals(samples: np.ndarray, level: float = 0.95,
         block = x[s : s + step]
         idx = rng.integers(0, n, size=(block.shape[0], resamples, n))
         means = np.take_along_axis(block[:, None, :], idx, axis=2).mean(axis=2)
-        out[s : s + step] = np.quantile(means, [a, 1 - a], axis=1).T
+        out[s : s + step] = np.column_stack(row_quantiles(means, [a, 1 - a]))
     return out
 
 
