@@ -119,6 +119,7 @@ class DetailFile(BaseModel):
     _rows: list[Json] | None = PrivateAttr(default=None)
     _source: Callable[[str], Iterator[Json]] | None = PrivateAttr(default=None)
     _lines: Callable[[], Iterator[str]] | None = PrivateAttr(default=None)
+    _without: dict[str, list[Json]] = PrivateAttr(default_factory=dict)
 
     @classmethod
     def of(cls, name: str, rows: Iterable[Json]) -> DetailFile:
@@ -159,6 +160,15 @@ class DetailFile(BaseModel):
     def attach(self, source: Callable[[str], Iterator[Json]]) -> None:
         """Stream the records from ``source(file)`` (a loaded run's folder)."""
         self._source = source
+        self._without.clear()
+
+    def rows_without(self, key: str) -> list[Json]:
+        """Every record without its ``key`` field (e.g. the bulky nested records a report
+        and its figures both skip), read once: the records of a detail never change."""
+        if key not in self._without:
+            self._without[key] = [{k: v for k, v in r.items() if k != key}
+                                  for r in self.rows()]
+        return self._without[key]
 
     def rows(self) -> Iterator[Json]:
         if self._rows is not None:

@@ -373,6 +373,15 @@ def test_row_quantiles_equal_numpys_bit_for_bit(seed):
         assert np.array_equal(got, want, equal_nan=True)
 
 
+def test_row_quantiles_split_over_threads_give_the_same_numbers(monkeypatch):
+    monkeypatch.setattr(bs, "PARALLEL_ELEMS", 10)
+    monkeypatch.setattr(bs.os, "cpu_count", lambda: 3)
+    m = np.random.default_rng(9).normal(size=(7, 41))
+    for got, want in zip(bs.row_quantiles(m, [0.025, 0.975]),
+                         np.quantile(m, [0.025, 0.975], axis=1)):
+        assert np.array_equal(got, want)
+
+
 @pytest.mark.parametrize("df", (1, 2, 4, 19, 30, 1000))
 @pytest.mark.parametrize("level", (0.8, 0.95, 0.99))
 def test_t_quantile_equals_scipy_stats_t_ppf(df, level):

@@ -23,3 +23,21 @@ def test_vb_query_rows_spill_and_leave_nothing_behind(tmp_path):
     assert len(rows) == res["queries"]["count"] == 4
     assert all(len(x["replica_records"]) == x["replicas"] for x in rows)
     assert [p for p in os.listdir(spill_dir) if p.startswith("judgekit-queries-")] == []
+
+
+def test_a_detail_is_read_once_for_a_view_without_a_field(tmp_path):
+    """The report and its figures both read the query rows without their replica
+    records: the spill file is parsed once for both, and a new source clears it."""
+    from judgekit.payload import DetailFile
+
+    path = tmp_path / "q.jsonl"
+    rows = [{"id": i, "replica_records": [{"r": j} for j in range(3)]} for i in range(4)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ref = DetailFile.spilled("queries", path, len(rows))
+    assert [r["replica_records"] for r in ref.rows()][0] == [{"r": 0}, {"r": 1}, {"r": 2}]
+    first = ref.rows_without("replica_records")
+    assert first == [{"id": i} for i in range(4)]
+    path.unlink()  # a second read would fail: the rows come from the first
+    assert ref.rows_without("replica_records") is first
+    ref.attach(lambda name: iter([{"id": 9, "replica_records": []}]))
+    assert ref.rows_without("replica_records") == [{"id": 9}]

@@ -27,8 +27,8 @@ def _summary_json(result: RunResult[VBScorePayload]) -> Json:
     """The result with its per-query rows inline but without their replica records (the
     report and figures read the queries' figures; the records stay in queries.jsonl)."""
     doc = result.model_dump(mode="json")
-    doc["queries"] = [{k: v for k, v in q.items() if k != "replica_records"}
-                      for q in result.detail("queries")]
+    ref = result.details().get("queries")  # read once for the report and its figures
+    doc["queries"] = list(ref.rows_without("replica_records")) if ref is not None else []
     doc["replica_failures"] = list(result.detail("replica_failures"))
     return doc
 
