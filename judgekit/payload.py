@@ -170,6 +170,10 @@ class DetailFile(BaseModel):
                                   for r in self.rows()]
         return self._without[key]
 
+    def drop_views(self) -> None:
+        """Let go of the rows :meth:`rows_without` kept (once the report is built)."""
+        self._without.clear()
+
     def rows(self) -> Iterator[Json]:
         if self._rows is not None:
             return iter(self._rows)

@@ -51,7 +51,10 @@ def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -
     write_json(out / "results.json", result.model_dump(mode="json"))
     if spec.figures is not None:
         spec.figures(cfg, result, out)
-    write_folder(out, spec.report(cfg, result), details=details, views=spec.views)
+    doc = spec.report(cfg, result)
+    for ref in details.values():  # the figures' and report's views of the rows can go
+        ref.drop_views()
+    write_folder(out, doc, details=details, views=spec.views)
     write_failures(out, result.failures)
     record_outputs(out, before, "run")
     return out

@@ -39,5 +39,8 @@ def test_a_detail_is_read_once_for_a_view_without_a_field(tmp_path):
     assert first == [{"id": i} for i in range(4)]
     path.unlink()  # a second read would fail: the rows come from the first
     assert ref.rows_without("replica_records") is first
+    ref.drop_views()
+    path.write_text(json.dumps({"id": 7, "replica_records": []}) + "\n")
+    assert ref.rows_without("replica_records") == [{"id": 7}]  # read again once dropped
     ref.attach(lambda name: iter([{"id": 9, "replica_records": []}]))
     assert ref.rows_without("replica_records") == [{"id": 9}]
