@@ -94,3 +94,75 @@ def test_overlapping_sections_restore_the_collector_after_the_last():
     assert gc.get_threshold()[0] == max(before[0], GC_THRESHOLD0)
     b.__exit__(None, None, None)
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+async def test_a_replayed_chunk_is_frozen_not_scanned_and_holds_no_garbage(
+        fake_api, make_client, monkeypatch):
+    """A chunk answered from the cache runs with no collection and freezes what it made;
+    the same answers come back, the collector is as it was after the map, and unfreezing
+    everything it froze finds no garbage (nothing on that path makes a cycle)."""
+    import gc
+
+    from judgekit.llm import Call, client as client_module
+    from judgekit.llm.collect import fewer_collections
+
+    from .conftest import Reply, openai_body
+    from .test_client import GOOD, STAGE
+
+    monkeypatch.setenv("OPENAI_API_KEY", "tk-openai-1")
+    monkeypatch.setattr(client_module, "PREPARE_CHUNK", 40)
+    fake_api.default = Reply(body=openai_body(GOOD))
+    calls = [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini", draw=i % 3) for i in range(120)]
+    cold = make_client(base_urls={"openai": fake_api.url + "/v1"})
+    first = await cold.map(STAGE, calls)
+    await cold.aclose_providers()
+    cold.close()
+    sent = len(fake_api.requests)
+    warm = make_client(base_urls={"openai": fake_api.url + "/v1"})
+    gc.collect()
+    frozen_before, threshold = gc.get_freeze_count(), gc.get_threshold()
+    collections = []
+
+    def seen(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+    with fewer_collections():
+        gc.callbacks.append(seen)
+        try:
+            again = await warm.map(STAGE, calls)
+        finally:
+            gc.callbacks.remove(seen)
+        frozen = gc.get_freeze_count() - frozen_before
+        gc.unfreeze()
+        garbage = gc.collect()
+    await warm.aclose_providers()
+    assert len(fake_api.requests) == sent  # every call replayed
+    assert [r.output for r in again] == [r.output for r in first]
+    assert {r.source for r in again} == {"cache"}
+    assert collections == [] and frozen > 120  # nothing scanned; the results were frozen
+    assert garbage == 0
+    assert gc.isenabled() and gc.get_threshold() == threshold
+    assert gc.get_freeze_count() == 0 or gc.get_freeze_count() == frozen_before
+
+
+async def test_a_chunk_that_calls_a_provider_is_not_frozen(fake_api, make_client,
+                                                           monkeypatch):
+    import gc
+
+    from judgekit.llm import Call
+    from judgekit.llm.collect import fewer_collections
+
+    from .conftest import Reply, openai_body
+    from .test_client import GOOD, STAGE
+
+    monkeypatch.setenv("OPENAI_API_KEY", "tk-openai-1")
+    fake_api.default = Reply(body=openai_body(GOOD))
+    client = make_client(base_urls={"openai": fake_api.url + "/v1"})
+    gc.collect()
+    with fewer_collections():
+        start = gc.get_freeze_count()  # what the section froze when it opened
+        got = await client.map(STAGE, [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini")
+                                       for i in range(5)])
+        assert gc.get_freeze_count() <= start  # tasks were started: nothing frozen
+    await client.aclose_providers()
+    assert [r.source for r in got] == ["provider"] * 5 and gc.isenabled()

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from judgekit.errors import DryRun, JudgekitError, RunAborted
 from judgekit.llm.attempts import call_record
 from judgekit.llm.calls import Prepared, prepare, request_for, validated
-from judgekit.llm.collect import fewer_collections
+from judgekit.llm.collect import fewer_collections, unscanned
 from judgekit.llm.ledger import (
     BATCH_PRICE,
     CallSummary,
@@ -255,17 +255,21 @@ class Client:
             tasks: list[asyncio.Future[None]] = []
             try:
                 for lo in range(0, len(calls), PREPARE_CHUNK):
-                    preps = [self.prepare(stage, c) for c in calls[lo:lo + PREPARE_CHUNK]]
-                    self.store.prefetch([p.key for p in preps])
-                    for i, prep in enumerate(preps, start=lo):
-                        st.calls += 1
-                        record, value, source = self.store.lookup(prep.key, prep.identity,
-                                                                  stage)
-                        if record is None:
-                            tasks.append(asyncio.ensure_future(one(i, prep)))
-                            continue
-                        results[i] = self.finish(stage, prep, record, value, source, t0)
-                        tick()
+                    with unscanned() as block:  # a replayed chunk's results are kept
+                        preps = [self.prepare(stage, c)
+                                 for c in calls[lo:lo + PREPARE_CHUNK]]
+                        self.store.prefetch([p.key for p in preps])
+                        for i, prep in enumerate(preps, start=lo):
+                            st.calls += 1
+                            record, value, source = self.store.lookup(
+                                prep.key, prep.identity, stage)
+                            if record is None:
+                                tasks.append(asyncio.ensure_future(one(i, prep)))
+                                block.freeze = False
+                                continue
+                            results[i] = self.finish(stage, prep, record, value, source,
+                                                     t0)
+                            tick()
                     if tasks:
                         await asyncio.sleep(0)  # let the scheduled calls start
             except BaseException:

@@ -14,8 +14,9 @@ import contextlib
 import gc
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-__all__ = ["GC_THRESHOLD0", "fewer_collections"]
+__all__ = ["GC_THRESHOLD0", "Unscanned", "fewer_collections", "unscanned"]
 
 GC_THRESHOLD0 = 50_000  # allocations between young-generation collections
 
@@ -45,3 +46,39 @@ def fewer_collections() -> Iterator[None]:
             if _Sections.depth == 0:
                 gc.set_threshold(*_Sections.before)
                 gc.unfreeze()
+
+
+@dataclass
+class Unscanned:
+    """An :func:`unscanned` block: ``freeze`` is whether what it made is frozen at its
+    end (False once it has started anything that may still make garbage, e.g. a task)."""
+
+    freeze: bool = True
+
+
+@contextlib.contextmanager
+def unscanned() -> Iterator[Unscanned]:
+    """A synchronous block (no ``await`` inside) whose new objects outlive it, such as
+    a chunk of calls answered from the cache: no collection runs inside it, and what it
+    made is frozen at its end instead of being scanned as young objects (a fifth of a
+    128,000-call replay went to scanning results that were all alive). The frozen
+    objects go back to the collector with everything else when the outermost
+    :func:`fewer_collections` section ends; outside a section this does nothing.
+
+    Only objects without reference cycles are made on that path (a test checks that a
+    replay leaves nothing for the collector), so freezing holds no garbage back."""
+    block = Unscanned()
+    with _Sections.lock:
+        active = _Sections.depth > 0
+    was = gc.isenabled()
+    if not active or not was:
+        block.freeze = False
+        yield block
+        return
+    gc.disable()
+    try:
+        yield block
+    finally:
+        if block.freeze:
+            gc.freeze()
+        gc.enable()
