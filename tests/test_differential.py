@@ -365,7 +365,13 @@ def test_row_quantiles_equal_numpys_bit_for_bit(seed):
     # ties (few distinct values) and continuous values; the ends and the middle
     m = rng.integers(0, 4, size=(rows, n)) / 3 if seed % 2 else rng.normal(size=(rows, n))
     qs = [0.0, 0.025, 0.5, 0.975, 1.0, float(rng.random())]
+    kept = m.copy()
     for got, want in zip(bs.row_quantiles(m, qs), np.quantile(m, qs, axis=1)):
+        assert np.array_equal(got, want)
+    assert np.array_equal(m, kept)  # the caller's matrix is left as it was
+    mine = m.astype(float)  # a temporary it may reorder in place: the same numbers
+    for got, want in zip(bs.row_quantiles(mine, qs, overwrite=True),
+                         np.quantile(m, qs, axis=1)):
         assert np.array_equal(got, want)
     with_nan = m.astype(float).copy()
     with_nan[0, 0] = np.nan
@@ -377,9 +383,11 @@ def test_row_quantiles_split_over_threads_give_the_same_numbers(monkeypatch):
     monkeypatch.setattr(bs, "PARALLEL_ELEMS", 10)
     monkeypatch.setattr(bs.os, "cpu_count", lambda: 3)
     m = np.random.default_rng(9).normal(size=(7, 41))
-    for got, want in zip(bs.row_quantiles(m, [0.025, 0.975]),
-                         np.quantile(m, [0.025, 0.975], axis=1)):
-        assert np.array_equal(got, want)
+    want = np.quantile(m, [0.025, 0.975], axis=1)
+    for got, w in zip(bs.row_quantiles(m, [0.025, 0.975]), want):
+        assert np.array_equal(got, w)
+    for got, w in zip(bs.row_quantiles(m, [0.025, 0.975], overwrite=True), want):
+        assert np.array_equal(got, w)
 
 
 @pytest.mark.parametrize("df", (1, 2, 4, 19, 30, 1000))

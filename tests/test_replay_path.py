@@ -166,3 +166,24 @@ async def test_a_chunk_that_calls_a_provider_is_not_frozen(fake_api, make_client
         assert gc.get_freeze_count() <= start  # tasks were started: nothing frozen
     await client.aclose_providers()
     assert [r.source for r in got] == ["provider"] * 5 and gc.isenabled()
+
+
+def test_a_template_whose_prompts_never_repeat_stops_being_keyed(tmp_path, monkeypatch):
+    from judgekit.llm import templates
+
+    (tmp_path / "u.j2").write_text("Q: {{ q }}\n<<<user>>>\n{{ xs | join(',') }}")
+    (tmp_path / "r.j2").write_text("Same {{ q }}")
+    lib = TemplateLibrary(tmp_path)
+    keyed = []
+    real = templates._freeze
+    monkeypatch.setattr(templates, "_freeze",  # count the top-level keyings only
+                        lambda v: (keyed.append(1) if isinstance(v, dict) and "q" in v
+                                   else None) or real(v))
+    monkeypatch.setattr(templates, "MEMO_TRIAL", 50)
+    fresh = TemplateLibrary(tmp_path)
+    for i in range(120):  # every prompt new: keyed for the trial's 50, then not
+        v = {"q": f"q{i}", "xs": [str(i), "b"]}
+        assert lib.render_keyed("u.j2", v) == fresh.render_keyed("u.j2", v)
+        assert lib.render_keyed("r.j2", {"q": i % 3}) == fresh.render_keyed("r.j2", {"q": i % 3})
+    # u.j2 keyed 50 times in lib (and 50 in fresh); r.j2 keyed on every call in both
+    assert len(keyed) == 2 * 50 + 2 * 120

@@ -17,8 +17,13 @@ from typing import Any
 from judgekit.llm.types import Identity, JSONObject, Message, Sampling
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Sorted keys, no spaces, UTF-8 as is: ``json.dumps`` with those options, from one
+    encoder (``json.dumps`` builds a new one per call when options are given)."""
+    return _CANONICAL.encode(obj)
 
 
 def request_identity(*, provider: str, model: str, base_url: str | None,

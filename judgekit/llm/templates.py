@@ -90,6 +90,7 @@ class TemplateLibrary:
         self._hashes: dict[str, str] = {}
         self._globals: dict[str, dict[str, object]] = {}
         self._memo: dict[Hashable, tuple[list[dict[str, str]], str]] = {}
+        self._tries: dict[str, list[int]] = {}  # per template: [memo lookups, hits]
 
     def resolve(self, name: str) -> Path:
         """The file template ``name`` loads from (the user's folder first)."""
@@ -117,13 +118,22 @@ class TemplateLibrary:
         memoised by the variables' values (a query's replicas and a rerun's calls render
         the same prompt many times over); each caller gets its own copy of the
         messages."""
+        tries = self._tries.setdefault(name, [0, 0])
+        if tries[0] >= MEMO_TRIAL and tries[1] * 20 < tries[0]:
+            # a template whose prompts never repeat (a tagger's: each replica's own
+            # answers) is not keyed at all after its trial: keying was pure cost
+            msgs = self._render(name, variables)
+            return msgs, canonical_json(msgs)
         try:
             key: Hashable = (name, _freeze(variables))
         except TypeError:  # a value that cannot be keyed: rendered each time
             msgs = self._render(name, variables)
             return msgs, canonical_json(msgs)
+        tries[0] += 1
         hit = self._memo.get(key)
-        if hit is None:
+        if hit is not None:
+            tries[1] += 1
+        else:
             if len(self._memo) >= RENDER_MEMO:
                 self._memo.clear()
             msgs = self._render(name, variables)
@@ -188,6 +198,7 @@ class TemplateLibrary:
 
 
 RENDER_MEMO = 4096  # distinct renders kept (the memo is emptied when it is full)
+MEMO_TRIAL = 1024  # renders of a template before a < 5% hit rate stops its memo
 _SCALARS = (str, int, float, bool, type(None))
 
 

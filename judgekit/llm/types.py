@@ -113,9 +113,11 @@ class Usage:
 
     @classmethod
     def from_dict(cls, d: dict[str, int] | None) -> Usage:
-        d = d or {}
-        return cls(*(int(d.get(k, 0) or 0) for k in (
-            "prompt_tokens", "completion_tokens", "cache_write_tokens", "cache_read_tokens")))
+        if not d:
+            return cls()
+        get = d.get
+        return cls(int(get("prompt_tokens") or 0), int(get("completion_tokens") or 0),
+                   int(get("cache_write_tokens") or 0), int(get("cache_read_tokens") or 0))
 
 
 @dataclass

@@ -72,7 +72,7 @@ def shared_percentile_intervals(stats: np.ndarray, level: float, resamples: int,
             stop = min(resamples, start + rows)
             idx = rng.integers(0, b, size=(stop - start, b))
             means[:, start:stop] = s[todo][:, idx].mean(axis=2)
-        qs = row_quantiles(means, [a, 1 - a])
+        qs = row_quantiles(means, [a, 1 - a], overwrite=True)
         for k, i in enumerate(todo):
             out[i] = Interval(float(qs[0][k]), float(qs[1][k]))
     return [iv for iv in out if iv is not None]
@@ -107,7 +107,7 @@ def batch_query_intervals(stats: Sequence[np.ndarray], level: float, resamples: 
             if width < resamples:
                 lo, hi = pattern_quantiles(x, patterns, freq, (a, 1 - a))
             else:
-                lo, hi = row_quantiles(x @ (draws.T / b), [a, 1 - a])
+                lo, hi = row_quantiles(x @ (draws.T / b), [a, 1 - a], overwrite=True)
             same = np.all(x == x[:, :1], axis=1)
             lo = np.where(same, x[:, 0], lo)
             hi = np.where(same, x[:, 0], hi)
