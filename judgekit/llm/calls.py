@@ -55,7 +55,7 @@ class Terminal(Exception):
         self.kind = kind
 
 
-@dataclass
+@dataclass(slots=True)
 class Prepared:
     """One call rendered and identified: what is sent, and the key it is stored under."""
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound, UndefinedError
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
-from jinja2.runtime import new_context
+from jinja2.runtime import LoopContext, new_context
 from jinja2.sandbox import SandboxedEnvironment
 
 from judgekit.errors import TemplateError
@@ -42,6 +42,20 @@ def _data_block(value: object, name: str = "DATA") -> str:
     # The closing delimiter inside the data would end the block early; neutralise it.
     text = text.replace(f"</{name}>", f"</ {name}>")
     return f"<{name}>\n{text}\n</{name}>"
+
+
+_LOOP_FIELDS = frozenset({"index", "index0", "revindex", "revindex0", "first", "last",
+                          "length", "depth", "depth0", "previtem", "nextitem"})
+
+
+class _Sandbox(SandboxedEnvironment):
+    """The sandbox, with a loop's counters (``loop.index``...) read directly: they are
+    plain values the sandbox always allows, and its checks were a fifth of a render."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is LoopContext and attribute in _LOOP_FIELDS:
+            return getattr(obj, attribute)
+        return super().getattr(obj, attribute)
 
 
 class _MarkedLoader(FileSystemLoader):
@@ -77,7 +91,7 @@ class TemplateLibrary:
         # from two variables printed side by side, which _neutralise cannot see one at
         # a time) and is neutralised before the token turns back into the marker.
         self._mark = f"\x00jk-{secrets.token_hex(16)}\x00"
-        self.env = SandboxedEnvironment(
+        self.env = _Sandbox(
             loader=_MarkedLoader([str(p) for p in self.search], self._mark),
             undefined=StrictUndefined,
             autoescape=False,
@@ -208,10 +222,12 @@ def _freeze(value: object) -> Hashable:
     t = type(value)
     if t in _SCALARS:
         return (t, value)
-    if t is dict:
-        return (dict, tuple((k, _freeze(v)) for k, v in value.items()))  # type: ignore[attr-defined]
+    if t is dict:  # scalars inline (a stage's variables mostly are): no call for each
+        return (dict, tuple([(k, (type(v), v) if type(v) in _SCALARS else _freeze(v))
+                             for k, v in value.items()]))  # type: ignore[attr-defined]
     if t is list or t is tuple:
-        return (t, tuple(_freeze(v) for v in value))  # type: ignore[attr-defined]
+        return (t, tuple([(type(v), v) if type(v) in _SCALARS else _freeze(v)
+                          for v in value]))  # type: ignore[attr-defined]
     raise TypeError(f"not memoised: {t.__name__}")
 
 
