@@ -187,3 +187,26 @@ def test_a_template_whose_prompts_never_repeat_stops_being_keyed(tmp_path, monke
         assert lib.render_keyed("r.j2", {"q": i % 3}) == fresh.render_keyed("r.j2", {"q": i % 3})
     # u.j2 keyed 50 times in lib (and 50 in fresh); r.j2 keyed on every call in both
     assert len(keyed) == 2 * 50 + 2 * 120
+
+
+def test_loop_counters_read_directly_render_as_the_plain_sandbox_does(tmp_path):
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    from judgekit.errors import TemplateError
+
+    body = ("{% for x in xs %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/"
+            "{{ loop.revindex0 }}/{{ loop.first }}/{{ loop.last }}/{{ loop.length }}/"
+            "{{ loop.depth }}/{{ loop.depth0 }}/{{ loop.previtem | default('-') }}/"
+            "{{ loop.nextitem | default('-') }};"
+            "{% endfor %}")
+    (tmp_path / "loop.j2").write_text(body)
+    got = TemplateLibrary(tmp_path).render("loop.j2", {"xs": ["a", "b", "c"]})
+    plain = SandboxedEnvironment(undefined=StrictUndefined).from_string(body)
+    assert got[0]["content"] == plain.render(xs=["a", "b", "c"])
+    assert got[0]["content"].startswith("1/0/3/2/True/False/3/1/0/")
+    # anything else on a loop still goes through the sandbox's checks
+    (tmp_path / "escape.j2").write_text("{% for x in xs %}{{ loop.__class__.__mro__ }}"
+                                        "{% endfor %}")
+    with pytest.raises(TemplateError):
+        TemplateLibrary(tmp_path).render("escape.j2", {"xs": [1]})
