@@ -103,7 +103,8 @@ async def test_a_replayed_chunk_is_frozen_not_scanned_and_holds_no_garbage(
     everything it froze finds no garbage (nothing on that path makes a cycle)."""
     import gc
 
-    from judgekit.llm import Call, client as client_module
+    from judgekit.llm import Call
+    from judgekit.llm import client as client_module
     from judgekit.llm.collect import fewer_collections
 
     from .conftest import Reply, openai_body

@@ -16,7 +16,6 @@ from typing import Any
 
 from judgekit.llm.types import Identity, JSONObject, Message, Sampling
 
-
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
