@@ -65,8 +65,9 @@ def unscanned() -> Iterator[Unscanned]:
     objects go back to the collector with everything else when the outermost
     :func:`fewer_collections` section ends; outside a section this does nothing.
 
-    Only objects without reference cycles are made on that path (a test checks that a
-    replay leaves nothing for the collector), so freezing holds no garbage back."""
+    That path makes no reference cycles (a test checks that a replay leaves nothing
+    for the collector), so freezing holds no garbage back; whatever else a block made in
+    cycles would wait for the section's end."""
     block = Unscanned()
     with _Sections.lock:
         active = _Sections.depth > 0
@@ -78,7 +79,7 @@ def unscanned() -> Iterator[Unscanned]:
     gc.disable()
     try:
         yield block
-    finally:
-        if block.freeze:
+        if block.freeze:  # only a block that finished: an error's traceback is not kept
             gc.freeze()
+    finally:
         gc.enable()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -45,7 +46,7 @@ class Stage(Generic[OutT]):
         for a free-text stage its pattern."""
         if self.pattern is not None:
             return {"text_pattern": self.pattern}
-        return self.output.model_json_schema()
+        return json.loads(_schema_json(self.output))  # this stage's own copy
 
     @property
     def wire_schema(self) -> JSONObject | None:
@@ -67,3 +68,10 @@ class Call:
     model: str
     draw: int = 0
     sampling: Sampling | None = None
+
+
+@lru_cache(maxsize=256)
+def _schema_json(output: type[BaseModel]) -> str:
+    """An output model's JSON schema, generated once per model (a runner makes a stage
+    per chunk, and each generation left a few dozen objects in reference cycles)."""
+    return json.dumps(output.model_json_schema())
