@@ -96,6 +96,26 @@ def test_overlapping_sections_restore_the_collector_after_the_last():
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 
+def test_a_program_that_froze_objects_itself_keeps_them_frozen():
+    """A pre-fork server freezes its objects to keep pages shared: a run inside it must
+    not unfreeze them when it ends, so the sections then freeze nothing."""
+    import gc
+
+    from judgekit.llm.collect import fewer_collections, unscanned
+
+    gc.freeze()
+    try:
+        mine = gc.get_freeze_count()
+        with fewer_collections():
+            assert gc.get_freeze_count() <= mine  # nothing more frozen
+            with unscanned() as block:
+                kept = [[i] for i in range(100)]
+            assert not block.freeze and gc.get_freeze_count() <= mine
+        assert gc.get_freeze_count() > 0 and len(kept) == 100  # still the program's
+    finally:
+        gc.unfreeze()
+
+
 async def test_a_replayed_chunk_is_frozen_not_scanned_and_holds_no_garbage(
         fake_api, make_client, monkeypatch):
     """A chunk answered from the cache runs with no collection and freezes what it made;

@@ -27,6 +27,9 @@ class _Sections:
     lock = threading.Lock()
     depth = 0
     before: tuple[int, int, int] = (700, 10, 10)
+    # whether the sections may freeze: not when the program had frozen objects itself
+    # (a pre-fork server does, to keep pages shared): unfreezing would undo that
+    freezing = True
 
 
 @contextlib.contextmanager
@@ -34,7 +37,9 @@ def fewer_collections() -> Iterator[None]:
     with _Sections.lock:
         if _Sections.depth == 0:
             _Sections.before = before = gc.get_threshold()
-            gc.freeze()
+            _Sections.freezing = gc.get_freeze_count() == 0
+            if _Sections.freezing:
+                gc.freeze()
             gc.set_threshold(max(before[0], GC_THRESHOLD0), max(before[1], 20),
                              max(before[2], 100))
         _Sections.depth += 1
@@ -45,7 +50,8 @@ def fewer_collections() -> Iterator[None]:
             _Sections.depth -= 1
             if _Sections.depth == 0:
                 gc.set_threshold(*_Sections.before)
-                gc.unfreeze()
+                if _Sections.freezing:
+                    gc.unfreeze()
 
 
 @dataclass
@@ -70,7 +76,7 @@ def unscanned() -> Iterator[Unscanned]:
     cycles would wait for the section's end."""
     block = Unscanned()
     with _Sections.lock:
-        active = _Sections.depth > 0
+        active = _Sections.depth > 0 and _Sections.freezing
     was = gc.isenabled()
     if not active or not was:
         block.freeze = False
