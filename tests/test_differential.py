@@ -390,6 +390,24 @@ def test_row_quantiles_split_over_threads_give_the_same_numbers(monkeypatch):
         assert np.array_equal(got, w)
 
 
+@pytest.mark.parametrize("k", (1, 2, 3, 4, 5, 7))
+def test_derive_seeds_equal_numpys_seed_sequence_row_by_row(k):
+    rng = np.random.default_rng(k)
+    edges = [0, 1, 2, 31, 2**31 - 1, 2**31, 2**32 - 1]
+    rows = [tuple(int(rng.choice(edges)) if rng.random() < 0.3 else int(rng.integers(2**32))
+                  for _ in range(k)) for _ in range(500)]
+    want = [int(np.random.SeedSequence(list(r)).generate_state(1)[0] % 2**31) for r in rows]
+    assert bs.derive_seeds(rows) == want
+    assert [bs.derive_seed(*r) for r in rows[:20]] == want[:20]
+
+
+def test_derive_seeds_outside_one_word_take_the_scalar_path():
+    rows = [(0, 2**40, 3), (5, 2**32, 1)]
+    assert bs.derive_seeds(rows) == [bs.derive_seed(*r) for r in rows]
+    assert bs.derive_seeds([]) == []
+    assert bs.derive_seeds([(0, 1, 2, 1)]) == [bs.derive_seed(0, 1, 2, 1)]
+
+
 @pytest.mark.parametrize("df", (1, 2, 4, 19, 30, 1000))
 @pytest.mark.parametrize("level", (0.8, 0.95, 0.99))
 def test_t_quantile_equals_scipy_stats_t_ppf(df, level):

@@ -17,7 +17,7 @@ from judgekit.llm import Call, Client, StageResult
 from judgekit.llm.secrets import clip
 from judgekit.payload import DetailFile, payload_from
 from judgekit.runio import jsonl_line
-from judgekit.stats.bootstrap import derive_seed
+from judgekit.stats.bootstrap import derive_seed, derive_seeds
 from judgekit.vbscore import stages
 from judgekit.vbscore.config import VBScoreConfig
 from judgekit.vbscore.distribution import Candidate, build
@@ -60,6 +60,7 @@ class Chunk(NamedTuple):
     tags: dict[int, Any]  # by pair index (StageResult): the replicas that were tagged
     correct: dict[tuple[int, str], bool | None]
     tag_checks: dict[int, tuple[list[int], Any, Any]]
+    seeds: list[tuple[int, int]]  # by pair index: the interpretation and system calls' seeds
 
 
 CHUNK_REPLICAS = 2000  # replicas (a query's are never split) collected and scored at once
@@ -94,13 +95,13 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
     istage = stages.interpretation_stage(cfg.interpretation_temperature, cfg.max_tokens)
     sstage = stages.system_stage(cfg.system_temperature, cfg.max_tokens)
     pairs = [(qi, queries[qi], b) for qi in part for b in range(cfg.replicas)]
+    seeds = list(zip(derive_seeds([(cfg.seed, qi, b, 1) for qi, _q, b in pairs]),
+                     derive_seeds([(cfg.seed, qi, b, 2) for qi, _q, b in pairs])))
     icalls = [Call({"query": q.text, "context": q.context, "n": cfg.interpretations}, judge,
-                   draw=b, sampling={"seed": derive_seed(cfg.seed, qi, b, 1)})
-              for qi, q, b in pairs]
+                   draw=b, sampling={"seed": si}) for (_qi, q, b), (si, _ss) in zip(pairs, seeds)]
     samp = {"logprobs": True} if cfg.logprobs else {}
     scalls = [Call({"query": q.text, "context": q.context, "k": cfg.k}, system, draw=b,
-                   sampling={"seed": derive_seed(cfg.seed, qi, b, 2), **samp})
-              for qi, q, b in pairs]
+                   sampling={"seed": ss, **samp}) for (_qi, q, b), (_si, ss) in zip(pairs, seeds)]
     ires, sres = await asyncio.gather(client.map(istage, icalls, description=f"{name} interp"),
                                       client.map(sstage, scalls, description=f"{name} system"))
     tag_idx, tcalls = [], []
@@ -119,7 +120,7 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
     checks = await _recheck_tags(cfg, client, name, pairs, tcalls, tag_idx, tags, share,
                                  chunk) if cfg.check_tagger else {}
     correctness = await _check_answers(cfg, client, queries, pairs, sres, judge)
-    return Chunk(list(part), pairs, list(ires), list(sres), tags, correctness, checks)
+    return Chunk(list(part), pairs, list(ires), list(sres), tags, correctness, checks, seeds)
 
 
 async def _recheck_tags(cfg: VBScoreConfig, client: Client, name: str,
@@ -263,8 +264,8 @@ def _score_chunk(cfg: VBScoreConfig, di: int, ci: int, name: str, queries: list[
         _add_check(checks, r.tag_checks.get(i), tres.value.tags,
                    len(r.interp[i].value.interpretations))
         top = normalise_answer(answers[0]) if answers else ""
-        rec.update(replica=b, draw=b, seeds={"interpretations": derive_seed(cfg.seed, qi, b, 1),
-                                             "system": derive_seed(cfg.seed, qi, b, 2)},
+        rec.update(replica=b, draw=b, seeds={"interpretations": r.seeds[i][0],
+                                             "system": r.seeds[i][1]},
                    correct=r.correct.get((qi, top)),
                    token_entropy=sres.mean_token_entropy)
         reps[qi].append(rec)
