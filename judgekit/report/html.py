@@ -131,11 +131,13 @@ def write_report_html(out: Path, doc: Doc, details: Mapping[str, Any],
         rows = got.rows() if hasattr(got, "rows") else iter(got)
         total = got.count if hasattr(got, "count") else len(got)
         items = [render(r) for r in itertools.islice(rows, MAX_ITEMS)]
-        rest = [render(r) for r in rows]
-        # beyond MAX_ITEMS: [kind, summary HTML, search text, line in the JSONL]
+        # beyond MAX_ITEMS: [kind, summary HTML, search text, line in the JSONL]; each
+        # item's full body is dropped as soon as it is made (20,000 queries' replica
+        # tables were held at once)
         rest_rows: list[tuple[str, str, str, int]] = [
             (k, s, html.unescape(_TAGS.sub("", s)).lower(), i)
-                     for i, (k, s, _) in enumerate(rest, start=MAX_ITEMS + 1)]
+            for i, (k, s, _) in enumerate(map(render, rows), start=MAX_ITEMS + 1)]
+        rest = bool(rest_rows)
         more = (f"<p>{MAX_ITEMS} of {total} are shown in full; the search and the filter "
                 f"cover all {total} (matches beyond these are listed below them, "
                 f"{MAX_REST_SHOWN} at a time, with their line in {html.escape(name)}.jsonl)."

@@ -62,7 +62,7 @@ def derive_seeds(rows: Sequence[Sequence[int]]) -> list[int]:
         return v ^ (v >> np.uint32(16))
 
     def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        r = np.uint32(_MIX_L) * x - np.uint32(_MIX_R) * y
+        r: np.ndarray = np.uint32(_MIX_L) * x - np.uint32(_MIX_R) * y  # wraps mod 2**32
         return r ^ (r >> np.uint32(16))
 
     zero = np.zeros(words.shape[0], np.uint32)
