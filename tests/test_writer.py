@@ -56,6 +56,38 @@ def test_the_writer_batches_in_order_and_fails_a_whole_batch():
     assert seen[-1] == [99]
 
 
+def test_a_cancelled_waiter_neither_stops_the_writer_nor_loses_its_item():
+    """A waiter cancelled while its batch is being written (Ctrl-C, a stopping run)
+    used to make the writer's thread die on the cancelled future, so every later answer
+    waited for ever; its item is written all the same (the answer was paid for)."""
+    import asyncio
+
+    from judgekit.llm.writer import wait_kept
+
+    seen: list[int] = []
+    gate = threading.Event()
+
+    def flush(items: list[int]) -> None:
+        gate.wait(5)
+        seen.extend(items)
+
+    w = BatchWriter(flush, "test-writer")
+
+    async def main() -> None:
+        first = w.submit(1)
+        waiter = asyncio.ensure_future(wait_kept([first]))
+        await asyncio.sleep(0.05)
+        waiter.cancel()  # cancels the concurrent future through wrap_future
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        gate.set()
+        await asyncio.wait_for(wait_kept([w.submit(2), w.submit(3)]), 5)
+
+    asyncio.run(main())
+    w.close()
+    assert seen == [1, 2, 3]
+
+
 def test_every_answer_is_on_disk_when_map_returns(fake_api, make_client, tmp_path,
                                                   monkeypatch):
     from judgekit.llm import cache as cache_mod

@@ -57,13 +57,17 @@ class BatchWriter(Generic[T]):
                     stop = True
                     break
                 batch.append(nxt)
+            # A waiter cancelled (Ctrl-C, a run stopping) cancels its future; its item is
+            # still written (a paid answer is kept), only nobody is told. The others are
+            # marked running first, so a cancel arriving now cannot race their result.
+            told = [fut for _, fut in batch if fut.set_running_or_notify_cancel()]
             try:
                 self._flush([item for item, _ in batch])
             except BaseException as exc:  # every answer of the batch is not kept
-                for _, fut in batch:
+                for fut in told:
                     fut.set_exception(exc)
             else:
-                for _, fut in batch:
+                for fut in told:
                     fut.set_result(None)
             if stop:
                 return
