@@ -39,7 +39,11 @@ def dcg_gains(intents: Sequence[str], tags: Sequence[str | None],
 
 def expected_success(pi: np.ndarray, gains: np.ndarray) -> float:
     """ES = sum_i pi_i g_i (C)."""
-    pi = check_distribution(pi)
+    return _expected_success(check_distribution(pi), gains)
+
+
+def _expected_success(pi: np.ndarray, gains: np.ndarray) -> float:
+    """:func:`expected_success` of a ``pi`` already checked."""
     g = np.asarray(gains, float)
     if g.shape != pi.shape:
         raise StatsError(f"gains shape {g.shape} does not match pi shape {pi.shape}")
@@ -91,7 +95,7 @@ def score(pi: np.ndarray, gains: np.ndarray, alphas: Sequence[float] = ALPHA_GRI
     """ES, VB over the alpha grid, sqrt(Var) and the top intent with its coverage."""
     pi = check_distribution(pi)
     g = np.asarray(gains, float)
-    es = expected_success(pi, g)
+    es = _expected_success(pi, g)
     if kind == "bernoulli":  # the checks above are not repeated per statistic
         var = es * (1.0 - es)
     else:
