@@ -148,11 +148,14 @@ def _previous(out: Path) -> tuple[str | None, list[str]]:
         kind, files = str(doc["kind"]), [str(f) for f in doc["files"]]
         return kind, [f for f in files if "/" not in f and "\\" not in f and f not in
                       ("", ".", "..")]
-    except FileNotFoundError:
-        pass
+    except FileNotFoundError:  # no manifest: a folder from before manifests, or none
+        return _legacy(out)
     except (OSError, ValueError, KeyError, TypeError):
         raise ConfigError(f"{out / MANIFEST} is unreadable; remove it or choose another "
                           "--out") from None
+
+
+def _legacy(out: Path) -> tuple[str | None, list[str]]:
     legacy = [n for n in LEGACY_OUTPUTS if (out / n).is_file()]
     held = ("run" if "results.json" in legacy else "card" if "card.json" in legacy else
             "compare" if "compare.json" in legacy else None)

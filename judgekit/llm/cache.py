@@ -110,10 +110,8 @@ class ResponseCache:
                     str(exc).splitlines()[0] if str(exc) else "")
         cache, self._cache = self._cache, None
         if cache is not None:
-            try:
+            with contextlib.suppress(*_CACHE_ERRORS):  # already unusable: closing is best effort
                 cache.close()
-            except _CACHE_ERRORS:
-                pass
 
     def prefetch(self, keys: list[str]) -> None:
         """Read many entries in one query (a replay's lookups then cost no query each).
@@ -234,13 +232,11 @@ class ResponseCache:
             self._reader = None
         if self._cache is None:
             return
-        try:
+        with contextlib.suppress(*_CACHE_ERRORS):  # the counts are informative only
             if self.hits or self.misses:
                 self._cache.set(_STATS_KEY, json.dumps({"hits": self.hits,
                                                         "misses": self.misses}))
             self._cache.close()
-        except _CACHE_ERRORS:
-            pass
         self._cache = None
 
     def stats(self) -> CacheStats:

@@ -242,11 +242,12 @@ class Claims:
                     return
                 del _FILES[path]
                 fd = shared[0]
-                try:  # no other process holds a claim: the file and folder can go
-                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 0, 0)
-                    os.unlink(path)
-                except OSError:
-                    pass
+                # no other process holds a claim: the file and folder can go (one that
+                # does keeps them: the lock or the unlink fails, and that is fine)
+                try:
+                    with contextlib.suppress(OSError):
+                        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 0, 0)
+                        os.unlink(path)
                 finally:
                     os.close(fd)
         with contextlib.suppress(OSError):
