@@ -8,6 +8,7 @@ message. Judged text must enter as data inside delimiters, e.g. with the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Hashable, Mapping
@@ -133,14 +134,13 @@ class TemplateLibrary:
         the same prompt many times over); each caller gets its own copy of the
         messages."""
         tries = self._tries.setdefault(name, [0, 0])
-        if tries[0] >= MEMO_TRIAL and tries[1] * 20 < tries[0]:
-            # a template whose prompts never repeat (a tagger's: each replica's own
-            # answers) is not keyed at all after its trial: keying was pure cost
-            msgs = self._render(name, variables)
-            return msgs, canonical_json(msgs)
-        try:
-            key: Hashable = (name, _freeze(variables))
-        except TypeError:  # a value that cannot be keyed: rendered each time
+        key: Hashable | None = None
+        # a template whose prompts never repeat (a tagger's: each replica's own answers)
+        # is not keyed at all after its trial: keying was pure cost
+        if tries[0] < MEMO_TRIAL or tries[1] * 20 >= tries[0]:
+            with contextlib.suppress(TypeError):  # a value that cannot be keyed
+                key = (name, _freeze(variables))
+        if key is None:  # rendered each time
             msgs = self._render(name, variables)
             return msgs, canonical_json(msgs)
         tries[0] += 1

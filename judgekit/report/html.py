@@ -137,11 +137,10 @@ def write_report_html(out: Path, doc: Doc, details: Mapping[str, Any],
         rest_rows: list[tuple[str, str, str, int]] = [
             (k, s, html.unescape(_TAGS.sub("", s)).lower(), i)
             for i, (k, s, _) in enumerate(map(render, rows), start=MAX_ITEMS + 1)]
-        rest = bool(rest_rows)
         more = (f"<p>{MAX_ITEMS} of {total} are shown in full; the search and the filter "
                 f"cover all {total} (matches beyond these are listed below them, "
                 f"{MAX_REST_SHOWN} at a time, with their line in {html.escape(name)}.jsonl)."
-                "</p>" if rest else "")
+                "</p>" if rest_rows else "")
         kinds = sorted({k for k, _, _ in items} | {r[0] for r in rest_rows})
         options = "".join(f"<option value='{html.escape(k)}'>{html.escape(k)}</option>"
                           for k in kinds)

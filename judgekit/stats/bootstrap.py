@@ -31,7 +31,8 @@ class Interval(NamedTuple):
 def derive_seed(*parts: int) -> int:
     """A seed in [0, 2**31) derived from integer parts (a run's seed, an item, a draw...):
     distinct parts give independent streams, and it fits every provider's ``seed``.
-    Memoised: a run asks for most seeds twice (the call, then its record)."""
+    Memoised: a method may ask for a seed twice (for the call, then for its record);
+    many at once are cheaper through :func:`derive_seeds`."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] % (2**31))
 
 
@@ -53,12 +54,12 @@ def derive_seeds(rows: Sequence[Sequence[int]]) -> list[int]:
         return [derive_seed(*r) for r in rows]
     words = a.astype(np.uint64).astype(np.uint32)
     k = words.shape[1]
-    const = [_INIT_A]
+    const = [_INIT_A]  # the entropy mixer's running multiplier
 
-    def hashmix(v: np.ndarray) -> np.ndarray:
-        v = v ^ np.uint32(const[0])
-        const[0] = (const[0] * _MULT_A) & _M32
-        v = v * np.uint32(const[0])
+    def hashmix(v: np.ndarray, state: list[int] = const, mult: int = _MULT_A) -> np.ndarray:
+        v = v ^ np.uint32(state[0])
+        state[0] = (state[0] * mult) & _M32
+        v = v * np.uint32(state[0])
         return v ^ (v >> np.uint32(16))
 
     def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -74,9 +75,7 @@ def derive_seeds(rows: Sequence[Sequence[int]]) -> list[int]:
     for src in range(4, k):
         for dst in range(4):
             pool[dst] = mix(pool[dst], hashmix(words[:, src]))
-    v = pool[0] ^ np.uint32(_INIT_B)
-    v = v * np.uint32((_INIT_B * _MULT_B) & _M32)
-    v = v ^ (v >> np.uint32(16))
+    v = hashmix(pool[0], [_INIT_B], _MULT_B)  # generate_state's first word
     return (v % np.uint32(2**31)).astype(np.int64).tolist()
 
 
@@ -140,10 +139,9 @@ def row_quantiles(m: np.ndarray, qs: Sequence[float], *, overwrite: bool = False
     lows = [min(n - 1, max(0, math.floor(h))) for h in at]
     kth = sorted({k for lo in lows for k in (lo, min(n - 1, lo + 1))})
     _partition_rows(x, kth)
-    part = x
     out = []
     for h, lo in zip(at, lows):
-        a, b, t = part[:, lo], part[:, min(n - 1, lo + 1)], h - lo
+        a, b, t = x[:, lo], x[:, min(n - 1, lo + 1)], h - lo
         d = b - a  # numpy's _lerp: from the nearer end, so t = 1 gives b exactly
         out.append(b - d * (1 - t) if t >= 0.5 else a + d * t)
     return out
