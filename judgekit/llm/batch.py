@@ -96,7 +96,7 @@ async def run_batch(client: BatchHost, stage: Stage[M], calls: Sequence[Call]
         st.calls += 1
         if p.key in got or any(p.key in m for m in misses.values()):
             continue
-        rec, val, src = client.store.lookup(p.key, p.identity, stage)
+        rec, val, src = client.store.lookup(p, stage)
         if rec is not None:
             got[p.key] = (rec, val, src)
         else:

@@ -9,13 +9,14 @@ is served only if it still fits the stage's output model (:func:`check_record`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from judgekit.errors import describe_validation
-from judgekit.llm.identity import request_identity, request_key
+from judgekit.llm.identity import framed_key, identity_key, request_frame, request_identity
 from judgekit.llm.providers import Provider
 from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.stage import Call, Stage
@@ -43,8 +44,9 @@ EMPTY_REASK = ("Your previous answer was empty.\n"
 TEXT_REASK = ("Your previous answer could not be used: {error}\n"
               "Answer again, ending with your grade in the form the instructions ask for.")
 
-__all__ = ["EMPTY_REASK", "REASK", "CallState", "ParseFailure", "Prepared", "Terminal",
-           "check_record", "prepare", "read_answer", "reask", "request_for", "validated"]
+__all__ = ["EMPTY_REASK", "REASK", "CallState", "Fixed", "ParseFailure", "Prepared", "Terminal",
+           "check_record", "prepare", "prepare_many", "read_answer", "reask", "request_for",
+           "validated"]
 
 
 class Terminal(Exception):
@@ -55,32 +57,80 @@ class Terminal(Exception):
         self.kind = kind
 
 
-@dataclass(slots=True)
 class Prepared:
-    """One call rendered and identified: what is sent, and the key it is stored under."""
+    """One call rendered and identified: what is sent, and the key it is stored under.
 
+    The key is computed at once; the identity (the dict the key hashes, wanted only by
+    a miss's error, a cassette's journal and a fresh answer's record) when first read.
+    """
+
+    __slots__ = ("model", "provider", "messages", "sampling", "key", "draw", "_fixed",
+                 "_identity")
+
+    def __init__(self, model: str, provider: Provider, messages: list[dict[str, str]],
+                 sampling: Sampling, key: str, draw: int, fixed: Fixed) -> None:
+        self.model, self.provider, self.messages = model, provider, messages
+        self.sampling, self.key, self.draw = sampling, key, draw
+        self._fixed = fixed
+        self._identity: Identity | None = None
+
+    @property
+    def identity(self) -> Identity:
+        if self._identity is None:
+            f = self._fixed
+            self._identity = request_identity(
+                provider=f.provider, model=f.model, base_url=f.base_url,
+                messages=self.messages, sampling=self.sampling, schema=f.schema,
+                template=f.template, template_hash=f.template_hash, draw=self.draw)
+        return self._identity
+
+
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """What a request's identity takes from its stage and model (the same for every
+    call of a stage to one model), with the canonical JSON around the per-call parts."""
+
+    provider: str
     model: str
-    provider: Provider
-    messages: list[dict[str, str]]
-    sampling: Sampling
-    identity: Identity
-    key: str
-    draw: int
+    base_url: str | None
+    schema: Any
+    template: str
+    template_hash: str
+    frame: tuple[str, str, str]
 
 
 def prepare(templates: TemplateLibrary, provider: Provider, stage: Stage, call: Call
             ) -> Prepared:
     """Render and identify one call (no I/O)."""
-    messages, messages_json = templates.render_keyed(stage.template, call.variables)
-    samp = {**stage.sampling, **(call.sampling or {})}
-    identity = request_identity(
-        provider=provider.name, model=provider.resolve_model(),
-        base_url=provider.identity_base_url, messages=messages, sampling=samp,
-        schema=stage.schema, template=stage.template,
-        template_hash=templates.content_hash(stage.template), draw=call.draw,
-    )
-    return Prepared(call.model, provider, messages, samp, identity,
-                    request_key(identity, stage.schema_json, messages_json), call.draw)
+    return prepare_many(templates, lambda _m: provider, stage, [call])[0]
+
+
+def prepare_many(templates: TemplateLibrary, provider_of: Callable[[str], Provider],
+                 stage: Stage, calls: Sequence[Call]) -> list[Prepared]:
+    """:func:`prepare` for each call; what is fixed for the stage and a model is worked
+    out once (a cached replay is mostly this loop)."""
+    fixed: dict[str, tuple[Provider, Fixed]] = {}
+    name, base, schema_json = stage.template, stage.sampling, stage.schema_json
+    out = []
+    for call in calls:
+        pf = fixed.get(call.model)
+        if pf is None:
+            prov = provider_of(call.model)
+            model, url, thash = (prov.resolve_model(), prov.identity_base_url,
+                                 templates.content_hash(name))
+            pf = fixed[call.model] = (prov, Fixed(
+                prov.name, model, url, stage.schema, name, thash,
+                request_frame(url, model, prov.name, name, thash)))
+        messages, messages_json = templates.render_keyed(name, call.variables)
+        samp = {**base, **call.sampling} if call.sampling else dict(base)
+        if type(call.draw) is int:
+            key = framed_key(pf[1].frame, call.draw, messages_json, samp, schema_json)
+            out.append(Prepared(call.model, pf[0], messages, samp, key, call.draw, pf[1]))
+        else:  # not a plain int draw: keyed from the identity itself
+            prep = Prepared(call.model, pf[0], messages, samp, "", call.draw, pf[1])
+            prep.key = identity_key(prep.identity, schema_json, messages_json)
+            out.append(prep)
+    return out
 
 
 def request_for(prep: Prepared, stage: Stage, messages: list[dict[str, str]], timeout: float

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from judgekit.errors import DryRun, JudgekitError, RunAborted
 from judgekit.llm.attempts import call_record
-from judgekit.llm.calls import Prepared, prepare, request_for, validated
+from judgekit.llm.calls import Prepared, prepare, prepare_many, request_for, validated
 from judgekit.llm.collect import fewer_collections, unscanned
 from judgekit.llm.ledger import (
     BATCH_PRICE,
@@ -144,7 +144,7 @@ class Client:
         prep = self.prepare(stage, Call(variables, model, draw, sampling))
         st = self.ledger.stage(stage.name)
         st.calls += 1
-        record, value, source = self.store.lookup(prep.key, prep.identity, stage)
+        record, value, source = self.store.lookup(prep, stage)
         if record is None:
             record, source = await self.fetch(prep, stage)
             value = validated(record, stage)
@@ -179,7 +179,7 @@ class Client:
         misses: dict[str, Prepared] = {}
         for call in calls:
             p = self.prepare(stage, call)
-            if p.key not in misses and self.store.lookup(p.key, p.identity, stage)[0] is None:
+            if p.key not in misses and self.store.lookup(p, stage)[0] is None:
                 misses[p.key] = p
         by_model: dict[str, list[int]] = {}
         for p in misses.values():
@@ -204,18 +204,16 @@ class Client:
                       "stages depend on this one's answers and are not priced.")
 
     def finish(self, stage: Stage[M], prep: Prepared, record: CallRecord, value: Any,
-               source: str, t0: float) -> StageResult[M]:
+               source: str, t0: float, st: StageStats | None = None) -> StageResult[M]:
         """The call's result, counted in the ledger (and checked against the budget)."""
         ok = value is not None
         result: StageResult[M] = StageResult(
-            stage=stage.name, key=prep.key, ok=ok, value=value,
-            raw=cast(str, record.get("text", "")),
-            attempts=int(record.get("attempts", 0)), usage=Usage.from_dict(record.get("usage")),
-            model=cast(str, record.get("model", "")), error=None if ok else record.get("error"),
-            source=source, mean_token_entropy=record.get("mean_token_entropy"),
-            kind=None if ok else (record.get("kind") or "parse"))
-        result.elapsed_s = asyncio.get_running_loop().time() - t0
-        st = self.ledger.stage(stage.name)
+            stage.name, prep.key, ok, value, cast(str, record.get("text", "")),
+            int(record.get("attempts", 0)), Usage.from_dict(record.get("usage")),
+            cast(str, record.get("model", "")), None if ok else record.get("error"), source,
+            record.get("mean_token_entropy"), None if ok else (record.get("kind") or "parse"),
+            asyncio.get_running_loop().time() - t0)
+        st = st or self.ledger.stage(stage.name)
         self.ledger.account(st, prep.model, result, record)
         self.ledger.check_budget(stage.name, st)
         return result
@@ -256,20 +254,22 @@ class Client:
             try:
                 for lo in range(0, len(calls), PREPARE_CHUNK):
                     with unscanned() as block:  # a replayed chunk's results are kept
-                        preps = [self.prepare(stage, c)
-                                 for c in calls[lo:lo + PREPARE_CHUNK]]
+                        preps = prepare_many(self.templates, self.provider, stage,
+                                             calls[lo:lo + PREPARE_CHUNK])
                         self.store.prefetch([p.key for p in preps])
+                        lookup, served = self.store.lookup, 0
                         for i, prep in enumerate(preps, start=lo):
                             st.calls += 1
-                            record, value, source = self.store.lookup(
-                                prep.key, prep.identity, stage)
+                            record, value, source = lookup(prep, stage)
                             if record is None:
                                 tasks.append(asyncio.ensure_future(one(i, prep)))
                                 block.freeze = False
                                 continue
                             results[i] = self.finish(stage, prep, record, value, source,
-                                                     t0)
-                            tick()
+                                                     t0, st)
+                            served += 1
+                        if served:
+                            tick(served)
                     if tasks:
                         await asyncio.sleep(0)  # let the scheduled calls start
             except BaseException:

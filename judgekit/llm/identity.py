@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
 import uuid
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -19,10 +20,23 @@ from judgekit.llm.types import Identity, JSONObject, Message, Sampling
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _not_json(obj: object) -> object:
+    return _CANONICAL.default(obj)  # raises json's own TypeError
+
+
+# json's C encoder with the canonical options, made once: ``JSONEncoder.encode`` makes a
+# new one on every call, which was half the cost of encoding a request's sampling. No
+# circularity check (an identity is a tree of rendered text and settings).
+_MAKE = getattr(json.encoder, "c_make_encoder", None)
+_C_CANONICAL = None if _MAKE is None else _MAKE(
+    None, _not_json, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+
+
 def canonical_json(obj: Any) -> str:
-    """Sorted keys, no spaces, UTF-8 as is: ``json.dumps`` with those options, from one
-    encoder (``json.dumps`` builds a new one per call when options are given)."""
-    return _CANONICAL.encode(obj)
+    """Sorted keys, no spaces, UTF-8 as is: ``json.dumps`` with those options (equal text)."""
+    if _C_CANONICAL is None or type(obj) is str:
+        return _CANONICAL.encode(obj)
+    return "".join(_C_CANONICAL(obj, 0))
 
 
 def request_identity(*, provider: str, model: str, base_url: str | None,
@@ -66,17 +80,25 @@ def identity_key(identity: Mapping[str, Any], schema_json: str | None = None,
 
 def request_key(identity: Identity, schema_json: str, messages_json: str) -> str:
     """``identity_key`` of an identity made by :func:`request_identity`, assembled from
-    the canonical JSON of its parts: the fields fixed for a stage and model are encoded
-    once, the messages and schema come precomputed, and only the draw and sampling are
-    encoded per call. The text is byte for byte the identity's canonical JSON."""
+    the canonical JSON of its parts (see :func:`framed_key`)."""
     if identity.keys() != _FIELDS or type(identity["draw"]) is not int:
         return identity_key(identity, schema_json, messages_json)
-    head, model_part, tail = _frame(identity["base_url"], identity["model"],
-                                    identity["provider"], identity["template"]["name"],
-                                    identity["template"]["hash"])
-    text = (f'{head}{identity["draw"]},"messages":{messages_json}{model_part}'
-            f'{canonical_json(identity["sampling"])},"schema":{schema_json}{tail}')
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    frame = request_frame(identity["base_url"], identity["model"], identity["provider"],
+                          identity["template"]["name"], identity["template"]["hash"])
+    return framed_key(frame, identity["draw"], messages_json, identity["sampling"],
+                      schema_json)
+
+
+def framed_key(frame: tuple[str, str, str], draw: int, messages_json: str,
+               sampling: Sampling, schema_json: str) -> str:
+    """The request key from its parts: the canonical JSON of the fields fixed for a
+    stage and model (``frame``, encoded once), and the messages and schema precomputed;
+    only the draw (an int) and sampling are encoded per call. The text is byte for byte
+    the canonical JSON of :func:`request_identity` with the same arguments."""
+    head, model_part, tail = frame
+    samp = canonical_json({k: v for k, v in sampling.items() if v is not None})
+    return hashlib.sha256(f'{head}{draw},"messages":{messages_json}{model_part}{samp},'
+                          f'"schema":{schema_json}{tail}'.encode()).hexdigest()
 
 
 _FIELDS = {"base_url", "draw", "messages", "model", "provider", "sampling", "schema",
@@ -84,8 +106,8 @@ _FIELDS = {"base_url", "draw", "messages", "model", "provider", "sampling", "sch
 
 
 @lru_cache(maxsize=256)
-def _frame(base_url: str | None, model: str, provider: str, template: str,
-           template_hash: str) -> tuple[str, str, str]:
+def request_frame(base_url: str | None, model: str, provider: str, template: str,
+                  template_hash: str) -> tuple[str, str, str]:
     """The canonical JSON around a request's draw, messages, sampling and schema (the
     keys in sorted order)."""
     return (f'{{"base_url":{canonical_json(base_url)},"draw":',

@@ -246,15 +246,16 @@ class Progress:
         failed = f", {st.failed} failed" if st.failed else ""
         return f"{tokens:,} tokens{cost}{cached}{failed}"
 
-    def __enter__(self) -> Callable[[], None]:
+    def __enter__(self) -> Callable[..., None]:
+        """A ``tick(n=1)`` that counts ``n`` more calls done."""
         import time
 
         self.t0 = self.last = time.monotonic()
         if not self.enabled:
-            return lambda: None
+            return lambda n=1: None
         if not self.tty:
-            def line() -> None:
-                self.done += 1
+            def line(n: int = 1) -> None:
+                self.done += n
                 now = time.monotonic()
                 if now - self.last >= self.interval:
                     self.last = now
@@ -269,8 +270,8 @@ class Progress:
         self.bar.start()
         task = self.bar.add_task(self.description, total=self.total, status="")
 
-        def tick() -> None:
-            self.bar.update(task, advance=1, status=self.status())
+        def tick(n: int = 1) -> None:
+            self.bar.update(task, advance=n, status=self.status())
         return tick
 
     def _print(self, now: float) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from judgekit.errors import CassetteMissError, RunAborted
 from judgekit.llm.cache import ResponseCache
-from judgekit.llm.calls import check_record
+from judgekit.llm.calls import Prepared, check_record
 from judgekit.llm.cassette import Cassette
 from judgekit.llm.claims import Claims
 from judgekit.llm.stage import Stage
@@ -52,10 +52,10 @@ class Store:
         if self.claims is not None:
             self.claims.open()  # before any lookup: see ``recheck``
 
-    def lookup(self, key: str, identity: Identity, stage: Stage
-               ) -> tuple[CallRecord | None, Any, str]:
+    def lookup(self, prep: Prepared, stage: Stage) -> tuple[CallRecord | None, Any, str]:
         """(record, value, source) of a recorded answer that still fits, or a miss
         (None, None, "provider"). In mode none a miss raises, naming what differs."""
+        key = prep.key
         cas, mode = self.cassette, self.mode
         if cas is not None and mode != "all":
             rec = cas.get(key)
@@ -64,12 +64,12 @@ class Store:
                 if why is None and (rec["ok"] or mode == "none" or not self.retry_failed):
                     return rec, value, "cassette"
                 if mode == "none":
-                    raise cas.miss_error(key, identity, why=why)
+                    raise cas.miss_error(key, prep.identity, why=why)
                 if why:
                     log.warning("judgekit: cassette entry %s is re-recorded: %s", key[:12], why)
                 cas.forget(key)
             elif mode == "none":
-                raise cas.miss_error(key, identity)
+                raise cas.miss_error(key, prep.identity)
         if self.cache is not None and mode != "all":
             rec = self.cache.get(key)
             if rec is not None:
@@ -77,7 +77,7 @@ class Store:
                 why = why or (None if rec.get("ok") else "a failed call")
                 if why is None:
                     if cas is not None:  # journalled in the background: the cache has it
-                        cas.put_later(key, identity, rec)
+                        cas.put_later(key, prep.identity, rec)
                     return rec, value, "cache"
                 log.warning("judgekit: cached answer %s is not used (%s); calling the "
                             "provider again", key[:12], why)
