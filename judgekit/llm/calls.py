@@ -16,7 +16,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from judgekit.errors import describe_validation
-from judgekit.llm.identity import framed_key, identity_key, request_frame, request_identity
+from judgekit.llm.identity import (
+    framed_key,
+    identity_key,
+    request_frame,
+    request_identity,
+    sampling_json,
+)
 from judgekit.llm.providers import Provider
 from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.stage import Call, Stage
@@ -111,6 +117,10 @@ def prepare_many(templates: TemplateLibrary, provider_of: Callable[[str], Provid
     out once (a cached replay is mostly this loop)."""
     fixed: dict[str, tuple[Provider, Fixed]] = {}
     name, base, schema_json = stage.template, stage.sampling, stage.schema_json
+    base_json = sampling_json(base)
+    # one render for calls that share their variables' dict (a query's replicas): the
+    # dicts are alive and unchanged for this loop, so the same object renders alike
+    rendered: dict[int, tuple[list[dict[str, str]], str]] = {}
     out = []
     for call in calls:
         pf = fixed.get(call.model)
@@ -121,21 +131,29 @@ def prepare_many(templates: TemplateLibrary, provider_of: Callable[[str], Provid
             pf = fixed[call.model] = (prov, Fixed(
                 prov.name, model, url, stage.schema, name, thash,
                 request_frame(url, model, prov.name, name, thash)))
-        messages, messages_json = templates.render_keyed(name, call.variables)
-        samp = {**base, **call.sampling} if call.sampling else dict(base)
+        r = rendered.get(id(call.variables))
+        if r is None:
+            r = rendered[id(call.variables)] = templates.render_keyed(name, call.variables)
+        if call.sampling:
+            samp = {**base, **call.sampling}
+            samp_json = sampling_json(samp)
+        else:
+            samp, samp_json = dict(base), base_json
         if type(call.draw) is int:
-            key = framed_key(pf[1].frame, call.draw, messages_json, samp, schema_json)
-            out.append(Prepared(call.model, pf[0], messages, samp, key, call.draw, pf[1]))
+            key = framed_key(pf[1].frame, call.draw, r[1], samp_json, schema_json)
+            out.append(Prepared(call.model, pf[0], r[0], samp, key, call.draw, pf[1]))
         else:  # not a plain int draw: keyed from the identity itself
-            prep = Prepared(call.model, pf[0], messages, samp, "", call.draw, pf[1])
-            prep.key = identity_key(prep.identity, schema_json, messages_json)
+            prep = Prepared(call.model, pf[0], r[0], samp, "", call.draw, pf[1])
+            prep.key = identity_key(prep.identity, schema_json, r[1])
             out.append(prep)
     return out
 
 
 def request_for(prep: Prepared, stage: Stage, messages: list[dict[str, str]], timeout: float
                 ) -> ProviderRequest:
-    return ProviderRequest(model=prep.provider.resolve_model(), messages=messages,
+    # the provider gets its own copy (rendered messages are shared with the render memo)
+    return ProviderRequest(model=prep.provider.resolve_model(),
+                           messages=[dict(m) for m in messages],
                            sampling=prep.sampling, schema=stage.wire_schema,
                            schema_name=stage.name, base_url=prep.provider.base_url,
                            timeout=timeout, draw=prep.draw)

@@ -85,20 +85,25 @@ def request_key(identity: Identity, schema_json: str, messages_json: str) -> str
         return identity_key(identity, schema_json, messages_json)
     frame = request_frame(identity["base_url"], identity["model"], identity["provider"],
                           identity["template"]["name"], identity["template"]["hash"])
-    return framed_key(frame, identity["draw"], messages_json, identity["sampling"],
-                      schema_json)
+    return framed_key(frame, identity["draw"], messages_json,
+                      sampling_json(identity["sampling"]), schema_json)
+
+
+def sampling_json(sampling: Sampling) -> str:
+    """The canonical JSON of a request identity's sampling (None values left out)."""
+    return canonical_json({k: v for k, v in sampling.items() if v is not None})
 
 
 def framed_key(frame: tuple[str, str, str], draw: int, messages_json: str,
-               sampling: Sampling, schema_json: str) -> str:
-    """The request key from its parts: the canonical JSON of the fields fixed for a
-    stage and model (``frame``, encoded once), and the messages and schema precomputed;
-    only the draw (an int) and sampling are encoded per call. The text is byte for byte
-    the canonical JSON of :func:`request_identity` with the same arguments."""
+               sampling_json: str, schema_json: str) -> str:
+    """The request key from the canonical JSON of its parts: the fields fixed for a
+    stage and model (``frame``, encoded once), the messages, sampling (see
+    :func:`sampling_json`) and schema; only the draw (an int) is encoded here. The text
+    is byte for byte the canonical JSON of :func:`request_identity` with the same
+    arguments."""
     head, model_part, tail = frame
-    samp = canonical_json({k: v for k, v in sampling.items() if v is not None})
-    return hashlib.sha256(f'{head}{draw},"messages":{messages_json}{model_part}{samp},'
-                          f'"schema":{schema_json}{tail}'.encode()).hexdigest()
+    return hashlib.sha256(f'{head}{draw},"messages":{messages_json}{model_part}'
+                          f'{sampling_json},"schema":{schema_json}{tail}'.encode()).hexdigest()
 
 
 _FIELDS = {"base_url", "draw", "messages", "model", "provider", "sampling", "schema",

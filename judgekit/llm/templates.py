@@ -8,7 +8,6 @@ message. Judged text must enter as data inside delimiters, e.g. with the
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Hashable, Mapping
@@ -124,22 +123,25 @@ class TemplateLibrary:
         return sorted({p.name for folder in self.search for p in folder.glob("*.j2")})
 
     def render(self, name: str, variables: Mapping[str, object]) -> list[dict[str, str]]:
-        """Render template ``name`` to chat messages."""
-        return self.render_keyed(name, variables)[0]
+        """Render template ``name`` to chat messages (the caller's own copy)."""
+        return [dict(m) for m in self.render_keyed(name, variables)[0]]
 
     def render_keyed(self, name: str, variables: Mapping[str, object]
                      ) -> tuple[list[dict[str, str]], str]:
         """The messages, and their canonical JSON (for the request key). Renders are
         memoised by the variables' values (a query's replicas and a rerun's calls render
-        the same prompt many times over); each caller gets its own copy of the
-        messages."""
+        the same prompt many times over). The messages may be shared with the memo: read
+        them, never change them (:func:`judgekit.llm.calls.request_for` copies them for
+        the provider)."""
         tries = self._tries.setdefault(name, [0, 0])
         key: Hashable | None = None
         # a template whose prompts never repeat (a tagger's: each replica's own answers)
         # is not keyed at all after its trial: keying was pure cost
         if tries[0] < MEMO_TRIAL or tries[1] * 20 >= tries[0]:
-            with contextlib.suppress(TypeError):  # a value that cannot be keyed
+            try:
                 key = (name, _freeze(variables))
+            except TypeError:  # a value that cannot be keyed
+                key = None
         if key is None:  # rendered each time
             msgs = self._render(name, variables)
             return msgs, canonical_json(msgs)
@@ -152,7 +154,7 @@ class TemplateLibrary:
                 self._memo.clear()
             msgs = self._render(name, variables)
             hit = self._memo[key] = (msgs, canonical_json(msgs))
-        return [dict(m) for m in hit[0]], hit[1]
+        return hit
 
     def _render(self, name: str, variables: Mapping[str, object]) -> list[dict[str, str]]:
         try:

@@ -97,11 +97,16 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
     pairs = [(qi, queries[qi], b) for qi in part for b in range(cfg.replicas)]
     seeds = list(zip(derive_seeds([(cfg.seed, qi, b, 1) for qi, _q, b in pairs]),
                      derive_seeds([(cfg.seed, qi, b, 2) for qi, _q, b in pairs])))
-    icalls = [Call({"query": q.text, "context": q.context, "n": cfg.interpretations}, judge,
-                   draw=b, sampling={"seed": si}) for (_qi, q, b), (si, _ss) in zip(pairs, seeds)]
+    # a query's replicas share one variables dict per stage (rendered once per chunk)
+    ivars = {qi: {"query": queries[qi].text, "context": queries[qi].context,
+                  "n": cfg.interpretations} for qi in part}
+    svars = {qi: {"query": queries[qi].text, "context": queries[qi].context, "k": cfg.k}
+             for qi in part}
+    icalls = [Call(ivars[qi], judge, draw=b, sampling={"seed": si})
+              for (qi, _q, b), (si, _ss) in zip(pairs, seeds)]
     samp = {"logprobs": True} if cfg.logprobs else {}
-    scalls = [Call({"query": q.text, "context": q.context, "k": cfg.k}, system, draw=b,
-                   sampling={"seed": ss, **samp}) for (_qi, q, b), (_si, ss) in zip(pairs, seeds)]
+    scalls = [Call(svars[qi], system, draw=b, sampling={"seed": ss, **samp})
+              for (qi, _q, b), (_si, ss) in zip(pairs, seeds)]
     ires, sres = await asyncio.gather(client.map(istage, icalls, description=f"{name} interp"),
                                       client.map(sstage, scalls, description=f"{name} system"))
     tag_idx, tcalls = [], []
