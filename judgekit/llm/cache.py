@@ -186,6 +186,31 @@ class ResponseCache:
         self.hits += 1
         return cast(CallRecord, value)
 
+    def get_many(self, keys: list[str]) -> list[CallRecord | None]:
+        """``get`` of each key; the entries ``prefetch`` read are parsed here in one loop
+        (no query, and no call of ``get``, for each)."""
+        pre = self._prefetched
+        if self._cache is None or not pre:
+            return [self.get(k) for k in keys]
+        out: list[CallRecord | None] = []
+        for k in keys:
+            text = pre.pop(k, None)
+            if text is None:  # not read by the prefetch (absent, or stored otherwise)
+                out.append(self.get(k))
+                continue
+            try:
+                value = _loads(text)
+            except json.JSONDecodeError:
+                self.refused += 1
+                value = None
+            if type(value) is dict:
+                self.hits += 1
+                out.append(cast(CallRecord, value))
+            else:
+                self.misses += 1
+                out.append(None)
+        return out
+
     def peek(self, key: str) -> CallRecord | None:
         """``get`` without counting a hit or miss (a re-check, not a lookup)."""
         hits, misses = self.hits, self.misses

@@ -252,7 +252,8 @@ def check_record(rec: CallRecord, stage: Stage) -> tuple[str | None, Any]:
     if not rec["ok"]:
         return None, None
     try:
-        return None, stage.output.model_validate(rec.get("parsed"))
+        # the model's validator itself (model_validate adds a call around it)
+        return None, stage.output.__pydantic_validator__.validate_python(rec.get("parsed"))
     except ValidationError as exc:
         return (f"its parsed value no longer fits {stage.output.__name__}: "
                 f"{describe_validation(exc)}"), None

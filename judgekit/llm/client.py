@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from itertools import count
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
@@ -256,11 +257,9 @@ class Client:
                     with unscanned() as block:  # a replayed chunk's results are kept
                         preps = prepare_many(self.templates, self.provider, stage,
                                              calls[lo:lo + PREPARE_CHUNK])
-                        self.store.prefetch([p.key for p in preps])
-                        lookup, served = self.store.lookup, 0
-                        for i, prep in enumerate(preps, start=lo):
-                            st.calls += 1
-                            record, value, source = lookup(prep, stage)
+                        st.calls += len(preps)
+                        found, served = self.store.lookup_many(preps, stage), 0
+                        for i, prep, (record, value, source) in zip(count(lo), preps, found):
                             if record is None:
                                 tasks.append(asyncio.ensure_future(one(i, prep)))
                                 block.freeze = False

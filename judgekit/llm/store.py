@@ -71,16 +71,32 @@ class Store:
             elif mode == "none":
                 raise cas.miss_error(key, prep.identity)
         if self.cache is not None and mode != "all":
-            rec = self.cache.get(key)
-            if rec is not None:
-                why, value = check_record(rec, stage)
-                why = why or (None if rec.get("ok") else "a failed call")
-                if why is None:
-                    if cas is not None:  # journalled in the background: the cache has it
-                        cas.put_later(key, prep.identity, rec)
-                    return rec, value, "cache"
-                log.warning("judgekit: cached answer %s is not used (%s); calling the "
-                            "provider again", key[:12], why)
+            return self.from_cache(prep, stage, self.cache.get(key))
+        return None, None, "provider"
+
+    def lookup_many(self, preps: list[Prepared], stage: Stage
+                    ) -> list[tuple[CallRecord | None, Any, str]]:
+        """:meth:`lookup` of each call, the cache's entries read in one query (a cached
+        replay is mostly this)."""
+        keys = [p.key for p in preps]
+        self.prefetch(keys)
+        cache = self.cache
+        if self.cassette is not None or self.mode == "all" or cache is None:
+            return [self.lookup(p, stage) for p in preps]
+        return [self.from_cache(p, stage, rec) for p, rec in zip(preps, cache.get_many(keys))]
+
+    def from_cache(self, prep: Prepared, stage: Stage, rec: CallRecord | None
+                   ) -> tuple[CallRecord | None, Any, str]:
+        """The cache's answer ``rec`` to ``prep`` if it still fits, else a miss."""
+        if rec is not None:
+            why, value = check_record(rec, stage)
+            why = why or (None if rec.get("ok") else "a failed call")
+            if why is None:
+                if self.cassette is not None:  # journalled in the background
+                    self.cassette.put_later(prep.key, prep.identity, rec)
+                return rec, value, "cache"
+            log.warning("judgekit: cached answer %s is not used (%s); calling the "
+                        "provider again", prep.key[:12], why)
         return None, None, "provider"
 
     def prefetch(self, keys: list[str]) -> None:
