@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import json.scanner
 import logging
 import os
 import sqlite3
@@ -23,6 +22,7 @@ from typing import Any, cast
 
 import diskcache
 from platformdirs import user_cache_dir
+from pydantic_core import from_json
 
 from judgekit.llm.types import CallRecord
 from judgekit.llm.writer import BatchWriter
@@ -54,18 +54,14 @@ class UnsafeEntry(ValueError):
     """A cache row that is not plain JSON text (e.g. a pickle)."""
 
 
-_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed
-
-
 def _loads(text: str) -> Any:
-    """``json.loads(text)``: the decoder's scanner straight away for text that is one
-    JSON value with no surrounding space (as the cache stores it; a third less per
-    entry than ``json.loads``), else ``json.loads`` itself (its errors included)."""
+    """``json.loads(text)``, parsed by pydantic-core's JSON reader (half the time per
+    entry of ``json.loads``, the same values: NaN and Infinity included); text it
+    refuses goes to ``json.loads`` itself, which decides (its errors included)."""
     try:
-        value, end = _SCAN(text, 0)
-    except StopIteration:
-        end = -1
-    return value if end == len(text) else json.loads(text)
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 class _JSONOnlyDisk(diskcache.Disk):
