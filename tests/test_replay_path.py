@@ -1,8 +1,12 @@
 """The replay path's shortcuts give exactly what the long way gives: memoised renders
-(keyed by value and type, each caller with its own copy), request keys built from
-precomputed JSON pieces, and replica readings normalised once."""
+(keyed by value and type; ``render``'s caller and the provider get their own copy),
+calls prepared together, request keys built from precomputed JSON pieces, entries
+parsed by pydantic-core's reader, answers looked up together, and replica readings
+normalised once."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -231,3 +235,167 @@ def test_loop_counters_read_directly_render_as_the_plain_sandbox_does(tmp_path):
                                         "{% endfor %}")
     with pytest.raises(TemplateError):
         TemplateLibrary(tmp_path).render("escape.j2", {"xs": [1]})
+
+
+def _independent_identity(provider, stage, lib, call):
+    """A call's identity worked out the long way: one render, one identity, one key."""
+    from judgekit.llm.identity import request_identity
+
+    return request_identity(
+        provider=provider.name, model=provider.resolve_model(),
+        base_url=provider.identity_base_url,
+        messages=TemplateLibrary(TEST_PROMPTS).render(stage.template, call.variables),
+        sampling={**stage.sampling, **(call.sampling or {})}, schema=stage.schema,
+        template=stage.template, template_hash=lib.content_hash(stage.template),
+        draw=call.draw)
+
+
+def test_calls_prepared_together_have_each_calls_own_key_and_identity(monkeypatch):
+    """Shared variables, shared and per-call sampling (None values left out), two models
+    in one chunk, and a draw that is not a plain int all key as one call alone does."""
+    from judgekit.llm import Call
+    from judgekit.llm.calls import prepare, prepare_many
+    from judgekit.llm.providers import make_provider
+
+    from .test_client import STAGE
+
+    monkeypatch.setenv("OPENAI_API_KEY", "tk-openai-1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "tk-anthropic-1")
+    providers = {m: make_provider(m, None)
+                 for m in ("openai/gpt-4.1-mini", "anthropic/claude-x")}
+    shared = {"question": "Capital of France?"}
+    calls = [Call(shared, "openai/gpt-4.1-mini", draw=0),
+             Call(shared, "anthropic/claude-x", draw=0),
+             Call(shared, "openai/gpt-4.1-mini", draw=1, sampling={"seed": 7}),
+             Call({"question": "Capital of France?"}, "openai/gpt-4.1-mini", draw=1,
+                  sampling={"seed": 7, "top_p": None}),
+             Call({"question": "ü \"q\""}, "openai/gpt-4.1-mini", draw=True),
+             Call(shared, "openai/gpt-4.1-mini", draw=2, sampling={"temperature": 0.5})]
+    lib = TemplateLibrary(TEST_PROMPTS)
+    preps = prepare_many(lib, providers.__getitem__, STAGE, calls)
+    keys = []
+    for call, prep in zip(calls, preps):
+        ident = _independent_identity(providers[call.model], STAGE, lib, call)
+        assert prep.identity == ident
+        assert prep.key == identity_key(ident)
+        assert prep.key == prepare(TemplateLibrary(TEST_PROMPTS), providers[call.model],
+                                   STAGE, call).key
+        keys.append(prep.key)
+    assert keys[2] == keys[3]  # a None sampling value is not part of the request
+    assert len(set(keys)) == 5
+    assert preps[1].identity["provider"] == "anthropic"
+    assert preps[5].identity["sampling"] == {"max_tokens": 64, "temperature": 0.5}
+
+
+async def test_the_provider_gets_its_own_copy_of_messages_the_memo_shares(make_client):
+    """Renders are shared with the memo; a provider (here a script) that changes the
+    messages it is sent changes neither the next call's prompt nor its key."""
+    from judgekit.llm import Call
+    from judgekit.llm.providers import mock
+
+    from .test_client import GOOD, STAGE
+
+    seen = []
+
+    def script(req):
+        seen.append(req.messages[-1]["content"])
+        req.messages[-1]["content"] = "changed by the provider"
+        req.messages.append({"role": "user", "content": "and more"})
+        return json.loads(GOOD)
+
+    mock.register_script("mutating", script)
+    try:
+        client = make_client(use_cache=False)
+        same = {"question": "Capital of France?"}
+        first = await client.map(STAGE, [Call(same, "mock/mutating", draw=0)])
+        second = await client.map(STAGE, [Call(same, "mock/mutating", draw=0),
+                                          Call(dict(same), "mock/mutating", draw=1)])
+    finally:
+        mock.unregister_script("mutating")
+    assert len(set(seen)) == 1 and "Capital of France?" in seen[0] and len(seen) == 3
+    assert first[0].key == second[0].key != second[1].key
+    assert client.templates.render("answer.j2", same)[-1]["content"] == seen[0]
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":1}', ' {"a": [1, 2.5, null, true]} ', '"x"', "1", "[NaN, Infinity, -Infinity]",
+    '"\\ud800"', '{"a":1,"a":2}', "1e400", "123456789012345678901234567890", "-0.0",
+    '"\\u00e9\\n\\t\\""', "[1.7976931348623157e308, 5e-324, 0.1, 1e22, 123456789.123456789]",
+    '{"k": {"deep": [[[{"x": "y"}]]]}}', '"' + "é" * 300 + '"'])
+def test_cache_entries_parse_to_what_json_loads_gives(text):
+    from judgekit.llm.cache import _loads
+
+    got, want = _loads(text), json.loads(text)
+    assert repr(got) == repr(want) and type(got) is type(want)
+
+
+@pytest.mark.parametrize("text", ['{"a":1}x', "", "{", "\ufeff{}", "nan", "[1,]", "{'a': 1}"])
+def test_what_json_loads_refuses_is_refused_with_its_error(text):
+    from judgekit.llm.cache import _loads
+
+    with pytest.raises(json.JSONDecodeError) as got:
+        _loads(text)
+    with pytest.raises(json.JSONDecodeError) as want:
+        json.loads(text)
+    assert str(got.value) == str(want.value)
+
+
+def test_answers_looked_up_together_are_those_looked_up_one_by_one(tmp_path, caplog):
+    """A good answer, the model's own failure, an answer that no longer fits, text that is
+    not JSON, JSON that is not a record, a pickle, an absent key and a key asked twice:
+    the same results, counts and warnings either way."""
+    import logging
+
+    import diskcache
+
+    from judgekit.llm import Call
+    from judgekit.llm.calls import prepare_many
+    from judgekit.llm.providers import make_provider
+    from judgekit.llm.store import Store
+
+    from .test_client import STAGE
+
+    prov = make_provider("mock/x", None)
+    calls = [Call({"question": f"q{i}"}, "mock/x") for i in range(8)]
+    preps = prepare_many(TemplateLibrary(TEST_PROMPTS), lambda _m: prov, STAGE, calls)
+    preps.append(preps[0])  # asked twice
+    good = {"ok": True, "text": "{}", "parsed": {"answer": "Paris", "confidence": 0.9},
+            "attempts": 1, "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+            "model": "x", "error": None, "mean_token_entropy": None}
+    raw = diskcache.Cache(str(tmp_path / "c"))
+    raw.set(preps[0].key, json.dumps(good))
+    raw.set(preps[1].key, json.dumps({**good, "ok": False, "parsed": None, "error": "e"}))
+    raw.set(preps[2].key, json.dumps({**good, "parsed": {"answer": 3}}))
+    raw.set(preps[3].key, "not json {")
+    raw.set(preps[4].key, "[1, 2]")
+    raw.set(preps[5].key, {"a pickled": "object"})
+    raw.set(preps[6].key, json.dumps({**good, "parsed": {"answer": "Rome",
+                                                         "confidence": 0.5}}))
+    raw.close()
+
+    def run(together):
+        caplog.clear()
+        store = Store(cache_dir=tmp_path / "c")
+        with caplog.at_level(logging.WARNING, logger="judgekit.llm"):
+            if together:
+                got = store.lookup_many(preps, STAGE)
+            else:
+                store.prefetch([p.key for p in preps])
+                got = [store.lookup(p, STAGE) for p in preps]
+        c = store.cache
+        counts = (c.hits, c.misses, c.refused)
+        store.cache.close()
+        return ([(r, None if v is None else v.model_dump(), s) for r, v, s in got], counts,
+                sorted(m.getMessage() for m in caplog.records))
+
+    one_by_one, together = run(False), run(True)
+    assert together == one_by_one
+    results, counts, warnings = together
+    assert [s for _r, _v, s in results] == ["cache", "provider", "provider", "provider",
+                                            "provider", "provider", "cache", "provider",
+                                            "cache"]
+    assert results[6][1] == {"answer": "Rome", "confidence": 0.5}
+    # hits: every record read (the good one twice, the failure, the misfit, Rome);
+    # misses: not JSON and the pickle (both refused too), JSON not a record, absent
+    assert counts == (5, 4, 2)
+    assert len(warnings) == 2  # the failed call and the answer that no longer fits
