@@ -96,4 +96,25 @@ def test_progress_off_a_terminal_prints_plain_lines_with_counts_tokens_and_cost(
         tick()
     with Progress(False, "off", 3, st, interval=0.0) as tick:
         tick()
+        tick(2)
     assert capsys.readouterr().err == ""
+    with Progress(True, "replayed", 2050, st, interval=0.0) as tick:  # a chunk at a time
+        tick(1024)
+        tick(1026)
+    lines = capsys.readouterr().err.splitlines()
+    assert [ln.split(" calls")[0] for ln in lines] == [
+        "judgekit: replayed 1024/2050", "judgekit: replayed 2050/2050",
+        "judgekit: replayed 2050/2050"]
+
+
+def test_progress_on_a_terminal_advances_by_each_ticks_count():
+    from judgekit.llm.ledger import Progress, StageStats
+
+    p = Progress(True, "replayed", 2050, StageStats())
+    p.tty = True  # as on a terminal: the rich bar
+    with p as tick:
+        tick(1024)
+        tick()
+        assert p.bar.tasks[0].completed == 1025
+        tick(1025)
+        assert p.bar.tasks[0].completed == 2050
