@@ -399,3 +399,41 @@ def test_answers_looked_up_together_are_those_looked_up_one_by_one(tmp_path, cap
     # misses: not JSON and the pickle (both refused too), JSON not a record, absent
     assert counts == (5, 4, 2)
     assert len(warnings) == 2  # the failed call and the answer that no longer fits
+
+
+def test_with_a_cassette_answers_looked_up_together_are_those_one_by_one(tmp_path):
+    """The cassette answers first; the cache the calls it lacks; the rest are misses."""
+    from judgekit.llm import Call
+    from judgekit.llm.calls import prepare_many
+    from judgekit.llm.providers import make_provider
+    from judgekit.llm.store import Store
+
+    from .test_client import STAGE
+
+    prov = make_provider("mock/x", None)
+    preps = prepare_many(TemplateLibrary(TEST_PROMPTS), lambda _m: prov, STAGE,
+                         [Call({"question": f"q{i}"}, "mock/x") for i in range(3)])
+    rec = {"ok": True, "text": "{}", "parsed": {"answer": "Paris", "confidence": 0.9},
+           "attempts": 1, "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+           "model": "x", "error": None, "mean_token_entropy": None}
+    first = Store(cache_dir=tmp_path / "c", cassette=tmp_path / "k.json")
+    first.cassette.put(preps[0].key, preps[0].identity, rec)
+    first.cassette.save()
+    first.cache.set(preps[0].key, {**rec, "parsed": {"answer": "Rome", "confidence": 0.5}})
+    first.cache.set(preps[1].key, rec)
+    first.cache.close()
+
+    def run(together):  # each on its own copy: a cache hit is journalled to the cassette
+        import shutil
+
+        d = tmp_path / f"run{together}"
+        shutil.copytree(tmp_path / "c", d / "c")
+        shutil.copy(tmp_path / "k.json", d / "k.json")
+        store = Store(cache_dir=d / "c", cassette=d / "k.json")
+        got = (store.lookup_many(preps, STAGE) if together
+               else [store.lookup(p, STAGE) for p in preps])
+        store.cache.close()
+        return [(s, None if v is None else v.answer) for _r, v, s in got]
+
+    assert run(True) == run(False) == [("cassette", "Paris"), ("cache", "Paris"),
+                                       ("provider", None)]

@@ -78,10 +78,13 @@ class Store:
                     ) -> list[tuple[CallRecord | None, Any, str]]:
         """:meth:`lookup` of each call, the cache's entries read in one query (a cached
         replay is mostly this)."""
+        cas, cache = self.cassette, self.cache
+        if cas is not None:  # its entries are in memory: the cache is read for the rest
+            self.prefetch([p.key for p in preps if p.key not in cas.entries])
+            return [self.lookup(p, stage) for p in preps]
         keys = [p.key for p in preps]
         self.prefetch(keys)
-        cache = self.cache
-        if self.cassette is not None or self.mode == "all" or cache is None:
+        if self.mode == "all" or cache is None:
             return [self.lookup(p, stage) for p in preps]
         return [self.from_cache(p, stage, rec) for p, rec in zip(preps, cache.get_many(keys))]
 
