@@ -80,6 +80,9 @@ class Prepared:
         self._fixed = fixed
         self._identity: Identity | None = None
 
+    def __repr__(self) -> str:
+        return f"Prepared(model={self.model!r}, key={self.key[:12]!r}, draw={self.draw!r})"
+
     @property
     def identity(self) -> Identity:
         if self._identity is None:
