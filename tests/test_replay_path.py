@@ -323,7 +323,7 @@ async def test_the_provider_gets_its_own_copy_of_messages_the_memo_shares(make_c
     '"\\u00e9\\n\\t\\""', "[1.7976931348623157e308, 5e-324, 0.1, 1e22, 123456789.123456789]",
     '{"k": {"deep": [[[{"x": "y"}]]]}}', '"' + "é" * 300 + '"'])
 def test_cache_entries_parse_to_what_json_loads_gives(text):
-    from judgekit.llm.cache import _loads
+    from judgekit.textio import json_loads as _loads
 
     got, want = _loads(text), json.loads(text)
     assert repr(got) == repr(want) and type(got) is type(want)
@@ -331,7 +331,7 @@ def test_cache_entries_parse_to_what_json_loads_gives(text):
 
 @pytest.mark.parametrize("text", ['{"a":1}x', "", "{", "\ufeff{}", "nan", "[1,]", "{'a': 1}"])
 def test_what_json_loads_refuses_is_refused_with_its_error(text):
-    from judgekit.llm.cache import _loads
+    from judgekit.textio import json_loads as _loads
 
     with pytest.raises(json.JSONDecodeError) as got:
         _loads(text)
@@ -437,3 +437,34 @@ def test_with_a_cassette_answers_looked_up_together_are_those_one_by_one(tmp_pat
 
     assert run(True) == run(False) == [("cassette", "Paris"), ("cache", "Paris"),
                                        ("provider", None)]
+
+
+def test_a_paused_block_runs_no_collection_and_leaves_the_collector_as_it_was():
+    import gc
+
+    from judgekit.llm.collect import paused
+
+    runs = []
+
+    def seen(phase, info):
+        if phase == "start":
+            runs.append(info["generation"])
+    gc.callbacks.append(seen)
+    try:
+        with paused():
+            runs.clear()  # (one may have run on the way in)
+            kept = [{"i": [i]} for i in range(50_000)]  # many times the young threshold
+            inside = list(runs)
+        assert inside == [] and gc.isenabled() and len(kept) == 50_000
+        gc.disable()
+        try:
+            with paused():
+                pass
+            assert not gc.isenabled()  # off before: still off
+        finally:
+            gc.enable()
+        with pytest.raises(KeyError), paused():
+            raise KeyError("x")
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(seen)

