@@ -17,10 +17,10 @@ def json_loads(text: str) -> Any:
     """``json.loads(text)``, parsed by pydantic-core's JSON reader: half the time of
     ``json.loads`` on cache entries and cassettes, the same values (NaN and Infinity
     included). Text it refuses goes to ``json.loads`` itself, which decides (its errors
-    included)."""
+    included), as does text it cannot take (a lone surrogate, nesting past its limit)."""
     try:
         return from_json(text)
-    except ValueError:
+    except (ValueError, TypeError):
         return json.loads(text)
 
 

@@ -321,7 +321,8 @@ async def test_the_provider_gets_its_own_copy_of_messages_the_memo_shares(make_c
     '{"a":1}', ' {"a": [1, 2.5, null, true]} ', '"x"', "1", "[NaN, Infinity, -Infinity]",
     '"\\ud800"', '{"a":1,"a":2}', "1e400", "123456789012345678901234567890", "-0.0",
     '"\\u00e9\\n\\t\\""', "[1.7976931348623157e308, 5e-324, 0.1, 1e22, 123456789.123456789]",
-    '{"k": {"deep": [[[{"x": "y"}]]]}}', '"' + "é" * 300 + '"'])
+    '{"k": {"deep": [[[{"x": "y"}]]]}}', '"' + "é" * 300 + '"', '"\ud800"',
+    '"\udc00 \ud83d\ude00"', "[" * 300 + "]" * 300])
 def test_cache_entries_parse_to_what_json_loads_gives(text):
     from judgekit.textio import json_loads as _loads
 

@@ -209,12 +209,15 @@ class Client:
         """The call's result, counted in the ledger (and checked against the budget)."""
         ok = value is not None
         result: StageResult[M] = StageResult(
-            stage.name, prep.key, ok, value, cast(str, record.get("text", "")),
-            int(record.get("attempts", 0)), Usage.from_dict(record.get("usage")),
-            cast(str, record.get("model", "")), None if ok else record.get("error"), source,
-            record.get("mean_token_entropy"), None if ok else (record.get("kind") or "parse"),
-            asyncio.get_running_loop().time() - t0)
-        st = st or self.ledger.stage(stage.name)
+            stage=stage.name, key=prep.key, ok=ok, value=value,
+            raw=cast(str, record.get("text", "")),
+            attempts=int(record.get("attempts", 0)), usage=Usage.from_dict(record.get("usage")),
+            model=cast(str, record.get("model", "")), error=None if ok else record.get("error"),
+            source=source, mean_token_entropy=record.get("mean_token_entropy"),
+            kind=None if ok else (record.get("kind") or "parse"),
+            elapsed_s=asyncio.get_running_loop().time() - t0)
+        if st is None:
+            st = self.ledger.stage(stage.name)
         self.ledger.account(st, prep.model, result, record)
         self.ledger.check_budget(stage.name, st)
         return result
