@@ -13,7 +13,6 @@ error, nested too) and written back exactly as the method computed them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer
 
 from judgekit.jsontypes import JSONObject
+from judgekit.textio import json_loads
 
 __all__ = ["AgreementFigures", "DetailFile", "Ensemble", "Figures", "Json", "Payload", "Rate",
            "Record", "Scores", "absent", "payload_from"]
@@ -142,7 +142,7 @@ class DetailFile(BaseModel):
                 yield from (line for line in fh if line.strip())
 
         def read(_: str) -> Iterator[Json]:
-            return (json.loads(line) for line in lines())
+            return (json_loads(line) for line in lines())
         ref._source = read
         ref._lines = lines
         weakref.finalize(ref, _unlink, str(path))

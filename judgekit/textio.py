@@ -69,8 +69,6 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSONL file, one per non-blank line, read a line at a time;
     a line that is not JSON, or not an object, is a one-line DataError naming it."""
-    import json
-
     from judgekit.progress import track
 
     rows: list[dict[str, Any]] = []
@@ -78,7 +76,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json_loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from None
         if not isinstance(row, dict):

@@ -10,6 +10,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -52,7 +53,7 @@ def check_distribution(p: np.ndarray, tol: float = 1e-6) -> np.ndarray:
     return p
 
 
-def softmax(scores: Sequence[float], temperature: float = 1.0) -> np.ndarray:
+def softmax(scores: Sequence[float] | np.ndarray, temperature: float = 1.0) -> np.ndarray:
     """pi_i ∝ exp(s_i / T) (A.1)."""
     s = np.asarray(scores, dtype=float)
     if s.size == 0:
@@ -84,7 +85,7 @@ def combined(scores: Sequence[float] | None, violated: Sequence[Sequence[str]] |
     logits = np.zeros(n) if scores is None else np.asarray(scores, float) / temperature
     if violated is not None:
         logits = logits - violation_penalty(violated, weights)
-    return softmax(list(logits), 1.0)
+    return softmax(logits, 1.0)
 
 
 def truncate(p: np.ndarray, *, tau: float | None = None, top_k: int | None = None,
@@ -122,13 +123,21 @@ _PUNCT = re.compile(r"[\W_]+", re.UNICODE)
 
 def normalise_surface(text: str, aliases: dict[str, str] | None = None) -> str:
     """Casefold, Unicode NFC, punctuation removed, then an alias table."""
+    t = _surface(text)
+    return _normalised_aliases(aliases).get(t, t) if aliases else t
+
+
+@lru_cache(maxsize=65536)
+def _surface(text: str) -> str:
+    """:func:`normalise_surface` without aliases (a replica's labels repeat its query's
+    other replicas', so each is worked out once)."""
     t = unicodedata.normalize("NFC", text).casefold()
     t = _PUNCT.sub(" ", t).strip()
-    t = " ".join(t.split())
-    if aliases:
-        norm_aliases = {normalise_surface(k): normalise_surface(v) for k, v in aliases.items()}
-        t = norm_aliases.get(t, t)
-    return t
+    return " ".join(t.split())
+
+
+def _normalised_aliases(aliases: dict[str, str]) -> dict[str, str]:
+    return {_surface(k): _surface(v) for k, v in aliases.items()}
 
 
 def _merge(labels: list[str], p: np.ndarray, groups: list[int]) -> Distribution:
@@ -158,9 +167,11 @@ def dedup(candidates: Sequence[Candidate], p: np.ndarray, *,
     """Merge duplicates by KB id, else normalised surface form, else embedding cosine."""
     p = check_distribution(p)
     labels = [c.label for c in candidates]
+    table = _normalised_aliases(aliases) if aliases else {}  # once, not once a label
     keys: list[str] = []
     for c in candidates:
-        keys.append(f"id:{c.kb_id}" if c.kb_id else f"sf:{normalise_surface(c.label, aliases)}")
+        t = "" if c.kb_id else _surface(c.label)
+        keys.append(f"id:{c.kb_id}" if c.kb_id else f"sf:{table.get(t, t)}")
     uniq = {k: i for i, k in reversed(list(enumerate(keys)))}
     groups = [uniq[k] for k in keys]
     if embed is not None:
