@@ -469,3 +469,34 @@ def test_a_paused_block_runs_no_collection_and_leaves_the_collector_as_it_was():
         assert gc.isenabled()
     finally:
         gc.callbacks.remove(seen)
+
+
+async def test_a_replayed_answer_took_no_time_and_an_asked_one_its_wall_time(
+        fake_api, make_client, monkeypatch):
+    from judgekit.llm import Call
+
+    from .conftest import Reply, openai_body
+    from .test_client import GOOD, STAGE
+
+    monkeypatch.setenv("OPENAI_API_KEY", "tk-openai-1")
+    fake_api.default = Reply(body=openai_body(GOOD), delay=0.05)
+    calls = [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini") for i in range(3)]
+    client = make_client(base_urls={"openai": fake_api.url + "/v1"})
+    asked = await client.map(STAGE, calls)
+    again = await client.map(STAGE, calls)
+    await client.aclose_providers()
+    assert [r.source for r in asked] == ["provider"] * 3
+    assert all(0.05 <= r.elapsed_s < 5 for r in asked)
+    assert [(r.source, r.elapsed_s) for r in again] == [("cache", 0.0)] * 3
+
+
+@pytest.mark.parametrize("bad", [-1, 100_000_001, 1.0, True, "3", None])
+def test_token_counts_outside_whole_numbers_in_range_are_a_provider_error(bad):
+    from judgekit.errors import ProviderError
+    from judgekit.llm.types import Usage
+
+    for field in ("prompt_tokens", "completion_tokens", "cache_write_tokens",
+                  "cache_read_tokens"):
+        with pytest.raises(ProviderError, match=f"{field} = "):
+            Usage(**{field: bad})
+    assert Usage(100_000_000, 0, 0, 100_000_000).prompt_tokens == 100_000_000

@@ -206,8 +206,11 @@ class Client:
 
     def finish(self, stage: Stage[M], prep: Prepared, record: CallRecord, value: Any,
                source: str, t0: float, st: StageStats | None = None) -> StageResult[M]:
-        """The call's result, counted in the ledger (and checked against the budget)."""
+        """The call's result, counted in the ledger (and checked against the budget).
+        Its ``elapsed_s`` is the wall time since ``t0`` for an answer asked now, 0 for a
+        replayed one."""
         ok = value is not None
+        replayed = source == "cache" or source == "cassette"
         result: StageResult[M] = StageResult(
             stage=stage.name, key=prep.key, ok=ok, value=value,
             raw=cast(str, record.get("text", "")),
@@ -215,7 +218,7 @@ class Client:
             model=cast(str, record.get("model", "")), error=None if ok else record.get("error"),
             source=source, mean_token_entropy=record.get("mean_token_entropy"),
             kind=None if ok else (record.get("kind") or "parse"),
-            elapsed_s=asyncio.get_running_loop().time() - t0)
+            elapsed_s=0.0 if replayed else asyncio.get_running_loop().time() - t0)
         if st is None:
             st = self.ledger.stage(stage.name)
         self.ledger.account(st, prep.model, result, record)

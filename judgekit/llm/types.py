@@ -85,6 +85,12 @@ class Usage:
         """A provider's token counts must be whole numbers in [0, MAX_TOKENS]: a negative
         count would make a negative cost and 1e30 tokens a cost of $4e23, so a body that
         reports them is a bad response (a provider error), not a price."""
+        p, c, w, r = (self.prompt_tokens, self.completion_tokens, self.cache_write_tokens,
+                      self.cache_read_tokens)
+        if (type(p) is int and type(c) is int and type(w) is int and type(r) is int
+                and 0 <= p <= MAX_TOKENS and 0 <= c <= MAX_TOKENS and 0 <= w <= MAX_TOKENS
+                and 0 <= r <= MAX_TOKENS):
+            return  # the usual case, checked without a loop (every replayed call makes one)
         for name in ("prompt_tokens", "completion_tokens", "cache_write_tokens",
                      "cache_read_tokens"):
             v = getattr(self, name)
