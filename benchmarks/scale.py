@@ -1,11 +1,12 @@
 """The VB case study at full size: 2,000 generated queries x 20 replicas (about 140,000
-structured calls) through the real runner and the mock provider, twice: a cold cache,
-then a rerun served from the cache.
+structured calls) through the real runner and the mock provider, three times: a cold
+cache, then two reruns served from the cache (rerun_s is the first; the ratios take the
+faster of the two against the fastest of three raw reads, best against best).
 
 Each run is a subprocess (peak RSS measured per run). The mock answers every stage
 from the prompt and draw (three interpretations, three answers, tags that vary by
 replica), so scores, intervals and figures do real work. The last line is one JSON
-object: calls, first_s, rerun_s, peak_rss_mb (the larger run's), results_json_mb,
+object: calls, first_s, rerun_s, peak_rss_mb (the largest run's), results_json_mb,
 detail_jsonl_mb, queries, selfcheck_call_overhead (the tagger check's re-asks over the
 other calls), rerun_over_floor (the cached rerun's replay path, its time inside the
 client's map: render, key, read, parse, validate and count every call, over reading and
@@ -104,7 +105,7 @@ def main() -> None:
            "cache_dir": str(work / "cache"), "out": str(work / "out")}
     (work / "cfg.yaml").write_text(json.dumps(cfg))
     times, rss, inner = [], [], []
-    for _ in range(2):
+    for _ in range(3):  # cold, then two cached reruns (the faster is compared)
         t0 = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         r = subprocess.run([sys.executable, __file__, "--worker", str(work)],
@@ -118,6 +119,8 @@ def main() -> None:
     res = json.loads((work / "out" / "results.json").read_text())
     detail = sum(f.stat().st_size for f in (work / "out").glob("*.jsonl"))
     floor = cache_floor(work / "cache")
+    # like with like: the faster of the two cached reruns against the fastest floor read
+    calls_s = min(r["map_s"] for r in inner[1:])
     checks = 2 * int(((res.get("self_check") or {}).get("tagger") or {}).get("calls") or 0)
     figs = {"queries": QUERIES, "replicas": REPLICAS, "calls": res["calls"]["total"],
             "first_s": round(times[0], 1), "rerun_s": round(times[1], 1),
@@ -132,12 +135,12 @@ def main() -> None:
             # read, parse, validation, accounting) over reading and parsing the same
             # cache entries in one process
             "cache_floor_s": round(floor, 2),
-            "rerun_calls_s": round(inner[1]["map_s"], 2),
-            "rerun_over_floor": round(inner[1]["map_s"] / floor, 2) if floor else None,
+            "rerun_calls_s": round(calls_s, 2),
+            "rerun_over_floor": round(calls_s / floor, 2) if floor else None,
             # the whole rerun process (start, replay, statistics, detail files, figures,
             # report) over the same floor: the statistics and report are work the floor
             # does not do
-            "rerun_whole_over_floor": round(times[1] / floor, 2) if floor else None}
+            "rerun_whole_over_floor": round(min(times[1:]) / floor, 2) if floor else None}
     print(f"{figs['calls']} calls: cold {figs['first_s']} s, cached {figs['rerun_s']} s, "
           f"peak RSS {figs['peak_rss_mb']} MB, results.json {figs['results_json_mb']} MB")
     print(json.dumps(figs, sort_keys=True))
