@@ -69,7 +69,12 @@ def test_the_packaged_prompts_render_the_same_through_the_memo():
     ("https://x/ü", 123456, {"logprobs": True, "stop": ["\n", "é"], "n": None})])
 def test_a_request_key_assembled_from_its_parts_is_the_identity_key(base_url, draw,
                                                                     sampling):
-    from judgekit.llm.identity import request_identity, request_key
+    from judgekit.llm.identity import (
+        framed_key,
+        request_frame,
+        request_identity,
+        sampling_json,
+    )
 
     msgs = [{"role": "system", "content": "Ré: \"quoted\" \\ back"},
             {"role": "user", "content": "x\ny\u2028"}]
@@ -77,11 +82,9 @@ def test_a_request_key_assembled_from_its_parts_is_the_identity_key(base_url, dr
     ident = request_identity(provider="openai", model="gpt-ü", base_url=base_url,
                              messages=msgs, sampling=sampling, schema=schema,
                              template="t.j2", template_hash="abc", draw=draw)
-    assert request_key(ident, canonical_json(schema), canonical_json(msgs)) == \
-        identity_key(ident)
-    bent = {**ident, "extra": 1}  # not a request identity: the general path
-    assert request_key(bent, canonical_json(schema), canonical_json(msgs)) == \
-        identity_key(bent)
+    frame = request_frame(base_url, "gpt-ü", "openai", "t.j2", "abc")
+    assert framed_key(frame, draw, canonical_json(msgs), sampling_json(sampling),
+                      canonical_json(schema)) == identity_key(ident)
 
 
 def test_overlapping_sections_restore_the_collector_after_the_last():
@@ -460,7 +463,7 @@ def test_a_paused_block_runs_no_collection_and_leaves_the_collector_as_it_was():
         gc.disable()
         try:
             with paused():
-                pass
+                assert not gc.isenabled()
             assert not gc.isenabled()  # off before: still off
         finally:
             gc.enable()

@@ -156,21 +156,13 @@ class ResponseCache:
             text = self._prefetched.pop(key, None) if self._prefetched else None
             if text is None:
                 text = self._cache.get(key)
-            value = json_loads(text) if isinstance(text, str) else None
         except UnsafeEntry:
             self.refused += 1
-            value = None
-        except json.JSONDecodeError:
-            self.refused += 1
-            value = None
+            text = None
         except _CACHE_ERRORS as exc:
             self._disable(exc)
-            value = None
-        if not isinstance(value, dict):
-            self.misses += 1
-            return None
-        self.hits += 1
-        return cast(CallRecord, value)
+            text = None
+        return self._counted(text)
 
     def get_many(self, keys: list[str]) -> list[CallRecord | None]:
         """``get`` of each key; the entries ``prefetch`` read are parsed here in one loop
@@ -181,21 +173,24 @@ class ResponseCache:
         out: list[CallRecord | None] = []
         for k in keys:
             text = pre.pop(k, None)
-            if text is None:  # not read by the prefetch (absent, or stored otherwise)
-                out.append(self.get(k))
-                continue
+            # an entry the prefetch did not read (absent, or stored otherwise): ``get``
+            out.append(self.get(k) if text is None else self._counted(text))
+        return out
+
+    def _counted(self, text: object) -> CallRecord | None:
+        """The record an entry's ``text`` holds, counted as a hit; else a miss (and text
+        that is not JSON is also counted as refused)."""
+        value = None
+        if isinstance(text, str):
             try:
                 value = json_loads(text)
             except json.JSONDecodeError:
                 self.refused += 1
-                value = None
-            if type(value) is dict:
-                self.hits += 1
-                out.append(cast(CallRecord, value))
-            else:
-                self.misses += 1
-                out.append(None)
-        return out
+        if not isinstance(value, dict):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return cast(CallRecord, value)
 
     def peek(self, key: str) -> CallRecord | None:
         """``get`` without counting a hit or miss (a re-check, not a lookup)."""

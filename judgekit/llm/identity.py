@@ -78,17 +78,6 @@ def identity_key(identity: Mapping[str, Any], schema_json: str | None = None,
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def request_key(identity: Identity, schema_json: str, messages_json: str) -> str:
-    """``identity_key`` of an identity made by :func:`request_identity`, assembled from
-    the canonical JSON of its parts (see :func:`framed_key`)."""
-    if identity.keys() != _FIELDS or type(identity["draw"]) is not int:
-        return identity_key(identity, schema_json, messages_json)
-    frame = request_frame(identity["base_url"], identity["model"], identity["provider"],
-                          identity["template"]["name"], identity["template"]["hash"])
-    return framed_key(frame, identity["draw"], messages_json,
-                      sampling_json(identity["sampling"]), schema_json)
-
-
 def sampling_json(sampling: Sampling) -> str:
     """The canonical JSON of a request identity's sampling (None values left out)."""
     return canonical_json({k: v for k, v in sampling.items() if v is not None})
@@ -104,10 +93,6 @@ def framed_key(frame: tuple[str, str, str], draw: int, messages_json: str,
     head, model_part, tail = frame
     return hashlib.sha256(f'{head}{draw},"messages":{messages_json}{model_part}'
                           f'{sampling_json},"schema":{schema_json}{tail}'.encode()).hexdigest()
-
-
-_FIELDS = {"base_url", "draw", "messages", "model", "provider", "sampling", "schema",
-           "template"}
 
 
 @lru_cache(maxsize=256)
