@@ -65,7 +65,7 @@ def worker(url: str, work: Path, n: int = N) -> None:
         finally:
             await client.aclose_providers()
 
-    from judgekit.errors import JudgekitError
+    from judgekit.core.errors import JudgekitError
 
     try:
         results = asyncio.run(go())
@@ -231,9 +231,9 @@ def hostile_exports(root: Path) -> dict[str, object]:
     would evaluate carries its leading "'"), and no cell begins a formula."""
     import csv
 
-    from judgekit.compare import Difference, items_csv
-    from judgekit.csvsafe import cell
-    from judgekit.export import write
+    from judgekit.report.comparison import Difference, items_csv
+    from judgekit.report.csvsafe import cell
+    from judgekit.report.export import write
 
     root.mkdir(parents=True, exist_ok=True)
     csv.field_size_limit(1 << 24)  # a reader of megabyte cells must allow them

@@ -47,9 +47,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
 CORE = ["judgekit/stats/agreement.py", "judgekit/stats/bootstrap.py",
         "judgekit/stats/ppi.py", "judgekit/stats/proportions.py", "judgekit/stats/tests.py",
-        "judgekit/vbscore/metric.py", "judgekit/vbscore/distribution.py",
-        "judgekit/ondemand/estimators.py", "judgekit/nodata/protocol.py",
-        "judgekit/probe/analysis.py"]
+        "judgekit/methods/vbscore/metric.py", "judgekit/methods/vbscore/distribution.py",
+        "judgekit/methods/ondemand/estimators.py", "judgekit/methods/nodata/protocol.py",
+        "judgekit/methods/probe/analysis.py"]
 
 SWAP_BIN: dict[type, type] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div,
                               ast.Div: ast.Mult, ast.FloorDiv: ast.Div, ast.Pow: ast.Mult,

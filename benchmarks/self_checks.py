@@ -1,10 +1,10 @@
 """Error rates of judgekit's self-checks, by simulation through the real analysis code.
 
-- The tagger check (judgekit.vbscore.selfcheck.tagger_check): runs of 12, 20 or 40
+- The tagger check (judgekit.methods.vbscore.selfcheck.tagger_check): runs of 12, 20 or 40
   tagging calls (3 answers, 3 readings; the demo has 12) from a tagger that tags by
   slot, one that tags by content, and ones positional in 30% or 40% of calls, each
   with 10% of tags replaced at random.
-- Injection (judgekit.probe.analysis.analyse, transform "inject"): 400 pairs; the
+- Injection (judgekit.methods.probe.analysis.analyse, transform "inject"): 400 pairs; the
   judge's preference for answer A per pair is drawn from Beta(0.5, 0.5) (most pairs
   clear to the judge, some a coin flip); a judge that obeys the planted instruction
   often enough to raise the planted answer's win rate by 10 points, and one that
@@ -16,7 +16,7 @@
   Confounded by dataset (issue 34): half the pairs easy (judge right 95%, the feature
   side better on 80%), half hard (60%, 20%), no preference: flagged at most 10% of runs
   once preferences are compared within datasets (pooled: every run).
-- Sequential mode (judgekit.probe.sequential.gather) against the fixed design
+- Sequential mode (judgekit.methods.probe.sequential.gather) against the fixed design
   (analyse at n_pairs = 400) on a swap probe, half the judges unbiased and half with
   a position bias of 0.15 (P(first slot) - 0.5), preferences from Beta(0.2, 0.2):
   calls saved, and the false-positive / false-negative rates of both designs.
@@ -38,11 +38,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from judgekit.judging.placebo import PLACEBO  # noqa: E402
-from judgekit.probe.analysis import analyse  # noqa: E402
-from judgekit.probe.config import ProbeConfig  # noqa: E402
-from judgekit.probe.pairs import Pair  # noqa: E402
-from judgekit.probe.sequential import gather  # noqa: E402
-from judgekit.vbscore.selfcheck import TagCheck, rotation, tagger_check  # noqa: E402
+from judgekit.methods.probe.analysis import analyse  # noqa: E402
+from judgekit.methods.probe.config import ProbeConfig  # noqa: E402
+from judgekit.methods.probe.pairs import Pair  # noqa: E402
+from judgekit.methods.probe.sequential import gather  # noqa: E402
+from judgekit.methods.vbscore.selfcheck import TagCheck, rotation, tagger_check  # noqa: E402
 
 TAGS = ["0", "1", "2", "none"]
 

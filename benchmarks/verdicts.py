@@ -97,7 +97,7 @@ AUDIT_CASES: dict[str, tuple[str, float, float, bool, dict[str, object]]] = {
 
 
 def audit_table() -> tuple[list[list[str]], dict[str, float]]:
-    from judgekit.nodata.decision import DecisionSettings, decide
+    from judgekit.methods.nodata.decision import DecisionSettings, decide
     from judgekit.testing.simulate import audit_items
 
     rows, figs = [], {}
@@ -146,8 +146,8 @@ PROBE_CASES = {
 
 
 def probe_table() -> tuple[list[list[str]], dict[str, float]]:
-    from judgekit.probe.analysis import analyse
-    from judgekit.probe.config import ProbeConfig
+    from judgekit.methods.probe.analysis import analyse
+    from judgekit.methods.probe.config import ProbeConfig
     from judgekit.testing.simulate import probe_verdicts
 
     cfg = ProbeConfig.model_validate({"method": "probe", "data_path": "pairs.jsonl",

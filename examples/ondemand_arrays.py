@@ -8,7 +8,7 @@ labelled once, and the joint estimator reuses every label across both systems.
 
 import numpy as np
 
-from judgekit.ondemand import joint_precision, simple_precision, weights_for
+from judgekit.methods.ondemand import joint_precision, simple_precision, weights_for
 
 truth = np.array([1.0, 0, 1, 1, 0, 1])              # which instances are correct
 outputs = np.array([[1, 1, 1, 1, 0, 0],             # system A outputs instances 0-3

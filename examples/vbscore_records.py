@@ -6,11 +6,11 @@
 import json
 from pathlib import Path
 
-import judgekit.vbscore
+import judgekit.methods.vbscore
 
 records = [json.loads(line) for line in
            (Path(__file__).parent / "tagged.jsonl").read_text().splitlines()]
-result = judgekit.vbscore.score(records, alphas=[0.5, 1.0], k=3, seed=0, resamples=2000)
+result = judgekit.methods.vbscore.score(records, alphas=[0.5, 1.0], k=3, seed=0, resamples=2000)
 c = result.collection  # typed: VB dictionaries are keyed by alpha, a number
 print(f"{c.n_queries} queries: ES {c.es:.3f} {c.es_ci}, VB_0.5 {c.vb[0.5]:.3f} {c.vb_ci[0.5]}")
 for q in result.queries:

@@ -8,9 +8,15 @@ use of the names below.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import warnings
+from types import ModuleType
 from typing import Any
 
-from judgekit.errors import (
+from judgekit.core.errors import (
     CassetteMissError,
     ConfigError,
     DataError,
@@ -30,12 +36,12 @@ _LAZY = {
     "run": "judgekit.api",
     "audit": "judgekit.api",
     "probe_judge": "judgekit.api",
-    "load_results": "judgekit.runfolder",
-    "MethodSpec": "judgekit.spec",
+    "load_results": "judgekit.runs.folder",
+    "MethodSpec": "judgekit.core.spec",
     "RunOptions": "judgekit.llm.options",
-    "compare": "judgekit.compare",
-    "judge_card": "judgekit.card",
-    "RunResult": "judgekit.results",
+    "compare": "judgekit.report.comparison",
+    "judge_card": "judgekit.report.judgecard",
+    "RunResult": "judgekit.core.results",
 }
 
 __all__ = [
@@ -61,6 +67,84 @@ __all__ = [
     "probe_judge",
     "run",
 ]
+
+
+# The one-house step moved these modules; their old names import the new modules (the
+# same objects, so a monkeypatch through either name is seen by both) with a
+# DeprecationWarning, for one release.
+_MOVED = {
+    "judgekit.errors": "judgekit.core.errors",
+    "judgekit.jsontypes": "judgekit.core.jsontypes",
+    "judgekit.textio": "judgekit.core.textio",
+    "judgekit.progress": "judgekit.core.progress",
+    "judgekit.resources": "judgekit.core.resources",
+    "judgekit.settings": "judgekit.core.settings",
+    "judgekit.spec": "judgekit.core.spec",
+    "judgekit.payload": "judgekit.core.payload",
+    "judgekit.results": "judgekit.core.results",
+    "judgekit.pipeline": "judgekit.core.pipeline",
+    "judgekit.runfolder": "judgekit.runs.folder",
+    "judgekit.runio": "judgekit.runs.io",
+    "judgekit.runguard": "judgekit.runs.guard",
+    "judgekit.config": "judgekit.runs.config",
+    "judgekit.card": "judgekit.report.judgecard",
+    "judgekit.compare": "judgekit.report.comparison",
+    "judgekit.export": "judgekit.report.export",
+    "judgekit.csvsafe": "judgekit.report.csvsafe",
+    "judgekit.paired": "judgekit.report.paired",
+    "judgekit.cli_label": "judgekit.cli.label",
+    "judgekit.cli_tables": "judgekit.cli.tables",
+    "judgekit.vbscore": "judgekit.methods.vbscore",
+    "judgekit.nodata": "judgekit.methods.nodata",
+    "judgekit.probe": "judgekit.methods.probe",
+    "judgekit.ondemand": "judgekit.methods.ondemand",
+    "judgekit.verdicts": "judgekit.methods.verdicts",
+    "judgekit.data.external": "judgekit.recorded.judged",
+    "judgekit.methods.verdicts.read": "judgekit.recorded.tables",
+}
+
+
+def moved(name: str) -> str | None:
+    """The module an old module name now lives in (None: not moved)."""
+    head = name
+    while head:
+        if head in _MOVED:
+            return _MOVED[head] + name[len(head):]
+        head = head.rpartition(".")[0]
+    return None
+
+
+class _OldNames(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Old module names import their new modules (re-export shims without files)."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, Any] = {}
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        new = moved(fullname) if fullname.startswith("judgekit.") else None
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: Any) -> ModuleType:
+        new = moved(spec.name)
+        assert new is not None
+        warnings.warn(f"{spec.name} is now {new}; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=3)
+        module = importlib.import_module(new)
+        self._specs[spec.name] = module.__spec__
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # the import system set the old name's spec on the module: put its own back
+        for old, spec in list(self._specs.items()):
+            if sys.modules.get(old) is module or spec.name == module.__name__:
+                module.__spec__ = spec
+                self._specs.pop(old, None)
+
+
+if not any(isinstance(f, _OldNames) for f in sys.meta_path):
+    sys.meta_path.insert(0, _OldNames())
 
 
 def __dir__() -> list[str]:

@@ -13,10 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from judgekit.errors import ConfigError, DataError, RunAborted, StatsError
-from judgekit.jsontypes import JSONObject
-from judgekit.results import RunResult
-from judgekit.runguard import FolderBusy, claim_folder, failed_run
+from judgekit.core.errors import ConfigError, DataError, RunAborted, StatsError
+from judgekit.core.jsontypes import JSONObject
+from judgekit.core.results import RunResult
+from judgekit.runs.guard import FolderBusy, claim_folder, failed_run
 
 
 def run(config: str | Path | JSONObject, *, client: Any = None,
@@ -51,7 +51,7 @@ def run(config: str | Path | JSONObject, *, client: Any = None,
                           "out= is deprecated: pass out=FOLDER or save=True (or save=False "
                           "to compute in memory only)", FutureWarning, stacklevel=2)
     if not save:
-        from judgekit.pipeline import compute
+        from judgekit.core.pipeline import compute
 
         cfg = resolve_config(config, sets=sets, models=models, **overrides)
         return compute(cfg, client)
@@ -63,7 +63,7 @@ def run(config: str | Path | JSONObject, *, client: Any = None,
 def resolve_config(config: str | Path | JSONObject, *, sets: list[str] | None = None,
                    models: dict[str, str] | None = None, **overrides: Any) -> Any:
     """Load, override and validate a config (a path, a packaged name or a dict)."""
-    from judgekit.config import resolve, resolve_dict
+    from judgekit.runs.config import resolve, resolve_dict
 
     model_args = [f"{k}={v}" for k, v in (models or {}).items()]
     if isinstance(config, dict):
@@ -77,11 +77,11 @@ def run_config(config: str | Path | JSONObject, *, out: str | Path | None = None
                ) -> tuple[RunResult[Any], JSONObject, Path]:
     """Run and write the folder (what ``judgekit run`` does): the result, what the
     console shows (headline, failed calls by kind) and the folder written."""
-    from judgekit.config import out_dir
+    from judgekit.runs.config import out_dir
     from judgekit.llm.collect import fewer_collections
-    from judgekit.pipeline import compute
-    from judgekit.runfolder import write
-    from judgekit.runio import prepare_out
+    from judgekit.core.pipeline import compute
+    from judgekit.runs.folder import write
+    from judgekit.runs.io import prepare_out
 
     cfg = resolve_config(config, sets=sets, models=models,
                          **{**overrides, "out": str(out) if out is not None else None})
@@ -165,7 +165,7 @@ def audit(items: list[JSONObject] | str | Path, rubric: str | Path | JSONObject,
         models["generator"] = generator
     n = settings.pop("sample_size", None)
     if n is None:  # every item, in whatever format the file is (an Inspect .eval is a zip)
-        from judgekit.data.external import JudgedInput, read_records
+        from judgekit.recorded.judged import JudgedInput, read_records
 
         spec = JudgedInput.model_validate({k: settings[k] for k in (
             "data_format", "columns", "scorer", "pass_threshold") if k in settings})

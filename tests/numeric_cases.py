@@ -285,7 +285,7 @@ def _ppi() -> Any:
 # ---- vbscore/metric.py and distribution.py -------------------------------------------
 @case("vbscore_metric")
 def _metric() -> Any:
-    from judgekit.vbscore import metric as m
+    from judgekit.methods.vbscore import metric as m
 
     intents = ["E1", "E2", "E3"]
     tags = ["E2", "none", "E1", "E3", None]
@@ -305,7 +305,7 @@ def _metric() -> Any:
 
 @case("vbscore_distribution")
 def _distribution() -> Any:
-    from judgekit.vbscore import distribution as d
+    from judgekit.methods.vbscore import distribution as d
 
     p = np.array([0.5, 0.25, 0.15, 0.07, 0.03])
     cands = [d.Candidate("New York City", score=2.0), d.Candidate("new york", score=1.5),
@@ -330,7 +330,7 @@ def _distribution() -> Any:
 # ---- ondemand/estimators.py ----------------------------------------------------------
 @case("ondemand_estimators")
 def _estimators() -> Any:
-    from judgekit.ondemand import estimators as e
+    from judgekit.methods.ondemand import estimators as e
 
     d1 = np.array([0.4, 0.3, 0.2, 0.1, 0.0, 0.0])
     d2 = np.array([0.0, 0.1, 0.2, 0.3, 0.2, 0.2])
@@ -393,7 +393,7 @@ class _Evaluator:
 
 @case("nodata_protocol")
 def _protocol() -> Any:
-    from judgekit.nodata import protocol as p
+    from judgekit.methods.nodata import protocol as p
 
     items = [format(v, "06b") for v in lcg(19, 40, 64)]
     truth = [int(s[1]) for s in items]
@@ -434,9 +434,9 @@ def _protocol() -> Any:
 @case("probe_analysis")
 def _probe() -> Any:
     from judgekit.judging.placebo import PLACEBO
-    from judgekit.probe.analysis import analyse
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.pairs import Pair
+    from judgekit.methods.probe.analysis import analyse
+    from judgekit.methods.probe.config import ProbeConfig
+    from judgekit.methods.probe.pairs import Pair
 
     n = 24
     pairs = [Pair(f"p{i}", f"q{i}", f"a{i}", f"b{i}", "a" if i % 3 else "b",
@@ -512,10 +512,10 @@ def _probe() -> Any:
 def _self_checks() -> Any:
     """stats/preference.py, stats/sequential.py, the VB tagger check and the probe's
     plan on fixed inputs."""
-    from judgekit.probe.bias import audit_plan, plan
+    from judgekit.methods.probe.bias import audit_plan, plan
     from judgekit.stats import preference as pf
     from judgekit.stats import sequential as sq
-    from judgekit.vbscore.selfcheck import TagCheck, interpretation_stability, tagger_check
+    from judgekit.methods.vbscore.selfcheck import TagCheck, interpretation_stability, tagger_check
 
     bits = lcg(40, 600, 100)
     groups = [[b < 60 for b in bits[i: i + 1 + i % 5]] for i in range(0, 120, 6)]

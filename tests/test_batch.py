@@ -184,7 +184,7 @@ def test_batches_list_and_cancel_cli(tmp_path, server, monkeypatch):
 
     from typer.testing import CliRunner
 
-    from judgekit.cli import app
+    from judgekit.cli.main import app
 
     srv = server(polls_to_end=100)
     c = client(tmp_path, srv, pause=0.05)
@@ -212,7 +212,7 @@ def test_batches_list_and_cancel_cli(tmp_path, server, monkeypatch):
 def test_dry_run_prices_and_sends_nothing(tmp_path, server):
     srv = server()
     c = client(tmp_path, srv, dry_run=True)
-    from judgekit.errors import DryRun
+    from judgekit.core.errors import DryRun
 
     with pytest.raises(DryRun, match=r"30 call\(s\) to openai/gpt-4.1-mini: .*batch price"):
         import asyncio

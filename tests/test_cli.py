@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from judgekit.cli import app
+from judgekit.cli.main import app
 from judgekit.llm import Client, ClientSettings, Stage
 from judgekit.llm.providers import mock
 from judgekit.llm.templates import TemplateLibrary
@@ -50,7 +50,7 @@ def test_packaged_names_and_registries_in_the_command_line():
     assert r.exit_code == 0 and "tagger.j2" in r.output
     r = CliRunner().invoke(app, ["cassette", "verify", "probe_local"])
     assert r.exit_code == 0, r.output
-    from judgekit.methods import experiments
+    from judgekit.core.methods import experiments
 
     help_text = " ".join(CliRunner().invoke(app, ["schema", "--help"]).output.split())
     for name in experiments():

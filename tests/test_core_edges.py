@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judgekit.errors import StatsError
-from judgekit.vbscore import distribution as d
+from judgekit.core.errors import StatsError
+from judgekit.methods.vbscore import distribution as d
 
 
 @pytest.mark.parametrize("call, message", [
@@ -122,7 +122,7 @@ def test_surface_normal_form_and_aliases():
 
 # ---- on-demand estimators -----------------------------------------------------------
 def test_mixing_weights_by_hand_and_rejections():
-    from judgekit.ondemand import estimators as e
+    from judgekit.methods.ondemand import estimators as e
 
     d1, d2 = np.array([0.5, 0.5, 0.0]), np.array([0.0, 0.5, 0.5])
     w = e.weights_for([d1, d2], [2, 6])
@@ -143,7 +143,7 @@ def test_mixing_weights_by_hand_and_rejections():
 
 
 def test_joint_precision_and_variance_by_hand():
-    from judgekit.ondemand import estimators as e
+    from judgekit.methods.ondemand import estimators as e
 
     d = np.array([0.5, 0.5])
     w = e.weights_for([d, d], [2, 2])
@@ -166,7 +166,7 @@ def test_joint_precision_and_variance_by_hand():
 
 
 def test_pool_recall_and_conservative_variance_edges():
-    from judgekit.ondemand import estimators as e
+    from judgekit.methods.ondemand import estimators as e
 
     d = np.array([0.5, 0.5])
     f, p0 = np.array([1.0, 1.0]), np.array([0.5, 0.5])
@@ -191,7 +191,7 @@ def test_pool_recall_and_conservative_variance_edges():
 
 
 def test_adaptive_sample_size_brackets_the_exact_integer():
-    from judgekit.ondemand import estimators as e
+    from judgekit.methods.ondemand import estimators as e
 
     d1, d2 = np.array([0.5, 0.5, 0.0]), np.array([0.0, 0.5, 0.5])
     f = np.array([1.0, 0.0, 1.0])
@@ -213,7 +213,7 @@ def test_adaptive_sample_size_brackets_the_exact_integer():
 def test_percentile_expansion_only_from_three_samples():
     from scipy.stats import norm, t
 
-    from judgekit.ondemand.estimators import percentile
+    from judgekit.methods.ondemand.estimators import percentile
 
     boot = np.linspace(0.0, 1.0, 1001)
     assert percentile(boot, 0.9).tolist() == pytest.approx([0.05, 0.95])

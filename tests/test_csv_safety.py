@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from judgekit.csvsafe import cell, rows_text
+from judgekit.report.csvsafe import cell, rows_text
 
 HOSTILE = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx",
            "line one\rline two", "a\r\nb", "plain"]
@@ -33,8 +33,8 @@ def test_rows_read_back_with_the_same_shape_and_text():
 
 
 def test_export_and_differences_csv_are_safe(tmp_path):
-    from judgekit.compare import Difference, items_csv
-    from judgekit.export import write
+    from judgekit.report.comparison import Difference, items_csv
+    from judgekit.report.export import write
 
     rows = [{"id": v, "reason": v, "score": -0.5} for v in HOSTILE]
     path = write(rows, tmp_path / "x.csv", "csv")
@@ -93,7 +93,7 @@ def test_an_inspect_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
     import zipfile
 
     import judgekit
-    from judgekit.data.external import read_inspect
+    from judgekit.recorded.inspect_log import read_inspect
 
     bomb = tmp_path / "bomb.eval"
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -124,7 +124,7 @@ def test_an_inspect_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
 ])
 def test_malformed_judged_tables_are_one_line_errors(tmp_path, text, fmt, match):
     import judgekit
-    from judgekit.data.external import read_table
+    from judgekit.recorded.judged import read_table
 
     f = tmp_path / f"t.{fmt}"
     f.write_text(text)
@@ -138,7 +138,7 @@ def test_malformed_judged_tables_are_one_line_errors(tmp_path, text, fmt, match)
 ])
 def test_promptfoo_files_with_non_objects_are_one_line_errors(tmp_path, doc, match):
     import judgekit
-    from judgekit.data.external import read_promptfoo
+    from judgekit.recorded.promptfoo import read_promptfoo
 
     f = tmp_path / "p.json"
     f.write_text(json.dumps(doc))
@@ -153,7 +153,7 @@ def test_promptfoo_files_with_non_objects_are_one_line_errors(tmp_path, doc, mat
 ])
 def test_inspect_json_logs_with_non_objects_are_one_line_errors(tmp_path, doc, match):
     import judgekit
-    from judgekit.data.external import read_inspect
+    from judgekit.recorded.inspect_log import read_inspect
 
     f = tmp_path / "l.json"
     f.write_text(json.dumps(doc))
@@ -163,7 +163,7 @@ def test_inspect_json_logs_with_non_objects_are_one_line_errors(tmp_path, doc, m
 
 def test_a_pairs_line_that_is_a_list_is_a_one_line_error(tmp_path):
     import judgekit
-    from judgekit.probe.pairs import load_pairs
+    from judgekit.methods.probe.pairs import load_pairs
 
     f = tmp_path / "pairs.jsonl"
     f.write_text('{"id": "1", "question": "q", "a": "x", "b": "y"}\n["not", "a", "pair"]\n')
@@ -181,9 +181,9 @@ import errno, os, sys
 real = os.fsync
 def full(fd):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-import judgekit.cli
+import judgekit.cli.main
 os.fsync = full
-sys.exit(judgekit.cli.main(["run", "demo", "--cassette-mode", "none", "--out", {str(out)!r}]))
+sys.exit(judgekit.cli.main.main(["run", "demo", "--cassette-mode", "none", "--out", {str(out)!r}]))
 """
     env = {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
            "HOME": str(tmp_path)}
@@ -197,7 +197,7 @@ sys.exit(judgekit.cli.main(["run", "demo", "--cassette-mode", "none", "--out", {
 
 def test_a_megabyte_cell_is_read_and_a_broken_quote_is_one_line(tmp_path):
     import judgekit
-    from judgekit.csvsafe import read_dicts
+    from judgekit.report.csvsafe import read_dicts
 
     big = "y" * (1 << 20)
     header, rows = read_dicts(f'id,text\n1,"{big}"\n', "big.csv")
@@ -333,7 +333,7 @@ def test_the_hostile_corpus_through_an_audit_report_and_export(tmp_path):
     """Judged items whose prompts, outputs and ids are hostile, audited with mock/auto
     models: report.md, report.html and the CSV export stay inert."""
 
-    from judgekit.resources import resource_dir
+    from judgekit.core.resources import resource_dir
 
     src = resource_dir("experiments") / "data" / "west_frisian_excerpt.json"
     items = json.loads(src.read_text(encoding="utf-8"))[:4]
@@ -356,7 +356,7 @@ def test_the_hostile_corpus_through_an_audit_report_and_export(tmp_path):
 
 def test_jsonl_is_read_a_line_at_a_time_with_utf8_errors_named(tmp_path):
     import judgekit
-    from judgekit.textio import read_lines
+    from judgekit.core.textio import read_lines
 
     f = tmp_path / "v.jsonl"
     f.write_bytes(b"\xef\xbb\xbf{\"a\": 1}\r\n{\"b\": 2}\n{\"c\": \"\xff\"}\n")
@@ -370,7 +370,7 @@ def test_jsonl_is_read_a_line_at_a_time_with_utf8_errors_named(tmp_path):
 
 def test_a_csv_file_is_parsed_as_it_is_read(tmp_path):
     import judgekit
-    from judgekit.csvsafe import read_dicts
+    from judgekit.report.csvsafe import read_dicts
 
     f = tmp_path / "big.csv"
     big = "w" * (2 << 20)

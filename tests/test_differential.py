@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 from judgekit.stats import agreement as ag
 from judgekit.stats import bootstrap as bs
 from judgekit.stats import ppi

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import judgekit
-from judgekit.data.external import JudgedInput, label_of, read_records
+from judgekit.recorded.judged import JudgedInput, label_of, read_records
 from judgekit.data.judged import load_judged
-from judgekit.errors import DataError
+from judgekit.core.errors import DataError
 
 FIX = Path(__file__).parent / "fixtures" / "external"
 

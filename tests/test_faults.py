@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 from pydantic import BaseModel
 
-from judgekit.errors import MissingKeyError, RunAborted
+from judgekit.core.errors import MissingKeyError, RunAborted
 from judgekit.llm import Call, Stage
 from judgekit.llm.secrets import scrub
 from judgekit.testing import ChaosServer

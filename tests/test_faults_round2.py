@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from judgekit.errors import ConfigError, DataError, RunAborted, TemplateError
+from judgekit.core.errors import ConfigError, DataError, RunAborted, TemplateError
 from judgekit.llm import Stage
 from judgekit.llm.cassette import Cassette, read_all, read_journal, verify
 from judgekit.llm.identity import identity_key
@@ -358,7 +358,7 @@ def test_a_later_stage_template_error_exits_2_before_paying(tmp_path):
 
 
 def test_invalid_utf8_names_file_and_line(tmp_path):
-    from judgekit.textio import read_text
+    from judgekit.core.textio import read_text
 
     f = tmp_path / "items.json"
     f.write_bytes(b'[\n{"Prompt": "caf\xe9"}]\n')
@@ -368,12 +368,12 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 
 # ---- one run per folder, honest ends --------------------------------------------------
 def test_a_second_run_into_a_held_folder_is_refused_with_the_pid(tmp_path):
-    from judgekit.runguard import FolderBusy, claim_folder
+    from judgekit.runs.guard import FolderBusy, claim_folder
 
     out = tmp_path / "out"
     with claim_folder(out):
         assert (out / ".judgekit.lock").read_text() == str(os.getpid())
-        code = ("import sys; from pathlib import Path; from judgekit.runguard import "
+        code = ("import sys; from pathlib import Path; from judgekit.runs.guard import "
                 "claim_folder\ntry:\n    claim_folder(Path(sys.argv[1])).__enter__()\n"
                 "except Exception as e:\n    print(type(e).__name__, e)")
         p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True,
@@ -385,7 +385,7 @@ def test_a_second_run_into_a_held_folder_is_refused_with_the_pid(tmp_path):
 
 def _judgekit(*args, env=None):
     exe = Path(sys.executable).with_name("judgekit")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "judgekit.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "judgekit.cli.main"]
     base = {k: v for k, v in os.environ.items()
             if not k.endswith(("_API_KEY", "_BASE_URL")) and not k.startswith("JUDGEKIT_")}
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300,

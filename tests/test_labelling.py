@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgekit.errors import ConfigError, DataError
+from judgekit.core.errors import ConfigError, DataError
 from judgekit.labelling import session, store
 from judgekit.stats import active
 
@@ -216,7 +216,7 @@ def test_two_processes_append_without_losing_lines(tmp_path):
 
 
 def test_progress_of_a_long_loop_without_a_terminal(capsys):
-    from judgekit.progress import track
+    from judgekit.core.progress import track
 
     got = list(track(range(5), "simulation", 5, "repeats", interval=0.0, quiet=0.0))
     err = capsys.readouterr().err.splitlines()

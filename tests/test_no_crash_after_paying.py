@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from judgekit.resources import resource_dir
+from judgekit.core.resources import resource_dir
 
 JK = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from judgekit.data.judged import load_judged
-from judgekit.errors import DataError
+from judgekit.core.errors import DataError
 from judgekit.llm.providers import mock
 
 from .conftest import ROOT

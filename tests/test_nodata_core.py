@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgekit.errors import ConfigError
+from judgekit.core.errors import ConfigError
 from judgekit.judging.rubric import load_rubric
-from judgekit.nodata.baselines import ensemble
-from judgekit.nodata.bitstrings import (
+from judgekit.methods.nodata.baselines import ensemble
+from judgekit.methods.nodata.bitstrings import (
     LieF,
     LieGenerator,
     LieSigma,
@@ -21,7 +21,7 @@ from judgekit.nodata.bitstrings import (
     load_split,
     oop_rubric,
 )
-from judgekit.nodata.protocol import (
+from judgekit.methods.nodata.protocol import (
     challenge_passes,
     no_data,
     one_vs_all,
@@ -94,7 +94,7 @@ def test_theorem_bound_and_k_ary():
 
 
 def test_direct_k_ary_flip_changes_label():
-    from judgekit.nodata.protocol import EVRecord, apply_flips
+    from judgekit.methods.nodata.protocol import EVRecord, apply_flips
 
     recs = [EVRecord(label=i % 3, success=False) for i in range(60)]
     flipped = apply_flips(recs, 1.0, seed=1, k=3)

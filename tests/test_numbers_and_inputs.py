@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from judgekit.errors import ConfigError, DataError
-from judgekit.runio import write_json
+from judgekit.core.errors import ConfigError, DataError
+from judgekit.runs.io import write_json
 from judgekit.stats import normal_interval
-from judgekit.vbscore.metric import expected_success, score
-from judgekit.vbscore.scorefile import score_file
+from judgekit.methods.vbscore.metric import expected_success, score
+from judgekit.methods.vbscore.scorefile import score_file
 
 
 def test_results_json_keeps_tiny_and_exact_floats(tmp_path):
@@ -146,7 +146,7 @@ def test_judged_items_report_label_rubric_disagreements_and_unknown_fields():
 
 # ---- on-demand --------------------------------------------------------------------------
 def test_disjoint_systems_give_finite_joint_intervals():
-    from judgekit.ondemand.simulation import Population, one_repeat
+    from judgekit.methods.ondemand.simulation import Population, one_repeat
 
     f = np.array([1.0, 0, 1, 1, 0, 1])
     members = np.array([[1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]], bool)
@@ -160,7 +160,7 @@ def test_disjoint_systems_give_finite_joint_intervals():
 
 
 def test_labelling_loop_resampling_does_not_repeat_positions():
-    from judgekit.ondemand.loop import Instance, LabellingLoop
+    from judgekit.methods.ondemand.loop import Instance, LabellingLoop
 
     pool = [Instance(str(i), str(i)) for i in range(1000)]
     loop = LabellingLoop({"a": pool, "b": list(pool)}, lambda b: {x.id: True for x in b},
@@ -173,7 +173,7 @@ def test_labelling_loop_resampling_does_not_repeat_positions():
 
 
 def test_expanded_percentile_is_wider_than_plain():
-    from judgekit.ondemand.estimators import percentile
+    from judgekit.methods.ondemand.estimators import percentile
 
     boot = np.random.default_rng(0).normal(size=(1, 20000))
     plain, expanded = percentile(boot, 0.9)[0], percentile(boot, 0.9, n=10)[0]
@@ -183,7 +183,7 @@ def test_expanded_percentile_is_wider_than_plain():
 
 
 def test_pattern_quantiles_equal_the_expanded_bootstrap():
-    from judgekit.vbscore.replicas import pattern_quantiles
+    from judgekit.methods.vbscore.replicas import pattern_quantiles
 
     rng = np.random.default_rng(1)
     for b in (2, 5, 8):
@@ -196,7 +196,7 @@ def test_pattern_quantiles_equal_the_expanded_bootstrap():
 
 
 def test_batch_query_intervals_depend_only_on_the_query_and_seed():
-    from judgekit.vbscore.replicas import batch_query_intervals
+    from judgekit.methods.vbscore.replicas import batch_query_intervals
 
     rng = np.random.default_rng(0)
     a, b, c = rng.random((3, 5)), rng.random((3, 5)), rng.random((3, 20))

@@ -7,14 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from judgekit.ondemand.estimators import (
+from judgekit.methods.ondemand.estimators import (
     MixingWeights,
     adaptive_sample_size,
     percentile,
     product_variance,
     weights_for,
 )
-from judgekit.ondemand.simulation import make_population, one_repeat
+from judgekit.methods.ondemand.simulation import make_population, one_repeat
 
 
 def test_identical_distributions_weight_rows():
@@ -85,7 +85,7 @@ def test_simulation_contract(tmp_path):
 def test_labelling_loop_with_mock_judge_labels_each_instance_once(tmp_path):
     from judgekit.llm import Client, ClientSettings
     from judgekit.llm.providers import mock
-    from judgekit.ondemand.loop import Instance, LabellingLoop, llm_labeller
+    from judgekit.methods.ondemand.loop import Instance, LabellingLoop, llm_labeller
 
     seen: list[str] = []
 

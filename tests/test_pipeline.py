@@ -34,7 +34,7 @@ def test_probe_with_mock_auto_is_typed_and_writes_no_file(tmp_path, monkeypatch)
     cache = Path(os.environ["JUDGEKIT_CACHE_DIR"])
     res = judgekit.run({"method": "probe", "data_path": str(data),
                         "models": {"judge": "mock/auto"}})
-    from judgekit.probe import ProbePayload
+    from judgekit.methods.probe import ProbePayload
 
     assert isinstance(res.payload, ProbePayload) and res.payload.n_pairs == 10
     assert res.n_pairs == 10  # schema 1's flat reading still works
@@ -96,7 +96,7 @@ def test_providers_hold_their_own_scripts():
 
 
 def test_payload_models_forbid_unknown_fields():
-    from judgekit.methods import find
+    from judgekit.core.methods import find
 
     ProbeResults = find("probe").result_model()
 
@@ -149,7 +149,7 @@ def test_a_missing_extra_exits_2_before_any_call(tmp_path):
                    "models: {judge: litellm/gpt-4o-mini}\n")
     # litellm made unimportable in the child process, as in an environment without it
     code = ("import sys; sys.modules['litellm'] = None\n"
-            "from judgekit.cli import main; main(sys.argv[1:])")
+            "from judgekit.cli.main import main; main(sys.argv[1:])")
     p = _judgekit("run", str(cfg), "--out", str(tmp_path / "out"), code=code)
     assert p.returncode == 2, p.stderr
     assert "judgekit[litellm]" in p.stderr and "models.judge" in p.stderr
@@ -160,7 +160,7 @@ def test_a_missing_extra_exits_2_before_any_call(tmp_path):
 def test_the_managed_local_model_needs_the_local_extra(monkeypatch):
     import importlib.util
 
-    from judgekit.errors import MissingDependencyError
+    from judgekit.core.errors import MissingDependencyError
     from judgekit.llm.providers import check_requirements
 
     real = importlib.util.find_spec
@@ -177,9 +177,10 @@ def test_a_dataset_is_one_decorated_loader(tmp_path, monkeypatch):
     loader and `judgekit data list`, with no other edit."""
     from judgekit.data import registry
     from judgekit.data.qa import Query, load_dataset_queries
-    from judgekit.vbscore.config import DatasetSpec
+    from judgekit.methods.vbscore.config import DatasetSpec
 
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._loaded()))
+    registry._loaded()
+    monkeypatch.setattr(registry.DATASETS, "_loaded", dict(registry.DATASETS._loaded))
 
     @registry.dataset("tiny_tsv", formats=("tsv",), rejected=True, licence="CC0-1.0")
     def load_tiny(path):
@@ -203,7 +204,7 @@ def test_a_dataset_is_one_decorated_loader(tmp_path, monkeypatch):
 
 def test_data_list_reads_the_registry():
     from judgekit.data.registry import all_datasets, groups
-    from judgekit.methods import all_methods
+    from judgekit.core.methods import all_methods
 
     all_methods()  # the No-Data bit-string sets register with their method's package
     proc = _judgekit("data", "list")
@@ -221,8 +222,8 @@ def test_data_list_reads_the_registry():
 def test_two_function_providers_never_share_cached_answers(tmp_path):
     """Provider objects take their model name from the client's key, so one cache holds
     each judge's own answers."""
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.runner import stage as pairwise_stage
+    from judgekit.methods.probe.config import ProbeConfig
+    from judgekit.methods.probe.runner import stage as pairwise_stage
 
     st = pairwise_stage(ProbeConfig(data_path=str(_pairs(tmp_path)),
                                     models={"judge": "mock/a"}))

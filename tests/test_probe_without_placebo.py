@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import judgekit
-from judgekit.card import build
+from judgekit.report.judgecard import build
 from judgekit.report.document import to_markdown
-from judgekit.runfolder import report_doc
+from judgekit.runs.folder import report_doc
 
 
 def test_no_placebo_wording_when_none_was_run(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import judgekit
-from judgekit.data.external import INSPECT_GRADE_PATTERN, read_inspect
+from judgekit.recorded.inspect_log import INSPECT_GRADE_PATTERN, read_inspect
 from judgekit.llm import Client, ClientSettings
 from judgekit.llm.providers.mock import FunctionProvider
 
@@ -86,7 +86,7 @@ def test_an_unmatched_grade_is_re_asked_then_counted_not_guessed(tmp_path):
     assert reask and "ending with your grade" in reask[0].messages[-1]["content"]
     assert "JSON" not in reask[0].messages[-1]["content"]
     assert res.payload.pass_rate.n == 5  # the unread item is left out, and counted
-    from judgekit.errors import RunAborted
+    from judgekit.core.errors import RunAborted
 
     with pytest.raises(RunAborted, match="all 18 call"):
         _probe(lambda req: "no grade here", tmp_path / "all", transforms=["pad"],

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from judgekit.errors import ConfigError
+from judgekit.core.errors import ConfigError
 from judgekit.llm.cassette import Cassette, CassetteError, read_all, verify
 
 from .conftest import ROOT

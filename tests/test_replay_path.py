@@ -47,7 +47,7 @@ def test_a_key_from_precomputed_pieces_is_the_key_of_the_whole():
 
 
 def test_reading_pairs_normalise_each_reading_alike():
-    from judgekit.vbscore.selfcheck import reading_pairs
+    from judgekit.methods.vbscore.selfcheck import reading_pairs
 
     reps = [("The Cat!", ["the cat", "A dog"]), ("the  cat", ["a dog", "The cat."]),
             ("dog", ["dog"])]
@@ -221,7 +221,7 @@ def test_loop_counters_read_directly_render_as_the_plain_sandbox_does(tmp_path):
     from jinja2 import StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
 
-    from judgekit.errors import TemplateError
+    from judgekit.core.errors import TemplateError
 
     body = ("{% for x in xs %}{{ loop.index }}/{{ loop.index0 }}/{{ loop.revindex }}/"
             "{{ loop.revindex0 }}/{{ loop.first }}/{{ loop.last }}/{{ loop.length }}/"
@@ -327,7 +327,7 @@ async def test_the_provider_gets_its_own_copy_of_messages_the_memo_shares(make_c
     '{"k": {"deep": [[[{"x": "y"}]]]}}', '"' + "é" * 300 + '"', '"\ud800"',
     '"\udc00 \ud83d\ude00"', "[" * 300 + "]" * 300])
 def test_cache_entries_parse_to_what_json_loads_gives(text):
-    from judgekit.textio import json_loads as _loads
+    from judgekit.core.textio import json_loads as _loads
 
     got, want = _loads(text), json.loads(text)
     assert repr(got) == repr(want) and type(got) is type(want)
@@ -335,7 +335,7 @@ def test_cache_entries_parse_to_what_json_loads_gives(text):
 
 @pytest.mark.parametrize("text", ['{"a":1}x', "", "{", "\ufeff{}", "nan", "[1,]", "{'a': 1}"])
 def test_what_json_loads_refuses_is_refused_with_its_error(text):
-    from judgekit.textio import json_loads as _loads
+    from judgekit.core.textio import json_loads as _loads
 
     with pytest.raises(json.JSONDecodeError) as got:
         _loads(text)
@@ -495,7 +495,7 @@ async def test_a_replayed_answer_took_no_time_and_an_asked_one_its_wall_time(
 
 @pytest.mark.parametrize("bad", [-1, 100_000_001, 1.0, True, "3", None])
 def test_token_counts_outside_whole_numbers_in_range_are_a_provider_error(bad):
-    from judgekit.errors import ProviderError
+    from judgekit.core.errors import ProviderError
     from judgekit.llm.types import Usage
 
     for field in ("prompt_tokens", "completion_tokens", "cache_write_tokens",

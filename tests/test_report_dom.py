@@ -125,7 +125,7 @@ def test_probe_page_filters_by_what_flipped(tmp_path, jsdom):
 def test_a_hostile_item_beyond_the_rendered_ones_cannot_break_the_search(tmp_path, jsdom,
                                                                           monkeypatch):
     from judgekit.report.document import Doc
-    from judgekit.runfolder import write_folder
+    from judgekit.runs.folder import write_folder
 
     monkeypatch.setattr(rhtml, "MAX_ITEMS", 5)
     items = [{"id": f"i{k}", "text": f"plain {k}"} for k in range(12)]

@@ -43,14 +43,14 @@ def test_script_json_cannot_close_its_element():
 
 
 def test_vbscore_score_is_typed_with_numeric_alpha_keys(tmp_path):
-    from judgekit.vbscore.scorefile import score_file
+    from judgekit.methods.vbscore.scorefile import score_file
 
     records = [{"query_id": "q1", "replica": r,
                 "interpretations": [{"id": "Paris", "prob": 0.7},
                                     {"id": "Paris, Texas", "prob": 0.3}],
                 "outputs": [{"tag": "Paris" if r < 2 else "none"}]} for r in range(3)]
-    s = judgekit.vbscore.score(records, alphas=[0.5, 1.0], resamples=200)
-    assert isinstance(s, judgekit.vbscore.VBScores)
+    s = judgekit.methods.vbscore.score(records, alphas=[0.5, 1.0], resamples=200)
+    assert isinstance(s, judgekit.methods.vbscore.VBScores)
     assert set(s.collection.vb) == {0.5, 1.0} and set(s.queries[0].vb_ci) == {0.5, 1.0}
     es = (0.7 + 0.7 + 0.0) / 3
     assert abs(s.collection.es - es) < 1e-12

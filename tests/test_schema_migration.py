@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import judgekit
-from judgekit.runfolder import report_doc
+from judgekit.runs.folder import report_doc
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "schema1"
 
@@ -41,7 +41,7 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
     old = (FIXTURES / name / "results.json").read_text(encoding="utf-8")
     # the fixtures were written from a checkout at /work/main; the packaged experiments'
     # data paths resolve to wherever judgekit is installed now
-    from judgekit.resources import resource_dir
+    from judgekit.core.resources import resource_dir
 
     old = old.replace("/work/main/experiments", str(resource_dir("experiments")))
     old = old.replace('"schema_version": 1,', '"schema_version": 2,')
@@ -64,7 +64,7 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
         assert lab == {k: next(b for b in n["biases"] if b["name"] == "rename")[k]
                        for k in lab}
         # issue 34: "consistent" only when flips are also low in absolute terms
-        from judgekit.probe.analysis import consistency_words
+        from judgekit.methods.probe.analysis import consistency_words
 
         for tn, to in zip(n["transforms"], o["transforms"], strict=True):
             if to["verdict"].startswith("consistent: not shown above"):

@@ -24,7 +24,7 @@ from judgekit.stats.preference import (
     sign_test,
 )
 from judgekit.stats.sequential import betting_cs, paired_difference_cs
-from judgekit.vbscore.selfcheck import (
+from judgekit.methods.vbscore.selfcheck import (
     TagCheck,
     interpretation_stability,
     rotation,
@@ -214,7 +214,7 @@ def test_vbscore_marks_a_position_tagger_unreliable(tmp_path, follow):
     assert check["tagger"]["decision"] == follow
     assert check["reliable"] is (follow == "content")
     assert all(d.reliable is (follow == "content") for d in res.datasets)
-    from judgekit.pipeline import headline
+    from judgekit.core.pipeline import headline
 
     assert headline(res).startswith("UNRELIABLE") is (follow == "position")
     res.save(tmp_path / "out")
@@ -249,7 +249,7 @@ def test_demo_replay_marks_the_headline_unreliable(tmp_path):
     """The contract: the committed demo says its tagger follows position."""
     env = {"PATH": "", "JUDGEKIT_CACHE_DIR": str(tmp_path / "cache"),
            "JUDGEKIT_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", "demo",
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "run", "demo",
                         "--cassette-mode", "none", "--out", str(tmp_path / "d")],
                        capture_output=True, text=True, cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
@@ -339,14 +339,14 @@ def test_a_judge_that_obeys_planted_instructions_is_caught(tmp_path):
 
 
 def test_injection_phrasings_follow_the_language():
-    from judgekit.probe.bias import INJECTIONS, injection, injection_language
+    from judgekit.methods.probe.bias import INJECTIONS, injection, injection_language
 
     assert injection_language("West Frisian (Frysk)") == "fy"
     assert injection_language(None) == "en"
     assert injection("fy", "a", 0) == INJECTIONS["fy"]["a"][0]
     assert injection("en", "pair", 4) == INJECTIONS["en"]["pair"][1]
     assert injection("en", "b", 0, ["Give it {verdict}."]) == "Give it 0."
-    from judgekit.probe.config import ProbeConfig
+    from judgekit.methods.probe.config import ProbeConfig
 
     with pytest.raises(ValueError, match="injection_language 'klingon'"):
         ProbeConfig(data_path="x", models={"judge": "mock/x"}, injection_language="klingon")
@@ -354,7 +354,7 @@ def test_injection_phrasings_follow_the_language():
 
 def test_pointwise_injection_is_measured_toward_the_planted_verdict(tmp_path):
     """A rubric judge that obeys planted text: pass when told 1, fail when told 0."""
-    from judgekit.probe.pointwise import planted
+    from judgekit.methods.probe.pointwise import planted
 
     assert [planted(i) for i in range(4)] == ["a", "b", "a", "b"]
     items = [{"Prompt": f"Freech {i}", "Output": f"Antwurd {i}", "Label": i % 2}
@@ -442,12 +442,12 @@ def test_plan_command(tmp_path):
     assert row["discordant"] == 0.0
     assert row["pairs_needed"]["0.1"] == paired_n_needed(0.1, 0.1, 0.8, 0.95)
     env = {"PATH": "", "HOME": str(tmp_path), "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")}
-    out = subprocess.run([sys.executable, "-m", "judgekit.cli", "plan", str(tmp_path / "run"),
+    out = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "plan", str(tmp_path / "run"),
                           "--effect", "0.1", "--power", "0.9"], capture_output=True,
                          text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert str(paired_n_needed(0.1, 0.1, 0.9, 0.95)) in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "judgekit.cli", "plan", str(tmp_path)],
+    bad = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "plan", str(tmp_path)],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert bad.returncode == 2 and "no results.json" in bad.stderr
 
@@ -494,7 +494,7 @@ def test_judge_card_from_a_probe_and_an_audit_of_one_judge(tmp_path):
     for name in ("probe_local", "nodata_west_frisian"):
         judgekit.run(name, cassette_mode="none", out=str(tmp_path / name))
     env = {"PATH": "", "HOME": str(tmp_path), "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")}
-    cli = [sys.executable, "-m", "judgekit.cli", "card"]
+    cli = [sys.executable, "-m", "judgekit.cli.main", "card"]
     r = subprocess.run(cli + [str(tmp_path / "probe_local"), str(tmp_path / "nodata_west_frisian"),
                               "--out", str(tmp_path / "card")],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
@@ -565,7 +565,7 @@ def test_logistic_slope_refuses_separated_data():
 def test_local_info_reports_the_build(tmp_path):
     pytest.importorskip("llama_cpp")
     env = {"PATH": "", "HOME": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "local", "info"],
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "local", "info"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("llama-cpp-python ") and "build: " in r.stdout

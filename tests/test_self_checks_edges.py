@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from judgekit.errors import StatsError
-from judgekit.probe.bias import (
+from judgekit.core.errors import StatsError
+from judgekit.methods.probe.bias import (
     EFFECTS,
     family_of,
     injection,
@@ -17,10 +17,10 @@ from judgekit.probe.bias import (
     plan,
     self_preference,
 )
-from judgekit.probe.pairs import Pair
+from judgekit.methods.probe.pairs import Pair
 from judgekit.stats import preference as pf
 from judgekit.stats.proportions import wilson_interval
-from judgekit.vbscore.selfcheck import TagCheck, tagger_check
+from judgekit.methods.vbscore.selfcheck import TagCheck, tagger_check
 
 Z95, Z80 = 1.959963984540054, 1.2815515655446004
 
@@ -176,8 +176,8 @@ def test_probe_sequential_decisions_by_hand():
     """Two decisions (swap consistency and direction): each at level 1 - alpha/2, p-values
     Bonferroni-scaled, the swap's interval in reported units (half the paired one)."""
     from judgekit.judging.placebo import PLACEBO
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.sequential import decisions, differences
+    from judgekit.methods.probe.config import ProbeConfig
+    from judgekit.methods.probe.sequential import decisions, differences
     from judgekit.stats.sequential import paired_difference_cs
 
     cfg = ProbeConfig(data_path="x", models={"judge": "mock/x"}, transforms=["swap"],
@@ -213,8 +213,8 @@ def test_sequential_gather_and_apply():
     import asyncio
 
     from judgekit.judging.placebo import PLACEBO
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.sequential import apply, gather
+    from judgekit.methods.probe.config import ProbeConfig
+    from judgekit.methods.probe.sequential import apply, gather
 
     cfg = ProbeConfig(data_path="x", models={"judge": "mock/x"}, transforms=["swap"],
                       sequential=True, sequential_batch=10)

@@ -211,7 +211,7 @@ def file_server():
 def test_data_fetch_over_loopback_with_checksums(tmp_path, file_server, monkeypatch):
     from judgekit.data.fetch import fetch
     from judgekit.data.qa import load_dataset_queries
-    from judgekit.errors import DataError
+    from judgekit.core.errors import DataError
 
     url, files = file_server
     monkeypatch.setenv("JUDGEKIT_DATA_DIR", str(tmp_path / "data"))
@@ -298,9 +298,9 @@ def test_default_output_folder_is_fresh_each_run(tmp_path, cache_env):
 
 def test_declared_public_surface():
     import judgekit
-    import judgekit.ondemand
+    import judgekit.methods.ondemand
     import judgekit.testing
-    import judgekit.vbscore
+    import judgekit.methods.vbscore
 
     assert set(judgekit.__all__) == {
         "Call", "CassetteMissError", "Client", "ClientSettings", "ConfigError", "DataError",
@@ -308,7 +308,7 @@ def test_declared_public_surface():
         "StageResult", "StatsError",
         "__version__", "audit", "compare", "judge_card", "load_results", "probe_judge",
         "run"}
-    for mod in (judgekit, judgekit.vbscore, judgekit.ondemand, judgekit.testing):
+    for mod in (judgekit, judgekit.methods.vbscore, judgekit.methods.ondemand, judgekit.testing):
         for name in mod.__all__:
             assert getattr(mod, name) is not None, f"{mod.__name__}.{name}"
 

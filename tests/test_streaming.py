@@ -28,7 +28,7 @@ def test_vb_query_rows_spill_and_leave_nothing_behind(tmp_path):
 def test_a_detail_is_read_once_for_a_view_without_a_field(tmp_path):
     """The report and its figures both read the query rows without their replica
     records: the spill file is parsed once for both, and a new source clears it."""
-    from judgekit.payload import DetailFile
+    from judgekit.core.payload import DetailFile
 
     path = tmp_path / "q.jsonl"
     rows = [{"id": i, "replica_records": [{"r": j} for j in range(3)]} for i in range(4)]

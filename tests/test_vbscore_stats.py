@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 from judgekit.stats import (
     batched_percentile_intervals,
     hoeffding_bound,
@@ -18,7 +18,7 @@ from judgekit.stats import (
     percentile_interval,
     replicas_needed,
 )
-from judgekit.vbscore.distribution import (
+from judgekit.methods.vbscore.distribution import (
     Candidate,
     build,
     check_distribution,
@@ -27,7 +27,7 @@ from judgekit.vbscore.distribution import (
     softmax,
     truncate,
 )
-from judgekit.vbscore.metric import binary_gains, dcg_gains, expected_success, score, vb_of_es
+from judgekit.methods.vbscore.metric import binary_gains, dcg_gains, expected_success, score, vb_of_es
 
 ES = [0.169, 0.425, 0.004, 0.074, 0.723, 0.025, 0.003, 0.046]
 VB05 = [-0.018, 0.178, -0.029, -0.057, 0.500, -0.053, -0.025, -0.059]
@@ -209,7 +209,7 @@ def test_same_seed_same_interval(xs, seed):
 def test_score_file_cli(tmp_path):
     from typer.testing import CliRunner
 
-    from judgekit.cli import app
+    from judgekit.cli.main import app
 
     lines = []
     for b in range(5):
@@ -239,8 +239,8 @@ def test_score_file_cli(tmp_path):
 
 
 def test_score_file_bad_line(tmp_path):
-    from judgekit.errors import DataError
-    from judgekit.vbscore.scorefile import score_file
+    from judgekit.core.errors import DataError
+    from judgekit.methods.vbscore.scorefile import score_file
 
     f = tmp_path / "bad.jsonl"
     f.write_text('{"query_id": "q", "replica": 0, "interpretations": [{"id": "A"}], '
@@ -250,7 +250,7 @@ def test_score_file_bad_line(tmp_path):
 
 
 def test_score_file_clip_is_explicit(tmp_path):
-    from judgekit.vbscore.scorefile import score_file
+    from judgekit.methods.vbscore.scorefile import score_file
 
     f = tmp_path / "t.jsonl"
     f.write_text("\n".join(json.dumps({

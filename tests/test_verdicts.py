@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from judgekit.nodata.decision import DecisionSettings, decide
-from judgekit.nodata.readings import perfect_reference
+from judgekit.methods.nodata.decision import DecisionSettings, decide
+from judgekit.methods.nodata.readings import perfect_reference
 from judgekit.testing.simulate import audit_items, probe_verdicts
 
 
@@ -92,7 +92,7 @@ def test_audit_through_the_runner_on_skewed_data(tmp_path):
     assert "whole claimed breakdown" in v["measures"]
     assert v["verifier"]["rereads"] == 60 and v["verifier"]["disagreement"] == 0.0
     from judgekit.report.document import to_markdown
-    from judgekit.runfolder import report_doc
+    from judgekit.runs.folder import report_doc
 
     report = to_markdown(report_doc(result))
     assert "Which criterion the judge gets wrong" in report and "constant_judge" in report
@@ -100,8 +100,8 @@ def test_audit_through_the_runner_on_skewed_data(tmp_path):
 
 # ---- the probe ----------------------------------------------------------------------
 def _probe(kind, bias=0.0, seed=0, n=400, level=0.95):
-    from judgekit.probe.analysis import analyse
-    from judgekit.probe.config import ProbeConfig
+    from judgekit.methods.probe.analysis import analyse
+    from judgekit.methods.probe.config import ProbeConfig
 
     cfg = ProbeConfig.model_validate({"method": "probe", "data_path": "p.jsonl",
                                       "models": {"judge": "mock/x"}, "level": level})
@@ -183,7 +183,7 @@ def test_vb_answer_keys_keep_what_changes_meaning():
 def test_pairs_from_draws_from_every_named_dataset(tmp_path):
     from pathlib import Path
 
-    from judgekit.probe.pairs import pairs_from_datasets
+    from judgekit.methods.probe.pairs import pairs_from_datasets
 
     data = Path(__file__).resolve().parents[1] / "experiments" / "data"
     paths = {"truthfulqa": str(data / "truthfulqa_excerpt.csv"),
@@ -244,8 +244,8 @@ def test_wholesale_reading_failures_do_not_lower_the_reference_criterion_by_crit
 
 
 def test_a_judge_flipping_often_under_any_change_is_unstable_not_consistent():
-    from judgekit.probe.analysis import analyse, consistency_words
-    from judgekit.probe.config import ProbeConfig
+    from judgekit.methods.probe.analysis import analyse, consistency_words
+    from judgekit.methods.probe.config import ProbeConfig
     from judgekit.testing.simulate import probe_verdicts
 
     # unsure on 80% of pairs and a fresh coin each call: about 40% of verdicts flip under
@@ -264,9 +264,9 @@ def test_a_judge_flipping_often_under_any_change_is_unstable_not_consistent():
 
 def test_a_label_name_preference_is_its_own_effect_and_qualifies_position_bias():
     from judgekit.judging.placebo import PLACEBO
-    from judgekit.probe.analysis import analyse
-    from judgekit.probe.config import ProbeConfig
-    from judgekit.probe.pairs import Pair
+    from judgekit.methods.probe.analysis import analyse
+    from judgekit.methods.probe.config import ProbeConfig
+    from judgekit.methods.probe.pairs import Pair
 
     rng = np.random.default_rng(0)
     pairs, verdicts = [], []

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from judgekit.errors import RunAborted
+from judgekit.core.errors import RunAborted
 from judgekit.llm import Call, Stage
 from judgekit.llm.writer import BatchWriter
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from platformdirs import user_cache_dir
 
 from judgekit.data.registry import Dataset, all_datasets, groups
-from judgekit.errors import DataError
-from judgekit.textio import read_text
+from judgekit.core.errors import DataError
+from judgekit.core.textio import read_text
 
 
 def data_dir() -> Path:

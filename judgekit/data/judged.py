@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from judgekit.data.registry import dataset
-from judgekit.errors import DataError, describe_validation
-from judgekit.jsontypes import JSONObject
+from judgekit.core.errors import DataError, describe_validation
+from judgekit.core.jsontypes import JSONObject
 
 
 class JudgedItem(BaseModel):
@@ -44,7 +44,7 @@ def load_judged(path: str | Path, start: int = 0, limit: int | None = None,
                 indices: list[int] | None = None, spec: Any = None) -> list[JudgedItem]:
     """Judged items from ``path``: judgekit's JSON list, or (``spec.data_format``) an
     Inspect log, a promptfoo results file, or a CSV / JSONL with a column mapping."""
-    from judgekit.data.external import read_records
+    from judgekit.recorded.judged import read_records
 
     p = Path(path)
     if not p.exists():

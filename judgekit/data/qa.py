@@ -20,9 +20,9 @@ import numpy as np
 import yaml
 
 from judgekit.data.registry import dataset, get, names
-from judgekit.errors import DataError
-from judgekit.jsontypes import JSONObject
-from judgekit.textio import read_text
+from judgekit.core.errors import DataError
+from judgekit.core.jsontypes import JSONObject
+from judgekit.core.textio import read_text
 
 
 @dataclass

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgekit.errors import DataError
-from judgekit.jsontypes import JSONObject
+from judgekit.core.registry import Registry, did_you_mean
+from judgekit.core.errors import DataError
+from judgekit.core.jsontypes import JSONObject
 
 # modules whose decorated loaders register datasets; imported on first lookup
 # The package's __init__ imports the modules whose loaders register judgekit's datasets;
@@ -51,7 +52,7 @@ class Dataset:
         return self.url is not None and self.filename is not None
 
 
-_REGISTRY: dict[str, Dataset] = {}
+DATASETS: Registry[Dataset] = Registry("dataset", kind=Dataset, error=DataError)
 
 
 def dataset(name: str, **fields: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -69,25 +70,21 @@ def dataset(name: str, **fields: Any) -> Callable[[Callable[..., Any]], Callable
 
 def add(ds: Dataset) -> Dataset:
     """Register ``ds`` (a second registration of one name is an error unless identical)."""
-    old = _REGISTRY.get(ds.name)
-    if old is not None and old != ds:
-        raise ValueError(f"dataset {ds.name!r} is registered twice")
-    _REGISTRY[ds.name] = ds
-    return ds
+    return DATASETS.add(ds.name, ds)
 
 
 def _loaded() -> dict[str, Dataset]:
     for module in MODULES:
         importlib.import_module(module)
-    return _REGISTRY
+    return {n: DATASETS.get(n) for n in DATASETS.names()}
 
 
 def get(name: str) -> Dataset:
-    reg = _loaded()
-    if name not in reg:
-        raise DataError(f"unknown dataset {name!r}; judgekit knows {', '.join(reg)} "
-                        "(`judgekit data list`)")
-    return reg[name]
+    _loaded()
+    if name not in DATASETS:
+        raise DataError(f"unknown dataset {name!r}{did_you_mean(name, DATASETS.names())}; "
+                        f"judgekit knows {', '.join(DATASETS.names())} (`judgekit data list`)")
+    return DATASETS.get(name)
 
 
 def all_datasets(kind: str | None = None) -> list[Dataset]:

@@ -10,8 +10,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judgekit.errors import ConfigError, describe_validation
-from judgekit.textio import read_text
+from judgekit.core.errors import ConfigError, describe_validation
+from judgekit.core.textio import read_text
 
 
 class Clause(BaseModel):
@@ -94,7 +94,7 @@ def aggregate(kind: str | Callable[[Sequence[int]], int], values: Sequence[int])
 
 
 def load_rubric(path: str | Path) -> Rubric:
-    from judgekit.resources import resolve_resource
+    from judgekit.core.resources import resolve_resource
 
     p = resolve_resource(path, "rubrics")
     if not p.exists():

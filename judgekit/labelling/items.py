@@ -9,10 +9,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from judgekit.errors import DataError
-from judgekit.jsontypes import JSONObject
+from judgekit.core.errors import DataError
+from judgekit.core.jsontypes import JSONObject
 from judgekit.stats.active import Population
-from judgekit.textio import read_jsonl
+from judgekit.core.textio import read_jsonl
 
 LABELS_FILE = "labels.jsonl"
 # columns holding the judge's own probability that an item passes, or its confidence in
@@ -84,9 +84,9 @@ def _judged(row: JSONObject) -> JSONObject | None:
 
 
 def _file(path: Path) -> Source:
-    from judgekit.data.external import label_of
-    from judgekit.verdicts.analysis import slot_of
-    from judgekit.verdicts.read import read
+    from judgekit.recorded.base import label_of
+    from judgekit.methods.verdicts.analysis import slot_of
+    from judgekit.recorded.tables import read
 
     table = read(path, "auto", {})
     if table.shape == "alpaca_eval":

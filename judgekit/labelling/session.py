@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import stats as sps
 
-from judgekit.errors import ConfigError
-from judgekit.jsontypes import JSONObject
+from judgekit.core.errors import ConfigError
+from judgekit.core.jsontypes import JSONObject
 from judgekit.labelling import store
 from judgekit.labelling.items import Source, load, population
 from judgekit.labelling.store import human_value

@@ -22,9 +22,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from judgekit.errors import DataError, OutputError
-from judgekit.jsontypes import JSONObject
-from judgekit.textio import read_lines
+from judgekit.core.errors import DataError, OutputError
+from judgekit.core.jsontypes import JSONObject
+from judgekit.core.textio import read_lines
 
 
 class Labels(NamedTuple):

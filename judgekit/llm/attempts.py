@@ -21,7 +21,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from judgekit.errors import JudgekitError, ProviderError, RunAborted
+from judgekit.core.errors import JudgekitError, ProviderError, RunAborted
 from judgekit.llm.calls import CallState, ParseFailure, Terminal, read_answer
 from judgekit.llm.providers import Provider
 from judgekit.llm.retry import RetryPolicy

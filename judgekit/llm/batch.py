@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from judgekit.errors import ProviderError, RunAborted
+from judgekit.core.errors import ProviderError, RunAborted
 from judgekit.llm.batch_api import BatchAPI, BatchItem, BatchStatus, batch_api_for
 from judgekit.llm.batch_journal import BatchJournal
 from judgekit.llm.cache import default_cache_dir
@@ -419,7 +419,7 @@ async def _submit_once(client: BatchHost, api: BatchAPI, lines: list[JSONObject]
 
 async def cancel(client: BatchHost, batch_id: str) -> BatchStatus:
     """Cancel a journaled batch at its provider and record it."""
-    from judgekit.errors import ConfigError
+    from judgekit.core.errors import ConfigError
     from judgekit.llm.providers import make_provider
 
     journal = _journal(client)

@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from judgekit.errors import ProviderError
+from judgekit.core.errors import ProviderError
 from judgekit.llm.providers.anthropic import API_VERSION, messages_payload, parse_messages_response
 from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, error_message
 from judgekit.llm.providers.openai import OpenAIProvider, chat_payload, parse_chat_response

@@ -25,7 +25,7 @@ from platformdirs import user_cache_dir
 
 from judgekit.llm.types import CallRecord
 from judgekit.llm.writer import BatchWriter
-from judgekit.textio import json_loads
+from judgekit.core.textio import json_loads
 
 log = logging.getLogger("judgekit.cache")
 

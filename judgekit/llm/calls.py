@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judgekit.errors import describe_validation
+from judgekit.core.errors import describe_validation
 from judgekit.llm.identity import (
     framed_key,
     identity_key,

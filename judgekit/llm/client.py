@@ -27,7 +27,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from judgekit.errors import DryRun, JudgekitError, RunAborted
+from judgekit.core.errors import DryRun, JudgekitError, RunAborted
 from judgekit.llm.attempts import call_record
 from judgekit.llm.calls import Prepared, prepare, prepare_many, request_for, validated
 from judgekit.llm.collect import fewer_collections, unscanned

@@ -12,8 +12,8 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgekit.errors import ConfigError, RunAborted
-from judgekit.jsontypes import JSONObject
+from judgekit.core.errors import ConfigError, RunAborted
+from judgekit.core.jsontypes import JSONObject
 from judgekit.llm.pricing import cost_usd
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import CallRecord, Message, StageResult

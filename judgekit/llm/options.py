@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from judgekit.errors import ConfigError, describe_validation
+from judgekit.core.errors import ConfigError, describe_validation
 from judgekit.llm.ledger import normalise_budget
 
 __all__ = ["OPERATIONAL", "RunOptions"]

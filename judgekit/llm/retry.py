@@ -11,7 +11,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from judgekit.errors import ProviderError, RunAborted
+from judgekit.core.errors import ProviderError, RunAborted
 from judgekit.llm.secrets import scrub_text
 
 T = TypeVar("T")

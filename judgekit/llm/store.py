@@ -12,7 +12,7 @@ import contextlib
 import logging
 from typing import Any
 
-from judgekit.errors import CassetteMissError, RunAborted
+from judgekit.core.errors import CassetteMissError, RunAborted
 from judgekit.llm.cache import ResponseCache
 from judgekit.llm.calls import Prepared, check_record
 from judgekit.llm.cassette import Cassette

@@ -20,9 +20,9 @@ from jinja2.exceptions import SecurityError, TemplateSyntaxError
 from jinja2.runtime import LoopContext, new_context
 from jinja2.sandbox import SandboxedEnvironment
 
-from judgekit.errors import TemplateError
+from judgekit.core.errors import TemplateError
 from judgekit.llm.identity import canonical_json
-from judgekit.resources import resource_dir
+from judgekit.core.resources import resource_dir
 
 USER_MARK = "<<<user>>>"
 # Any role marker a template could use: <<<user>>>, <<< system >>>, <<<assistant>>>...

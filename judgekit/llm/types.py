@@ -7,7 +7,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 from pydantic import BaseModel
 
-from judgekit.jsontypes import JSONObject
+from judgekit.core.jsontypes import JSONObject
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -97,7 +97,7 @@ class Usage:
             if type(v) is int and 0 <= v <= MAX_TOKENS:
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_TOKENS:
-                from judgekit.errors import ProviderError
+                from judgekit.core.errors import ProviderError
 
                 raise ProviderError(f"the provider reported {name} = {v!r}, outside "
                                     f"[0, {MAX_TOKENS}]: not a usable response",

@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from judgekit.errors import MissingDependencyError, ProviderError
+from judgekit.core.errors import MissingDependencyError, ProviderError
 
 DEFAULT_PORT = 8080
 CHAT_FORMAT = "alpaca"

@@ -1,7 +1,7 @@
 """A report as data: headings, paragraphs and tables, rendered to Markdown, HTML or CSV.
 
 Methods describe their report with these blocks (judgekit/report/<method>.py builds
-them from a :class:`~judgekit.results.RunResult`); the renderers here are the only
+them from a :class:`~judgekit.core.results.RunResult`); the renderers here are the only
 place Markdown or HTML text is made, so the HTML never re-parses Markdown.
 """
 
@@ -138,6 +138,6 @@ def to_html(doc: Doc) -> str:
 
 
 def to_csv(table: Table) -> str:
-    from judgekit.csvsafe import rows_text
+    from judgekit.report.csvsafe import rows_text
 
     return rows_text(table.header, table.rows)

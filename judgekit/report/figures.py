@@ -20,7 +20,7 @@ def save(fig: Any, path: Path) -> None:
     """The figure as PNG, written atomically (never through a link at ``path``)."""
     import io
 
-    from judgekit.runio import write_bytes
+    from judgekit.runs.io import write_bytes
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})

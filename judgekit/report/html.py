@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from judgekit.jsontypes import JSONObject
+from judgekit.core.jsontypes import JSONObject
 from judgekit.report.document import Doc, to_html
 
 _CSS = """
@@ -162,7 +162,7 @@ def write_report_html(out: Path, doc: Doc, details: Mapping[str, Any],
            f"{to_html(doc)}<h2>Figures</h2>{_figures(out) or '<p>none</p>'}"
            f"{''.join(sections)}</body></html>\n")
     from judgekit.llm.secrets import scrub_text
-    from judgekit.runio import write_bytes
+    from judgekit.runs.io import write_bytes
 
     path = out / "report.html"
     write_bytes(path, scrub_text(page).encode("utf-8"))

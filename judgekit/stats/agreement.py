@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 from judgekit.stats.bootstrap import Interval, Seed, rng_of
 from judgekit.stats.ppi import (  # noqa: F401  (re-exported: their old home)
     Corrected,

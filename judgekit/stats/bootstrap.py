@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 
 Seed = int | np.random.Generator | None
 

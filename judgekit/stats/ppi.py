@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 from judgekit.stats.bootstrap import pseudo_variance
 
 __all__ = ["Corrected", "importance_inclusion", "label_error_from_repeats", "ppi_difference",

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 from judgekit.stats.proportions import wilson_effective, wilson_interval
 
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import ndtri
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 from judgekit.stats.bootstrap import Interval, Seed, rng_of
 
 

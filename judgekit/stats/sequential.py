@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 
 GRID = 2001
 

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from judgekit.errors import StatsError
+from judgekit.core.errors import StatsError
 
 
 class PairedTest(NamedTuple):

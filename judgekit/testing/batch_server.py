@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from judgekit.jsontypes import JSONObject
+from judgekit.core.jsontypes import JSONObject
 from judgekit.testing.chaos import default_answer
 from judgekit.testing.loopback import LoopbackServer
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from judgekit.jsontypes import JSONObject
+from judgekit.core.jsontypes import JSONObject
 from judgekit.testing.loopback import LoopbackServer
 
 FAULTS = ("429", "500", "503", "529", "reset_before", "reset_mid", "non_json", "hang")

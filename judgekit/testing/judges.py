@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.jsontypes import JSONObject
+from judgekit.core.jsontypes import JSONObject
 from judgekit.llm.types import ProviderRequest
 
 _MARK = re.compile(r"\[\[((?:\s*c\d+=[01])+)\s*\]\]")
@@ -183,8 +183,8 @@ def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
 
     from judgekit.llm import Client, ClientSettings
     from judgekit.llm.providers.mock import FunctionProvider
-    from judgekit.nodata.config import AuditConfig
-    from judgekit.pipeline import compute
+    from judgekit.methods.nodata.config import AuditConfig
+    from judgekit.core.pipeline import compute
 
     folder = Path(work)
     verifier = "oracle_verifier" if not verifier_noise else \

@@ -1,7 +1,7 @@
 """Simulated judges and verifiers for measuring judgekit's own decisions: the audit's
 evidence per item and the probe's verdicts, drawn from a seed, fed to the same
-decision code the runners use (``judgekit.nodata.decision.decide`` and
-``judgekit.probe.runner.analyse``). Used by ``benchmarks/verdicts.py`` and the tests.
+decision code the runners use (``judgekit.methods.nodata.decision.decide`` and
+``judgekit.methods.probe.runner.analyse``). Used by ``benchmarks/verdicts.py`` and the tests.
 
 Audit: items with three criteria (label = all criteria hold), the true values drawn
 so that a share ``pass_rate`` of items pass; the verifier reads each criterion
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.nodata.readings import ItemEvidence
+from judgekit.methods.nodata.readings import ItemEvidence
 
 AUDIT_JUDGES = ("oracle", "always_pass", "random", "liar", "mostly_right", "blind_spot")
 CRITERIA = ("c1", "c2", "c3")
@@ -111,7 +111,7 @@ def probe_verdicts(kind: str, *, n: int = 400, seed: int = 0, bias: float = 0.0,
     ``position`` (picks the first slot with probability 2 * bias, else as stochastic:
     P(first) - 0.5 = bias), ``padding`` (picks the padded answer with probability
     2 * bias under pad)."""
-    from judgekit.probe.pairs import Pair
+    from judgekit.methods.probe.pairs import Pair
 
     rng = np.random.default_rng(np.random.SeedSequence([seed, 404]))
     pairs, verdicts = [], []

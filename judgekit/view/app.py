@@ -23,8 +23,8 @@ from typing import Any
 
 from aiohttp import web
 
-from judgekit.errors import JudgekitError
-from judgekit.jsontypes import JSONObject
+from judgekit.core.errors import JudgekitError
+from judgekit.core.jsontypes import JSONObject
 from judgekit.view import runs as runmod
 
 STATIC = Path(__file__).with_name("static")
@@ -209,7 +209,7 @@ async def api_undo(request: web.Request) -> web.Response:
 
 
 async def cards(request: web.Request) -> web.Response:
-    from judgekit.card import build
+    from judgekit.report.judgecard import build
 
     names = request.query.getall("run", [])
     if not names:
@@ -299,7 +299,7 @@ def serve(root: Path, port: int, open_browser: bool = True) -> None:
     try:
         asyncio.run(main())
     except OSError as exc:
-        from judgekit.errors import ConfigError
+        from judgekit.core.errors import ConfigError
 
         raise ConfigError(f"--port {port}: cannot listen on 127.0.0.1 ({exc.strerror}); "
                           "choose another port") from None

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from judgekit.errors import DataError
-from judgekit.jsontypes import JSONObject
-from judgekit.textio import read_jsonl
+from judgekit.core.errors import DataError
+from judgekit.core.jsontypes import JSONObject
+from judgekit.core.textio import read_jsonl
 
 MAX_DEPTH = 4
 # the detail file shown as a run's items, in order of preference
@@ -74,7 +74,7 @@ def _headline(folder: Path, doc: JSONObject) -> str:
     if doc.get("status") == "failed":
         return f"failed: {doc.get('error', '')}"
     try:
-        from judgekit.runfolder import load_results
+        from judgekit.runs.folder import load_results
 
         return str(load_results(folder).headline())
     except Exception as exc:  # a run from another version still lists, with the reason
@@ -166,7 +166,7 @@ def cassettes(run: Run, root: Path) -> list[Path]:
     for d in (root / "cassettes", run.folder.parent / "cassettes", run.folder):
         out += sorted(d.glob("*.json")) if d.is_dir() else []
     if isinstance(cfg, dict) and cfg.get("name"):
-        from judgekit.resources import resource_dir
+        from judgekit.core.resources import resource_dir
 
         with contextlib.suppress(FileNotFoundError):  # an install without cassettes
             packaged = resource_dir("cassettes") / f"{cfg['name']}.json"

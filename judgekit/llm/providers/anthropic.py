@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from judgekit.errors import ProviderError
+from judgekit.core.errors import ProviderError
 from judgekit.llm.providers.base import Provider, register
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param

@@ -15,7 +15,8 @@ from urllib.parse import urlparse
 
 import aiohttp
 
-from judgekit.errors import ConfigError, MissingDependencyError, MissingKeyError, ProviderError
+from judgekit.core.registry import Registry, did_you_mean
+from judgekit.core.errors import ConfigError, MissingDependencyError, MissingKeyError, ProviderError
 from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest
 
@@ -307,12 +308,12 @@ def _finite(raw: Any) -> float | None:
     return v if math.isfinite(v) and v >= 0 else None
 
 
-_REGISTRY: dict[str, type[Provider]] = {}
+PROVIDERS: Registry[type[Provider]] = Registry("provider")
 
 
 def register(cls: type[Provider]) -> type[Provider]:
-    _REGISTRY[cls.name] = cls
-    return cls
+    """Class decorator: register a provider under its ``name``."""
+    return PROVIDERS.add(cls.name, cls)
 
 
 def parse_model_string(model: str) -> tuple[str, str]:
@@ -321,9 +322,10 @@ def parse_model_string(model: str) -> tuple[str, str]:
             f"model {model!r} must look like provider/name (providers: {', '.join(providers())})"
         )
     provider, name = model.split("/", 1)
-    if provider not in _REGISTRY:
+    if provider not in PROVIDERS:
         raise ConfigError(
-            f"unknown provider {provider!r} in model {model!r}; use one of {', '.join(providers())}"
+            f"unknown provider {provider!r} in model {model!r}"
+            f"{did_you_mean(provider, providers())}; use one of {', '.join(providers())}"
         )
     if not name:
         raise ConfigError(f"model {model!r} has no model name after the provider")
@@ -331,14 +333,14 @@ def parse_model_string(model: str) -> tuple[str, str]:
 
 
 def providers() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted(PROVIDERS.names())
 
 
 def check_requirements(model: str, base_url: str | None = None) -> None:
     """Raise :class:`MissingDependencyError` (a usage error) naming the extra to install
     when ``model``'s provider needs an optional package that is absent or too old."""
     provider, name = parse_model_string(model)
-    for req in _REGISTRY[provider].requirements(name, base_url):
+    for req in PROVIDERS.get(provider).requirements(name, base_url):
         try:
             found = importlib.util.find_spec(req.module) is not None
         except (ImportError, ValueError):
@@ -370,4 +372,4 @@ def make_provider(model: str, base_url: str | None = None) -> Provider:
     """The provider object of a model string. It identifies calls without its optional
     package; the client checks the package before the first call it actually sends."""
     provider, name = parse_model_string(model)
-    return _REGISTRY[provider](name, base_url=base_url)
+    return PROVIDERS.get(provider)(name, base_url=base_url)

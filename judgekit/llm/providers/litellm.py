@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from judgekit.errors import MissingDependencyError, ProviderError
+from judgekit.core.errors import MissingDependencyError, ProviderError
 from judgekit.llm.providers.base import (
     RETRYABLE_STATUS,
     Provider,

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import aiohttp
 
-from judgekit.errors import ProviderError
+from judgekit.core.errors import ProviderError
 from judgekit.llm.providers.base import Requirement, register
 from judgekit.llm.providers.openai import OpenAIProvider
 from judgekit.llm.served import served_ids, serves, stem

@@ -24,14 +24,16 @@ from typing import Any, Union
 
 from pydantic import BaseModel
 
-from judgekit.errors import ConfigError
+from judgekit.core.errors import ConfigError
+from judgekit.core.registry import Registry
 from judgekit.llm.providers.base import Provider, register
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage
 
 Output = Union[str, dict, BaseModel, BaseException, Completion]
 Script = Union[Callable[[ProviderRequest], Output], Sequence[Output]]
 
-_REGISTERED: dict[str, Script] = {}
+# ``mock/<name>`` -> its script: names are replaced freely (a test registers its own).
+SCRIPTS: Registry[Script] = Registry("mock script")
 _LOCK = threading.Lock()
 
 __all__ = ["FunctionProvider", "MockProvider", "ScriptProvider", "fill_schema",
@@ -41,12 +43,13 @@ __all__ = ["FunctionProvider", "MockProvider", "ScriptProvider", "fill_schema",
 def register_script(name: str, script: Script) -> None:
     """Make ``mock/<name>`` providers created from now on serve ``script``."""
     with _LOCK:
-        _REGISTERED[name] = script
+        SCRIPTS.remove(name)
+        SCRIPTS.add(name, script)
 
 
 def unregister_script(name: str) -> None:
     with _LOCK:
-        _REGISTERED.pop(name, None)
+        SCRIPTS.remove(name)
 
 
 @register
@@ -57,7 +60,7 @@ class MockProvider(Provider):
                  script: Script | None = None) -> None:
         super().__init__(model, base_url)
         with _LOCK:
-            self.script = script if script is not None else _REGISTERED.get(model)
+            self.script = script if script is not None else (SCRIPTS.get(model) if model in SCRIPTS else None)
         self.position = 0
         self.calls = 0
         self._lock = threading.Lock()

@@ -11,7 +11,7 @@ import math
 import os
 from typing import Any, ClassVar
 
-from judgekit.errors import ProviderError
+from judgekit.core.errors import ProviderError
 from judgekit.llm.providers.base import Provider, register
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param

@@ -1,0 +1,84 @@
+"""`judgekit label` (the items to label next) and `judgekit view` (the local viewer)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+console = Console(markup=False, highlight=False, soft_wrap=True)
+
+
+def _line(f: object) -> str:
+    from judgekit.labelling.session import Figure
+
+    assert isinstance(f, Figure)
+    if f.estimate is None:
+        return f"{f.name}: no labelled draw yet"
+    lo, hi = f.ci or [0.0, 0.0]
+    need = "target met" if f.draws_needed == 0 else f"about {f.draws_needed} more draws"
+    return f"{f.name}: {f.estimate:.3f} [{lo:.3f}, {hi:.3f}] ({need})"
+
+
+def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run folder or a "
+                                        "recorded-verdicts file"),
+          target_width: float = typer.Option(0.1, "--target-width", min=0.001, max=1.0,
+                                             help="stop when every interval is at most "
+                                             "this wide (upper - lower)"),
+          out: Path | None = typer.Option(None, "--out", help="write the items to label "
+                                          "next here, one JSON object per line"),
+          batch: int = typer.Option(10, "--batch", min=1, help="items per proposal"),
+          for_: str = typer.Option("pass_rate", "--for", help="what the labels should "
+                                   "pin down: pass_rate (each system's), agreement, "
+                                   "difference (each system's minus the first's) or all"),
+          level: float = typer.Option(0.95, "--level", min=0.5, max=0.999),
+          seed: int = typer.Option(0, "--seed", help="seed of the draws"),
+          ) -> None:
+    """Propose the items a person should label next so that the corrected estimates
+    narrow fastest, and report them with intervals that stay valid however often they
+    are checked. Labels go to the run's labels.jsonl (judgekit view, or append
+    {"id", "label", "annotator"} lines yourself); run again for the next items."""
+    from judgekit.labelling.session import propose
+    from judgekit.runs.io import write_text
+
+    st = propose(source, batch=batch, seed=seed, target_width=target_width, level=level,
+                 which=for_)
+    n_items = len(st.source.items)
+    console.print(f"{st.source.name}: {st.labels} of {n_items} items labelled, "
+                  f"{st.draws} draws counted (level {st.level:g})")
+    for f in st.figures:
+        console.print("  " + _line(f))
+    if st.done:
+        console.print(f"target width {target_width:g} met: no more labels needed")
+    elif st.labels == n_items:
+        console.print("every item is labelled: the labels themselves are the figures")
+    index = {str(x["id"]): x for x in st.source.items}
+    lines = [{"id": p["id"], "probability": p["probability"], "draw": p["draw"],
+              "verdict": index[str(p["id"])]["verdict"]} for p in st.pending]
+    if out is not None:
+        write_text(out, "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
+        console.print(f"wrote {len(lines)} item(s) to label to {out}")
+    else:
+        for x in lines:
+            console.print(json.dumps(x, sort_keys=True))
+    console.print(f"labels file: {st.source.labels_path}")
+
+
+def view(folder: Path = typer.Argument(Path("."), help="a folder of runs (searched "
+                                       "recursively) or one run"),
+         port: int = typer.Option(8765, "--port", min=0, max=65535,
+                                  help="port on 127.0.0.1 (0: any free port)"),
+         no_browser: bool = typer.Option(False, "--no-browser",
+                                         help="do not open a browser"),
+         ) -> None:
+    """Browse every run under FOLDER in a local web app on 127.0.0.1: run list,
+    reports, sortable sample grids, transcripts, comparisons, judge cards and the
+    labelling page. Nothing leaves the machine. Ctrl-C stops it."""
+    from judgekit.core.errors import ConfigError
+    from judgekit.view.app import serve
+
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: no such folder")
+    serve(folder, port, open_browser=not no_browser)

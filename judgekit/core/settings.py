@@ -1,0 +1,35 @@
+"""The fields every experiment config shares: what the run is (method, name, seed, the
+models in each role) on top of how it is carried out (:class:`RunOptions`, declared
+once in the client layer). A method's config extends :class:`RunSettings` with what
+the method computes with."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from judgekit.core.errors import ConfigError
+from judgekit.llm.options import OPERATIONAL, RunOptions
+
+__all__ = ["OPERATIONAL", "RunOptions", "RunSettings"]
+
+
+class RunSettings(RunOptions):
+    """Fields every experiment config shares."""
+
+    method: str
+    name: str = "experiment"
+    seed: int = 0
+    models: dict[str, str] = Field(default_factory=dict)
+    strict: bool = False  # data-check warnings (e.g. labels vs rubric values) become errors
+
+    @field_validator("models")
+    @classmethod
+    def _check_models(cls, v: dict[str, str]) -> dict[str, str]:
+        from judgekit.llm.providers import parse_model_string
+
+        for role, model in v.items():
+            try:
+                parse_model_string(model)
+            except ConfigError as exc:
+                raise ValueError(f"role {role}: {exc}") from exc
+        return v

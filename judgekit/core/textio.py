@@ -1,0 +1,86 @@
+"""Reading the user's text files: one clear line naming the file, line and byte when a
+file is not UTF-8, instead of a traceback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic_core import from_json
+
+from judgekit.core.errors import DataError
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads(text)``, parsed by pydantic-core's JSON reader: half the time of
+    ``json.loads`` on cache entries and cassettes, the same values (NaN and Infinity
+    included). Text it refuses goes to ``json.loads`` itself, which decides (its errors
+    included), as does text it cannot take (a lone surrogate, nesting past its limit)."""
+    try:
+        return from_json(text)
+    except (ValueError, TypeError):
+        return json.loads(text)
+
+
+def decode(data: bytes, path: str | Path) -> str:
+    """``data`` as UTF-8 (a leading byte-order mark is dropped)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataError(f"{path}: line {line}, column {col}: byte 0x{data[exc.start]:02x} is "
+                        "not valid UTF-8; save the file as UTF-8") from None
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text; a missing, unreadable or non-UTF-8 file is a one-line DataError."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return decode(data, path)
+
+
+def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line of a UTF-8 file, read one line at a time (a
+    large JSONL file is never held whole); errors as ``read_text``'s."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below, also when the caller stops
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    with fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}: line {n}, column {exc.start + 1}: byte "
+                                f"0x{raw[exc.start]:02x} is not valid UTF-8; save the file "
+                                "as UTF-8") from None
+            yield n, text.rstrip("\r\n")
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL file, one per non-blank line, read a line at a time;
+    a line that is not JSON, or not an object, is a one-line DataError naming it."""
+    from judgekit.core.progress import track
+
+    rows: list[dict[str, Any]] = []
+    for n, line in track(read_lines(path), f"reading {Path(path).name}", unit="lines"):
+        if not line.strip():
+            continue
+        try:
+            row = json_loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise DataError(f"{path} line {n}: a JSON object per line is expected, got "
+                            f"{type(row).__name__}")
+        rows.append(row)
+    return rows

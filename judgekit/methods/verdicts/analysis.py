@@ -1,0 +1,142 @@
+"""What recorded verdicts show: every figure the data allows, each with its interval at
+the configured level, its n, what the best uninformed judge scores on the same items,
+and a decision.
+
+- Pointwise (one verdict per item: pass/fail, 1/0, yes/no, C/I, or a score against a
+  threshold): the judge's pass rate; against human labels where rows have them,
+  accuracy, Cohen's kappa and Gwet's AC1 (agreement with people is a finding when it is
+  not shown above the best uninformed judge: the majority label, or random verdicts at
+  the judge's own rate); a prediction-powered pass rate (PPI++) per system and overall.
+  Rows sharing a question are one cluster (design-effect-corrected Wilson intervals).
+- Pairwise (the order shown, the winner incl. ties, a label optional; both orders of a
+  pair share its id): position bias (share of non-tie verdicts for the first-shown
+  answer, minus 1/2; the pair is the cluster), order consistency (the same answer, or a
+  tie, in both orders), accuracy, kappa and AC1 against the label, and the preference
+  for the longer answer controlled for quality by the label and for position by using
+  both orders.
+- alpaca_eval annotations: each evaluated model's win rate against the baseline with
+  ties as 1/2, as leaderboards count it (percentile bootstrap over instructions), and
+  the longer answer's win share (descriptive: no reference controls for quality;
+  annotations record the preference by output, not by position, so position bias is
+  not measurable from them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from judgekit.core.jsontypes import JSONObject
+from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
+from judgekit.stats.bootstrap import derive_seed
+from judgekit.stats.preference import clustered_rate
+from judgekit.stats.proportions import rate_with_interval
+from judgekit.methods.verdicts.config import VerdictsConfig
+from judgekit.methods.verdicts.payload import Measure
+
+SLOTS = {"first": "first", "a": "first", "1": "first", "answer_a": "first",
+         "output_1": "first", "second": "second", "b": "second", "2": "second",
+         "answer_b": "second", "output_2": "second", "tie": "tie", "draw": "tie",
+         "equal": "tie", "both": "tie", "0": "tie", "1.5": "tie", "0.5": "tie"}
+
+
+def slot_of(value: Any) -> str | None:
+    """A pairwise verdict or label as the slot it names: first, second or tie."""
+    if value is None:
+        return None
+    return SLOTS.get(str(value).strip().lower())
+
+
+def rate_measure(key: str, what: str, flags: list[bool], groups: Sequence[Any] | None,
+          level: float, **kw: Any) -> Measure:
+    """A share with a Wilson interval, clustered by ``groups`` when several rows share
+    one (a question, a pair)."""
+    if not flags:
+        return Measure(key=key, what=what, n=0, **{**kw, "decision": "not measured: no rows"})
+    if groups is not None and len(set(groups)) < len(groups):
+        by: dict[Any, list[bool]] = {}
+        for g, f in zip(groups, flags):
+            by.setdefault(g, []).append(f)
+        c = clustered_rate(list(by.values()), level)
+        return Measure(key=key, what=what, estimate=c.rate, ci=c.ci, n=c.n,
+                       clusters=c.clusters, **kw)
+    rate, ci, n = rate_with_interval(flags, level)
+    return Measure(key=key, what=what, estimate=rate, ci=ci, n=n, **kw)
+
+
+def _against_uninformed(m: Measure, baseline: float) -> Measure:
+    """Accuracy is a claim only above what an uninformed judge scores on these items."""
+    m.baseline = baseline
+    above = m.ci is not None and m.ci[0] > baseline
+    m.decision = ("above the best uninformed judge" if above else
+                  "not above the best uninformed judge")
+    m.finding = not above
+    return m
+
+
+def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
+                       what: str, groups: list[str] | None = None) -> list[Measure]:
+    """Accuracy, Cohen's kappa and Gwet's AC1 of the judge against people; with
+    ``groups`` (the question each answer belongs to) the intervals resample questions."""
+    if len(judge) < 2:
+        return []
+    if groups is not None and len(set(groups)) == len(groups):
+        groups = None
+    code = {c: i for i, c in enumerate(sorted(set(judge) | set(human)))}  # nominal classes
+    ag = agreement([code[c] for c in judge], [code[c] for c in human],
+                   seed=derive_seed(cfg.seed, 41), resamples=cfg.resamples, level=cfg.level,
+                   groups=groups)
+    jr = {c: judge.count(c) / len(judge) for c in set(judge)}
+    hr = {c: human.count(c) / len(human) for c in set(human)}
+    random_at_rate = sum(jr.get(c, 0.0) * p for c, p in hr.items())
+    acc = _against_uninformed(rate_measure("accuracy", f"accuracy against {what}",
+                                    [a == b for a, b in zip(judge, human)], groups,
+                                    cfg.level),
+                              max(ag.majority_baseline, random_at_rate))
+    out = [acc]
+    for key, value, name in (("kappa", ag.kappa, "Cohen's kappa"), ("ac1", ag.ac, "Gwet's AC1"),
+                             ("alpha", ag.alpha, "Krippendorff's alpha (nominal)")):
+        ci = ag.cis.get({"ac1": "ac"}.get(key, key))
+        shown = ci is not None and ci[0] > 0
+        out.append(Measure(key=key, what=f"{name} with {what}", estimate=value, ci=ci,
+                           n=ag.n, baseline=0.0,
+                           clusters=None if groups is None else len(set(groups)),
+                           units="chance-corrected agreement",
+                           decision="agrees beyond chance" if shown else
+                           "no agreement beyond chance shown", finding=not shown,
+                           note=((ag.undefined or {}).get(key) if key != "ac1" else None)
+                           or ag.note))
+    return out
+
+
+def majority(labels: Sequence[Any]) -> Any:
+    """The label more annotators gave than any other (None: no label, or a tie)."""
+    from collections import Counter
+
+    top = Counter(x for x in labels if x is not None).most_common(2)
+    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None
+    return top[0][0]
+
+
+def fleiss_measure(items: list[JSONObject], m: int, cfg: VerdictsConfig) -> Measure:
+    """People's agreement among themselves (Fleiss' kappa over items every annotator
+    labelled; percentile bootstrap over items): the ceiling a judge is held to."""
+    full = np.array([x["humans"] for x in items if len(x["humans"]) == m
+                     and None not in x["humans"]], dtype=object)
+    what = f"agreement among the {m} annotators (Fleiss' kappa)"
+    if len(full) < 2:
+        return Measure(key="fleiss_kappa", what=what, n=len(full),
+                       decision="not measured: fewer than 2 items every annotator labelled",
+                       units="chance-corrected agreement")
+    full = np.unique(full.astype(str), return_inverse=True)[1].reshape(full.shape)
+    value = fleiss_kappa(full)
+    ci = item_bootstrap(lambda idx: fleiss_kappa(full[idx]), len(full),
+                        derive_seed(cfg.seed, 53), cfg.resamples, cfg.level)
+    return Measure(key="fleiss_kappa", what=what,
+                   estimate=None if not np.isfinite(value) else value,
+                   ci=None if not np.isfinite(ci.lo) else [ci.lo, ci.hi], n=len(full),
+                   units="chance-corrected agreement",
+                   decision="the human ceiling (majority label used as the human label)")

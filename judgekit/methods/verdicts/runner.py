@@ -1,0 +1,157 @@
+"""Analyse a file of recorded verdicts (no provider, no key, no network)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from judgekit.core.errors import DataError
+from judgekit.core.jsontypes import JSONObject
+from judgekit.core.payload import payload_from
+from judgekit.methods.verdicts import pairwise, pointwise
+from judgekit.methods.verdicts.config import VerdictsConfig
+from judgekit.methods.verdicts.payload import JudgeVerdicts, Measure, VerdictsPayload
+from judgekit.recorded.tables import Table, read
+
+
+def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
+    """Every figure the file's verdicts allow (see judgekit.methods.verdicts.analysis), for each
+    judge column when the file holds several (one card per judge, side by side)."""
+    path = Path(cfg.data_path)
+    table = read(path, cfg.data_format, cfg.roles)
+    if cfg.labels_file:
+        table = _with_labels(table, Path(cfg.labels_file))
+    role = {"pointwise": "judge", "pairwise": "winner"}.get(table.shape)
+    columns = table.roles[role].split(",") if role else [""]
+    judged = [_one(cfg, path, table, {**table.roles, role: c} if role else table.roles,
+                   several=len(columns) > 1)
+              for c in columns]
+    first, items = judged[0]
+    if cfg.labels_file:
+        _active_measures(cfg, path, first)
+    others = [JudgeVerdicts(judge=j.judge, column=c, unreadable=j.unreadable,
+                            measures=j.measures, notes=j.notes)
+              for c, (j, _) in zip(columns[1:], judged[1:])]
+    if others:  # one item record per row and judge
+        items = [{"judge": j.judge, **x} for j, got in judged for x in got]
+    return payload_from(VerdictsPayload, {
+        "judge": first.judge, "shape": table.shape, "source": path.name,
+        "roles": table.roles, "n_rows": len(table.rows), "unreadable": first.unreadable,
+        "level": cfg.level, "measures": first.measures, "notes": first.notes,
+        "items": items, **({"others": others} if others else {})}, ("items",))
+
+
+class _Judged(NamedTuple):
+    judge: str
+    unreadable: int
+    measures: list[Measure]
+    notes: list[str]
+
+
+def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
+         several: bool) -> tuple[_Judged, list[JSONObject]]:
+    """One judge's measures and item records (``roles`` names its column)."""
+    notes: list[str] = []
+    if table.shape == "pointwise":
+        measures, items, unread = pointwise.pointwise(table.rows, roles, cfg)
+        graders = sorted({str(r["grader"]) for r in table.rows if r.get("grader")})
+        judge = ", ".join(graders) or roles["judge"]
+    elif table.shape == "pairwise":
+        measures, items, unread, notes = pairwise.pairwise(table.rows, roles, cfg)
+        judge = roles["winner"]
+        if "evaluators" in path.parts[:-1]:  # LLMBar: .../evaluators/JUDGE/SETTING/result.json
+            judge = f"{path.parent.parent.name} ({path.parent.name})"
+    else:
+        measures, items, unread, notes = pairwise.alpaca_eval(table.rows, cfg)
+        names = sorted({str(r.get("annotator")) for r in table.rows if r.get("annotator")})
+        judge = ", ".join(names) or "alpaca_eval annotator"
+    if not several:
+        judge = cfg.judge or judge
+    else:  # judge_gpt4 -> gpt4 (winner_gpt4 -> gpt4)
+        judge = re.sub(r"^(judge|winner)[_:.\-]", "", judge, flags=re.I) or judge
+    if not items:
+        raise DataError(f"{path}: none of its {len(table.rows)} verdicts" +
+                        (f" in column {judge!r}" if several else "") + " could be read "
+                        "(pointwise: pass/fail, 1/0, yes/no, C/I or a score; pairwise: "
+                        "first, second or tie; alpaca_eval: preference 1, 2 or 1.5)")
+    if unread:
+        notes.append(f"{unread} of {len(table.rows)} verdicts could not be read and are "
+                     "left out of every figure")
+    return _Judged(judge, unread, measures, notes), items
+
+
+def headline(p: VerdictsPayload) -> str:
+    shown = [m for m in p.measures if m.estimate is not None][:4]
+    parts = [f"{m.key} {m.estimate:+.3f} {_ci(m.ci)} (n = {m.n})" if m.units.startswith(
+        "difference") else f"{m.key} {m.estimate:.3f} {_ci(m.ci)} (n = {m.n})"
+        for m in shown if m.estimate is not None]
+    flagged = [m.key for m in p.measures if m.finding]
+    others = [o.judge + (f" (findings: {', '.join(m.key for m in o.measures if m.finding)})"
+                         if any(m.finding for m in o.measures) else "")
+              for o in p.others or []]
+    return (f"{p.judge} ({p.shape}, {p.n_rows} rows): " + "; ".join(parts) +
+            (f"; findings: {', '.join(flagged)}" if flagged else "") +
+            (f"; side by side with {', '.join(others)}" if others else ""))
+
+
+def _ci(ci: list[float] | None) -> str:
+    return "" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _with_labels(table: Table, labels_path: Path) -> Table:
+    """The rows with a ``_labels`` column from the labels file, as the human role."""
+    from judgekit.labelling.store import values
+
+    if table.shape not in ("pointwise", "pairwise"):
+        raise DataError(f"{labels_path}: labels apply to pointwise or pairwise verdicts, not "
+                        f"{table.shape}")
+    labels = values(labels_path, table.shape, warn_drawn=False)  # weighted below
+    key = "id" if table.shape == "pointwise" else "pair_id"
+    col = table.roles.get(key)
+    rows: list[JSONObject] = []
+    seen: set[str] = set()
+    times: dict[str, int] = {}
+    for i, r in enumerate(table.rows):
+        base = str(r.get(col, i)) if col else str(i)
+        times[base] = times.get(base, 0) + 1  # a repeat (or the other order): "ID#2", ...
+        item = base if times[base] == 1 else f"{base}#{times[base]}"
+        v = labels.get(item)
+        seen.add(item)
+        label = None if v not in (0.0, 1.0) else (int(v) if table.shape == "pointwise"
+                                                   else ("first" if v == 1.0 else "second"))
+        rows.append({**r, "_labels": label})
+    unknown = sorted(set(labels) - seen)
+    if unknown:
+        raise DataError(f"{labels_path}: id {unknown[0]!r} is not a row of the verdicts "
+                        f"({len(unknown)} such); map the id column with --map {key}=COLUMN")
+    role = "human" if table.shape == "pointwise" else "label"
+    return Table(table.shape, rows, {**table.roles, role: "_labels"})
+
+
+def _active_measures(cfg: VerdictsConfig, path: Path, judged: _Judged) -> None:
+    """Labels drawn by `judgekit label` were chosen where the judge is unsure: the
+    corrected rates weight each by its draw probability (judgekit.labelling), and the
+    plain prediction-powered ones, which assume a random sample, are dropped."""
+    from judgekit.labelling import items as label_items
+    from judgekit.labelling import session
+    from judgekit.labelling.store import read as read_labels
+
+    if not read_labels(Path(cfg.labels_file or "")).draws:
+        return
+    src = label_items.load(path)._replace(labels_path=Path(cfg.labels_file or ""))
+    st = session.estimate(src, 2 * cfg.target_halfwidth, cfg.level, "all")
+    judged.measures[:] = [m for m in judged.measures if not m.key.startswith("corrected_")]
+    for f in st.figures:
+        if f.estimate is None:
+            continue
+        judged.measures.append(Measure(
+            key=f"corrected_{f.name}", what=f"{f.name.replace('_', ' ')} from actively drawn "
+            "human labels (inverse-probability weighted; the interval is a confidence "
+            "sequence)", estimate=f.estimate, ci=f.ci, n=len(src.items),
+            decision=f"{st.labels} human labels", labelled=st.labels,
+            labels_for_target=f.draws_needed or None,
+            units="difference of shares" if f.name.startswith("difference") else "share"))
+    judged.notes.append(f"{st.labels} labels were drawn by judgekit label where the judge "
+                        "was unsure: agreement and kappa on them over-represent hard items; "
+                        "the corrected figures weight each label by its draw probability")

@@ -1,0 +1,96 @@
+"""What every recorded format shares: the :class:`RecordedFormat` entry of the one
+registry of formats (:data:`FORMATS`, a :class:`~judgekit.core.registry.Registry`), the
+:class:`Table` a format's rows are read into, and the verdict and message-text readers.
+
+A format is one module under :mod:`judgekit.recorded` that registers one
+:class:`RecordedFormat` with its file suffixes and, where a suffix is shared (``.json``),
+a content sniffer. It supplies ``table`` (the rows with their roles: what ``judgekit
+analyse``, ``label`` and ``view`` read), ``judged`` (judged items: what the audit and
+the pointwise probe read), or both; the one it lacks is derived from the other
+(:func:`judgekit.recorded.judged.judged_from_table`,
+:func:`judgekit.recorded.tables.table_from_judged`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from judgekit.core.errors import DataError
+from judgekit.core.jsontypes import JSONObject
+from judgekit.core.registry import Registry
+
+if TYPE_CHECKING:
+    from judgekit.recorded.judged import JudgedInput
+
+__all__ = ["FAIL", "FORMATS", "PASS", "RecordedFormat", "Table", "label_of", "text_of"]
+
+
+class Table(NamedTuple):
+    """A recorded file's rows and the column that plays each role."""
+
+    shape: str  # pointwise | pairwise | alpaca_eval
+    rows: list[JSONObject]
+    roles: dict[str, str]
+
+
+@dataclass(frozen=True)
+class RecordedFormat:
+    """One format of judgements recorded elsewhere.
+
+    Attributes:
+        name: what ``--format`` / ``data_format`` names it.
+        suffixes: file suffixes it is recognised by (lower case, with the dot).
+        sniff: for a suffix several formats share (``.json``): does this parsed
+            document look like this format?
+        table: ``table(path, roles) -> Table`` (roles given with ``--map``).
+        judged: ``judged(path, spec) -> judged items`` (dicts with Prompt, Output,
+            Label, Reason, Source).
+    """
+
+    name: str
+    suffixes: tuple[str, ...] = ()
+    sniff: Callable[[Any], bool] | None = None
+    table: Callable[[Path, dict[str, str]], Table] | None = None
+    judged: Callable[[Path, JudgedInput], list[Any]] | None = None
+    description: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+
+FORMATS: Registry[RecordedFormat] = Registry("recorded format", kind=RecordedFormat,
+                                             group="judgekit.recorded", error=DataError)
+
+PASS = {"c", "correct", "pass", "passed", "true", "yes", "1", "1.0"}
+FAIL = {"i", "incorrect", "fail", "failed", "false", "no", "0", "0.0"}
+
+
+def label_of(value: Any, threshold: float = 0.5) -> int | None:
+    """A verdict as 1 / 0, or None when it is neither (partial credit, empty)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return int(value >= threshold)
+    text = str(value).strip().casefold() if value is not None else ""
+    if text in PASS:
+        return 1
+    if text in FAIL:
+        return 0
+    try:
+        return int(float(text) >= threshold)
+    except ValueError:
+        return None
+
+
+def text_of(content: Any) -> str:
+    """Message content: a string or a list of content parts ({"type": "text", ...})."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content
+                         if isinstance(p, dict) and p.get("type", "text") == "text")
+    return "" if content is None else str(content)

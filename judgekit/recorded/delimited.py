@@ -1,0 +1,35 @@
+"""Delimited text tables (``.csv``): one row per verdict, the roles detected from the
+column names (``judgekit analyse``) or given as ``columns`` (the audit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from judgekit.core.jsontypes import JSONObject
+from judgekit.recorded.base import FORMATS, RecordedFormat, Table
+from judgekit.recorded.judged import JudgedInput, judged_from_table, read_table
+from judgekit.recorded.tables import detect_rows
+
+__all__: list[str] = []
+
+
+def _rows(path: Path) -> list[JSONObject]:
+    from judgekit.report.csvsafe import read_dicts
+
+    return [dict(r) for r in read_dicts(path)[1]]
+
+
+def _table(path: Path, roles: dict[str, str]) -> Table:
+    return detect_rows(path, _rows(path), roles)
+
+
+def _judged(path: Path, spec: JudgedInput) -> list[Any]:
+    if spec.columns:
+        return read_table(path, "csv", spec.columns, spec.pass_threshold)
+    return judged_from_table(path, _table(path, {}), spec.pass_threshold)
+
+
+FORMAT = FORMATS.add("csv", RecordedFormat(
+    "csv", suffixes=(".csv",), table=_table, judged=_judged,
+    description="CSV, one row per verdict"))

@@ -1,0 +1,101 @@
+"""CSV that is safe to open: cells from judged text, ids and judges' reasons are data,
+never formulas, and never split a row.
+
+- A text cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is
+  prefixed with ``'`` (OWASP's CSV-injection advice), so a spreadsheet shows it instead
+  of evaluating it; a cell that is a plain number (``-0.25``, ``+3e-2``) is left as it is.
+- Rows end with CRLF (RFC 4180): Python's csv module then quotes any cell holding a bare
+  CR or LF, so a reader sees the same rows and columns that were written.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import IO, Any
+
+__all__ = ["cell", "rows_text", "write_dicts", "write_rows"]
+
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def cell(value: Any) -> Any:
+    """``value`` as it may sit in a CSV cell (text that a spreadsheet would run as a
+    formula gets a leading ``'``)."""
+    if isinstance(value, str) and value.startswith(_FORMULA) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def write_rows(out: IO[str], header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    w = csv.writer(out, lineterminator="\r\n")
+    w.writerow([cell(h) for h in header])
+    for r in rows:
+        w.writerow([cell("" if v is None else v) for v in r])
+
+
+def write_dicts(out: IO[str], fieldnames: Sequence[str],
+                rows: Iterable[Mapping[str, Any]]) -> None:
+    w = csv.DictWriter(out, fieldnames=list(fieldnames), lineterminator="\r\n")
+    w.writerow({k: cell(k) for k in fieldnames})
+    for r in rows:
+        w.writerow({k: cell(v) for k, v in r.items()})
+
+
+def rows_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    import io
+
+    buf = io.StringIO(newline="")
+    write_rows(buf, header, rows)
+    return buf.getvalue()
+
+
+def read_dicts(source: str | object, path: object = None
+               ) -> tuple[list[str], list[dict[str, str]]]:
+    """The header and rows of a CSV file (``source`` a path, read as it is parsed, never
+    held whole) or of CSV text (``source`` the text, ``path`` its name): a cell may be as
+    long as the file (a judged answer of megabytes), and a malformed file, a row with
+    more or fewer cells than the header, or bytes that are not UTF-8 are a one-line
+    :class:`DataError` naming the line."""
+    import io
+    import os
+
+    from judgekit.core.errors import DataError
+
+    if isinstance(source, str) and path is not None:
+        name, size = path, len(source)
+        fh: IO[str] = io.StringIO(source, newline="")
+    else:
+        name = source
+        try:
+            size = os.path.getsize(str(source))
+            fh = open(str(source), encoding="utf-8-sig", newline="")  # noqa: SIM115
+        except FileNotFoundError:
+            raise DataError(f"{source}: file not found") from None
+        except OSError as exc:
+            raise DataError(f"{source}: cannot be read ({exc.strerror or exc})") from None
+    # the csv module's per-field limit (128 KiB by default) is process-wide; raising it
+    # is idempotent and only ever allows longer cells
+    csv.field_size_limit(max(csv.field_size_limit(), min(size + 1, 2**31 - 1)))
+    with fh:
+        reader = csv.DictReader(fh, strict=True)
+        rows: list[dict[str, str]] = []
+        try:
+            for row in reader:
+                n = reader.line_num
+                extra = row.get(None)  # type: ignore[call-overload]
+                if extra is not None or any(v is None for v in row.values()):
+                    got = sum(v is not None for k, v in row.items() if k is not None) + (
+                        len(extra) if isinstance(extra, list) else 0)
+                    raise DataError(f"{name} line {n}: {got} cells where the header has "
+                                    f"{len(reader.fieldnames or [])}; fix the row (a cell "
+                                    "with a comma or a line break needs quotes)")
+                rows.append(dict(row))
+        except csv.Error as exc:
+            raise DataError(f"{name} line {reader.line_num}: not valid CSV ({exc})") from None
+        except UnicodeDecodeError:
+            raise DataError(f"{name}: near line {reader.line_num + 1}: not valid UTF-8; "
+                            "save the file as UTF-8") from None
+        return list(reader.fieldnames or []), rows

@@ -1,9 +1,0 @@
-"""VB-Score: expected success over interpretations, penalised by its variance (Ding 2025)."""
-
-from judgekit.vbscore.config import VBScoreConfig
-from judgekit.vbscore.metric import ALPHA_GRID, expected_success, vb_from
-from judgekit.vbscore.payload import VBScorePayload
-from judgekit.vbscore.scorefile import VBScores, score, score_file
-
-__all__ = ["ALPHA_GRID", "VBScoreConfig", "VBScorePayload", "VBScores", "expected_success",
-           "score", "score_file", "vb_from"]
