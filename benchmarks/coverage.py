@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+from judgekit.methods.vbscore.replicas import query_interval
 from judgekit.stats import batched_percentile_intervals, cluster_bootstrap_interval
 from judgekit.stats.bootstrap import normal_interval
-from judgekit.methods.vbscore.replicas import query_interval
 
 # This file is named like the `coverage` package, which numba (under ppi_py, an optional
 # peer) imports: keep this folder off the import path and load the helper by its file.

@@ -77,9 +77,9 @@ def run_config(config: str | Path | JSONObject, *, out: str | Path | None = None
                ) -> tuple[RunResult[Any], JSONObject, Path]:
     """Run and write the folder (what ``judgekit run`` does): the result, what the
     console shows (headline, failed calls by kind) and the folder written."""
-    from judgekit.runs.config import out_dir
-    from judgekit.llm.collect import fewer_collections
     from judgekit.core.pipeline import compute
+    from judgekit.llm.collect import fewer_collections
+    from judgekit.runs.config import out_dir
     from judgekit.runs.folder import write
     from judgekit.runs.io import prepare_out
 

@@ -513,9 +513,9 @@ def _self_checks() -> Any:
     """stats/preference.py, stats/sequential.py, the VB tagger check and the probe's
     plan on fixed inputs."""
     from judgekit.methods.probe.bias import audit_plan, plan
+    from judgekit.methods.vbscore.selfcheck import TagCheck, interpretation_stability, tagger_check
     from judgekit.stats import preference as pf
     from judgekit.stats import sequential as sq
-    from judgekit.methods.vbscore.selfcheck import TagCheck, interpretation_stability, tagger_check
 
     bits = lcg(40, 600, 100)
     groups = [[b < 60 for b in bits[i: i + 1 + i % 5]] for i in range(0, 120, 6)]

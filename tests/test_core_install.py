@@ -46,7 +46,7 @@ def test_packaged_experiment_replays_without_extras(tmp_path, name):
                             capture_output=True, text=True, cwd=tmp_path)
     assert hidden.returncode == 1 and "hidden: core install" in hidden.stderr
     before = _digest()
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "run", name], env=env,
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", name], env=env,
                        capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "not a criterion" not in r.stderr  # the shipped excerpt passes its data check
@@ -65,7 +65,7 @@ def test_a_cassette_miss_needs_the_extra(tmp_path):
         "../cassettes/probe_local.json", str(tmp_path / "probe.json")).replace(
         " data/", f" {ROOT / 'experiments' / 'data'}/")
     (tmp_path / "probe.yaml").write_text(cfg)
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "run", str(tmp_path / "probe.yaml"),
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", str(tmp_path / "probe.yaml"),
                         "--out", str(tmp_path / "o")], env=env, capture_output=True, text=True,
                        cwd=tmp_path, timeout=600)
     assert r.returncode == 2, (r.stdout, r.stderr)
@@ -77,7 +77,7 @@ def test_hints_lead_somewhere_that_works(tmp_path):
     """No key -> the local model or a packaged cassette; `cassette list` names the
     packaged cassettes and the command that replays each (which exits 0, above)."""
     env = {"PATH": "", "HOME": str(tmp_path), "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")}
-    cli = [sys.executable, "-m", "judgekit.cli.main"]
+    cli = [sys.executable, "-m", "judgekit.cli"]
     r = subprocess.run(cli + ["run", "case_study"], env=env, capture_output=True, text=True,
                        cwd=tmp_path, timeout=300)
     assert r.returncode == 2

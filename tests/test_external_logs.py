@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import judgekit
-from judgekit.recorded.judged import JudgedInput, label_of, read_records
-from judgekit.data.judged import load_judged
 from judgekit.core.errors import DataError
+from judgekit.data.judged import load_judged
+from judgekit.recorded.judged import JudgedInput, label_of, read_records
 
 FIX = Path(__file__).parent / "fixtures" / "external"
 

@@ -385,7 +385,7 @@ def test_a_second_run_into_a_held_folder_is_refused_with_the_pid(tmp_path):
 
 def _judgekit(*args, env=None):
     exe = Path(sys.executable).with_name("judgekit")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "judgekit.cli.main"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "judgekit.cli"]
     base = {k: v for k, v in os.environ.items()
             if not k.endswith(("_API_KEY", "_BASE_URL")) and not k.startswith("JUDGEKIT_")}
     return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=300,

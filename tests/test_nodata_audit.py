@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from judgekit.data.judged import load_judged
 from judgekit.core.errors import DataError
+from judgekit.data.judged import load_judged
 from judgekit.llm.providers import mock
 
 from .conftest import ROOT

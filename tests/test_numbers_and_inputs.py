@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from judgekit.core.errors import ConfigError, DataError
-from judgekit.runs.io import write_json
-from judgekit.stats import normal_interval
 from judgekit.methods.vbscore.metric import expected_success, score
 from judgekit.methods.vbscore.scorefile import score_file
+from judgekit.runs.io import write_json
+from judgekit.stats import normal_interval
 
 
 def test_results_json_keeps_tiny_and_exact_floats(tmp_path):

@@ -203,8 +203,8 @@ def test_a_dataset_is_one_decorated_loader(tmp_path, monkeypatch):
 
 
 def test_data_list_reads_the_registry():
-    from judgekit.data.registry import all_datasets, groups
     from judgekit.core.methods import all_methods
+    from judgekit.data.registry import all_datasets, groups
 
     all_methods()  # the No-Data bit-string sets register with their method's package
     proc = _judgekit("data", "list")

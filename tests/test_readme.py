@@ -40,7 +40,7 @@ def test_the_quickstart_commands_run_in_order(tmp_path):
     for line in lines:
         args = [a.replace("experiments/", f"{ROOT}/experiments/").replace(
             "examples/", f"{ROOT}/examples/") for a in shlex.split(line)[1:]]
-        proc = subprocess.run([sys.executable, "-m", "judgekit.cli.main", *args], cwd=tmp_path, env=env,
+        proc = subprocess.run([sys.executable, "-m", "judgekit.cli", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, f"{line}\n{proc.stderr[-2000:]}"
     assert (tmp_path / "card" / "card.json").exists()

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import judgekit
-from judgekit.recorded.inspect_log import INSPECT_GRADE_PATTERN, read_inspect
 from judgekit.llm import Client, ClientSettings
 from judgekit.llm.providers.mock import FunctionProvider
+from judgekit.recorded.inspect_log import INSPECT_GRADE_PATTERN, read_inspect
 
 LOG = Path(__file__).resolve().parent / "fixtures" / "external" / \
     "inspect_model_graded_gemma.eval"

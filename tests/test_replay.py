@@ -14,7 +14,7 @@ from .conftest import ROOT
 def _replay(config: str, out):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["JUDGEKIT_CACHE_DIR"] = str(out / "cache")
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "run", config,
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", config,
                         "--cassette-mode", "none", "--out", str(out / "run")],
                        capture_output=True, text=True, cwd=ROOT, env=env)
     assert r.returncode == 0, r.stderr

@@ -15,6 +15,14 @@ import numpy as np
 import pytest
 
 from judgekit.llm.providers import mock
+from judgekit.methods.vbscore.selfcheck import (
+    TagCheck,
+    interpretation_stability,
+    rotation,
+    tag_key,
+    tagger_check,
+    verdict,
+)
 from judgekit.stats.preference import (
     clustered_rate,
     feature_preference,
@@ -24,14 +32,6 @@ from judgekit.stats.preference import (
     sign_test,
 )
 from judgekit.stats.sequential import betting_cs, paired_difference_cs
-from judgekit.methods.vbscore.selfcheck import (
-    TagCheck,
-    interpretation_stability,
-    rotation,
-    tag_key,
-    tagger_check,
-    verdict,
-)
 
 
 # ---- statistics by hand ---------------------------------------------------------------
@@ -249,7 +249,7 @@ def test_demo_replay_marks_the_headline_unreliable(tmp_path):
     """The contract: the committed demo says its tagger follows position."""
     env = {"PATH": "", "JUDGEKIT_CACHE_DIR": str(tmp_path / "cache"),
            "JUDGEKIT_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "run", "demo",
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", "demo",
                         "--cassette-mode", "none", "--out", str(tmp_path / "d")],
                        capture_output=True, text=True, cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
@@ -442,12 +442,12 @@ def test_plan_command(tmp_path):
     assert row["discordant"] == 0.0
     assert row["pairs_needed"]["0.1"] == paired_n_needed(0.1, 0.1, 0.8, 0.95)
     env = {"PATH": "", "HOME": str(tmp_path), "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")}
-    out = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "plan", str(tmp_path / "run"),
+    out = subprocess.run([sys.executable, "-m", "judgekit.cli", "plan", str(tmp_path / "run"),
                           "--effect", "0.1", "--power", "0.9"], capture_output=True,
                          text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert str(paired_n_needed(0.1, 0.1, 0.9, 0.95)) in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "plan", str(tmp_path)],
+    bad = subprocess.run([sys.executable, "-m", "judgekit.cli", "plan", str(tmp_path)],
                          capture_output=True, text=True, env=env, cwd=tmp_path)
     assert bad.returncode == 2 and "no results.json" in bad.stderr
 
@@ -494,7 +494,7 @@ def test_judge_card_from_a_probe_and_an_audit_of_one_judge(tmp_path):
     for name in ("probe_local", "nodata_west_frisian"):
         judgekit.run(name, cassette_mode="none", out=str(tmp_path / name))
     env = {"PATH": "", "HOME": str(tmp_path), "JUDGEKIT_CACHE_DIR": str(tmp_path / "c")}
-    cli = [sys.executable, "-m", "judgekit.cli.main", "card"]
+    cli = [sys.executable, "-m", "judgekit.cli", "card"]
     r = subprocess.run(cli + [str(tmp_path / "probe_local"), str(tmp_path / "nodata_west_frisian"),
                               "--out", str(tmp_path / "card")],
                        capture_output=True, text=True, env=env, cwd=tmp_path)
@@ -565,7 +565,7 @@ def test_logistic_slope_refuses_separated_data():
 def test_local_info_reports_the_build(tmp_path):
     pytest.importorskip("llama_cpp")
     env = {"PATH": "", "HOME": str(tmp_path)}
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "local", "info"],
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "local", "info"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("llama-cpp-python ") and "build: " in r.stdout

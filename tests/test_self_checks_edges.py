@@ -18,9 +18,9 @@ from judgekit.methods.probe.bias import (
     self_preference,
 )
 from judgekit.methods.probe.pairs import Pair
+from judgekit.methods.vbscore.selfcheck import TagCheck, tagger_check
 from judgekit.stats import preference as pf
 from judgekit.stats.proportions import wilson_interval
-from judgekit.methods.vbscore.selfcheck import TagCheck, tagger_check
 
 Z95, Z80 = 1.959963984540054, 1.2815515655446004
 

@@ -209,9 +209,9 @@ def file_server():
 
 
 def test_data_fetch_over_loopback_with_checksums(tmp_path, file_server, monkeypatch):
+    from judgekit.core.errors import DataError
     from judgekit.data.fetch import fetch
     from judgekit.data.qa import load_dataset_queries
-    from judgekit.core.errors import DataError
 
     url, files = file_server
     monkeypatch.setenv("JUDGEKIT_DATA_DIR", str(tmp_path / "data"))
@@ -299,8 +299,8 @@ def test_default_output_folder_is_fresh_each_run(tmp_path, cache_env):
 def test_declared_public_surface():
     import judgekit
     import judgekit.methods.ondemand
-    import judgekit.testing
     import judgekit.methods.vbscore
+    import judgekit.testing
 
     assert set(judgekit.__all__) == {
         "Call", "CassetteMissError", "Client", "ClientSettings", "ConfigError", "DataError",

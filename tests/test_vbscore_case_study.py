@@ -149,7 +149,7 @@ def test_bad_configs_exit_2_with_one_line(tmp_path, change, needle):
         change["datasets"][0]["path"] = str(tmp_path / "tqa.csv")
     doc.update(change)
     path.write_text(json.dumps(doc))
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "run", str(path)],
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", str(path)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
@@ -157,7 +157,7 @@ def test_bad_configs_exit_2_with_one_line(tmp_path, change, needle):
 
 
 def test_unknown_role_on_command_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "judgekit.cli.main", "run", str(write_config(tmp_path)),
+    r = subprocess.run([sys.executable, "-m", "judgekit.cli", "run", str(write_config(tmp_path)),
                         "--model", "critic=mock/x"], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and "unknown role 'critic'" in r.stderr
 

@@ -10,14 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from judgekit.core.errors import StatsError
-from judgekit.stats import (
-    batched_percentile_intervals,
-    hoeffding_bound,
-    normal_interval,
-    paired_t_test,
-    percentile_interval,
-    replicas_needed,
-)
 from judgekit.methods.vbscore.distribution import (
     Candidate,
     build,
@@ -27,7 +19,21 @@ from judgekit.methods.vbscore.distribution import (
     softmax,
     truncate,
 )
-from judgekit.methods.vbscore.metric import binary_gains, dcg_gains, expected_success, score, vb_of_es
+from judgekit.methods.vbscore.metric import (
+    binary_gains,
+    dcg_gains,
+    expected_success,
+    score,
+    vb_of_es,
+)
+from judgekit.stats import (
+    batched_percentile_intervals,
+    hoeffding_bound,
+    normal_interval,
+    paired_t_test,
+    percentile_interval,
+    replicas_needed,
+)
 
 ES = [0.169, 0.425, 0.004, 0.074, 0.723, 0.025, 0.003, 0.046]
 VB05 = [-0.018, 0.178, -0.029, -0.057, 0.500, -0.053, -0.025, -0.059]

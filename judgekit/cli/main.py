@@ -206,8 +206,8 @@ def _cassette_path(path: Path) -> Path:
     """A cassette file as given, or a packaged experiment's cassette by its name."""
     if path.exists() or path.suffix:
         return path
-    from judgekit.runs.config import find_config, load_raw
     from judgekit.core.resources import resolve_resource
+    from judgekit.runs.config import find_config, load_raw
 
     raw = load_raw(find_config(str(path)))
     if not raw.get("cassette"):

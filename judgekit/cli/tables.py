@@ -54,8 +54,8 @@ def data_fetch(name: str = typer.Argument(..., help="dataset name (judgekit data
                sha256: str | None = typer.Option(None, "--sha256",
                                                  help="expected checksum of the file")) -> None:
     """Download a dataset's canonical file into the data cache, checksummed."""
-    from judgekit.data.fetch import fetch
     from judgekit.core.methods import all_methods
+    from judgekit.data.fetch import fetch
 
     all_methods()  # a method's own datasets register with its package
 
@@ -66,9 +66,9 @@ def data_fetch(name: str = typer.Argument(..., help="dataset name (judgekit data
 def data_list() -> None:
     """Every registered dataset: its kind, formats, licence, whether `data fetch` has
     cached it, and its source (a group name fetches all its members)."""
+    from judgekit.core.methods import all_methods
     from judgekit.data.fetch import cached_path
     from judgekit.data.registry import all_datasets, groups
-    from judgekit.core.methods import all_methods
 
     all_methods()  # a method's own datasets register with its package
 
@@ -93,9 +93,9 @@ def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or result
                                             max=0.99, help="effect sizes to plan for "
                                             "(repeat the option)")) -> None:
     """How many pairs (probe) or items (audit) a decision needs, from a pilot run."""
-    from judgekit.report.comparison import load
     from judgekit.core.errors import ConfigError
     from judgekit.core.methods import all_methods
+    from judgekit.report.comparison import load
 
     result = load(run)
     hook = result.spec.plan if result.spec is not None else None
@@ -170,8 +170,8 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
     Several judge columns (judge_NAME, or pairwise winner_NAME, or --map
     judge=COL1,COL2) give one set of figures per judge, side by side."""
     from judgekit.api import run_config
-    from judgekit.runs.config import parse_assignment
     from judgekit.core.errors import ConfigError
+    from judgekit.runs.config import parse_assignment
 
     formats = ("auto", "csv", "jsonl", "alpaca_eval", "llmbar", "inspect", "promptfoo")
     if fmt not in formats:
@@ -194,8 +194,8 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
 def prompts_list(prompts: Path | None = typer.Option(None, "--prompts",
                                                       help="your templates folder")) -> None:
     """Which file each stage's template resolves to, and its content hash."""
-    from judgekit.llm.templates import TemplateLibrary
     from judgekit.core.methods import stages
+    from judgekit.llm.templates import TemplateLibrary
 
     lib = TemplateLibrary(user=prompts)
     known = stages()

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from judgekit.core.errors import ConfigError
-from judgekit.core.registry import Registry, did_you_mean
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.registry import Registry, did_you_mean
 from judgekit.core.results import SCHEMA_VERSION
 from judgekit.core.spec import MethodSpec
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from judgekit.core.errors import JudgekitError, RunAborted
-from judgekit.llm.ledger import CallSummary
-from judgekit.llm.options import OPERATIONAL
 from judgekit.core.methods import find
 from judgekit.core.results import SCHEMA_VERSION, RunResult
 from judgekit.core.settings import RunSettings
 from judgekit.core.spec import MethodSpec
+from judgekit.llm.ledger import CallSummary
+from judgekit.llm.options import OPERATIONAL
 
 __all__ = ["OPERATIONAL", "client_for", "compute", "headline", "method_of"]
 

@@ -25,8 +25,8 @@ from pydantic import (
 )
 
 from judgekit.core.jsontypes import JSONObject
-from judgekit.llm.ledger import CallSummary, StageCalls
 from judgekit.core.payload import DetailFile, Json, Payload, Record, absent
+from judgekit.llm.ledger import CallSummary, StageCalls
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)

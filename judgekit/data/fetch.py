@@ -20,9 +20,9 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
-from judgekit.data.registry import Dataset, all_datasets, groups
 from judgekit.core.errors import DataError
 from judgekit.core.textio import read_text
+from judgekit.data.registry import Dataset, all_datasets, groups
 
 
 def data_dir() -> Path:

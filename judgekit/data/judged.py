@@ -9,9 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from judgekit.data.registry import dataset
 from judgekit.core.errors import DataError, describe_validation
 from judgekit.core.jsontypes import JSONObject
+from judgekit.data.registry import dataset
 
 
 class JudgedItem(BaseModel):

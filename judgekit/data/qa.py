@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
-from judgekit.data.registry import dataset, get, names
+from judgekit.core import seeds
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import read_text
+from judgekit.data.registry import dataset, get, names
 
 
 @dataclass
@@ -225,7 +225,7 @@ def sample_queries(queries: list[Query], n: int, seed: int, name: str) -> list[Q
     """n queries drawn without replacement with a seeded Generator, in file order."""
     if n > len(queries):
         raise DataError(f"dataset {name}: n = {n} is larger than its {len(queries)} queries")
-    rng = np.random.default_rng(np.random.SeedSequence([seed, sum(map(ord, name))]))
+    rng = seeds.rng("data.sample", seed, sum(map(ord, name)))
     idx = sorted(rng.choice(len(queries), size=n, replace=False).tolist())
     return [queries[i] for i in idx]
 

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from judgekit.core.registry import Registry, did_you_mean
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.registry import Registry, did_you_mean
 
 # modules whose decorated loaders register datasets; imported on first lookup
 # The package's __init__ imports the modules whose loaders register judgekit's datasets;

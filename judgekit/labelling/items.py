@@ -11,8 +11,8 @@ import numpy as np
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.stats.active import Population
 from judgekit.core.textio import read_jsonl
+from judgekit.stats.active import Population
 
 LABELS_FILE = "labels.jsonl"
 # columns holding the judge's own probability that an item passes, or its confidence in
@@ -84,8 +84,8 @@ def _judged(row: JSONObject) -> JSONObject | None:
 
 
 def _file(path: Path) -> Source:
-    from judgekit.recorded.base import label_of
     from judgekit.methods.verdicts.analysis import slot_of
+    from judgekit.recorded.base import label_of
     from judgekit.recorded.tables import read
 
     table = read(path, "auto", {})

@@ -23,9 +23,9 @@ from typing import Any, cast
 import diskcache
 from platformdirs import user_cache_dir
 
+from judgekit.core.textio import json_loads
 from judgekit.llm.types import CallRecord
 from judgekit.llm.writer import BatchWriter
-from judgekit.core.textio import json_loads
 
 log = logging.getLogger("judgekit.cache")
 

@@ -39,12 +39,12 @@ from typing import Any, TypedDict, cast
 from filelock import FileLock
 
 from judgekit.core.errors import CassetteMissError, ConfigError, RunAborted
+from judgekit.core.textio import json_loads
 from judgekit.llm.collect import paused
 from judgekit.llm.identity import canonical_json, identity_key, nearest
 from judgekit.llm.secrets import has_secret, has_secret_value, scrub, scrub_data
 from judgekit.llm.types import CallRecord, Identity
 from judgekit.llm.writer import BatchWriter
-from judgekit.core.textio import json_loads
 
 log = logging.getLogger("judgekit.cassette")
 

@@ -21,8 +21,8 @@ from jinja2.runtime import LoopContext, new_context
 from jinja2.sandbox import SandboxedEnvironment
 
 from judgekit.core.errors import TemplateError
-from judgekit.llm.identity import canonical_json
 from judgekit.core.resources import resource_dir
+from judgekit.llm.identity import canonical_json
 
 USER_MARK = "<<<user>>>"
 # Any role marker a template could use: <<<user>>>, <<< system >>>, <<<assistant>>>...

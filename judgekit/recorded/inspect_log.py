@@ -101,7 +101,7 @@ def _inspect_samples(path: Path) -> tuple[JSONObject, list[JSONObject]]:
                             "JSON objects)")
     else:
         try:
-            header = json.loads(readtext_of(path))
+            header = json.loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}: not an Inspect JSON log ({exc.msg})") from exc
         if not isinstance(header, dict) or "eval" not in header:

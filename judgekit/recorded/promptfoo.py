@@ -21,7 +21,7 @@ __all__ = ["read_promptfoo"]
 
 def read_promptfoo(path: Path, scorer: str | None) -> list[JSONObject]:
     try:
-        doc = json.loads(readtext_of(path))
+        doc = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not a promptfoo results file ({exc.msg})") from exc
     results = doc.get("results") if isinstance(doc, dict) else None

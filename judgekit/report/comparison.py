@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict
 
 from judgekit.core.errors import ConfigError, StatsError
 from judgekit.core.methods import all_methods
-from judgekit.report.paired import mean_row, paired_rate
 from judgekit.core.results import RunResult
 from judgekit.core.spec import CompareRow, PairAgreement
+from judgekit.report.paired import mean_row, paired_rate
 
 COMPARE_SCHEMA_VERSION = 1
 

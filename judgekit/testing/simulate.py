@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core import seeds
 from judgekit.methods.nodata.readings import ItemEvidence
 
 AUDIT_JUDGES = ("oracle", "always_pass", "random", "liar", "mostly_right", "blind_spot")
@@ -40,7 +41,7 @@ def audit_items(judge: str, *, n: int = 200, pass_rate: float = 0.5, noise: floa
     of readings it loses the whole breakdown (every criterion a coin). ``blind_spot``:
     on that share of items the judge and the verifier both misread the first criterion
     the same way, on x and on every paraphrase (people do not)."""
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 1818]))
+    rng = seeds.rng("testing.judges", seed)
     names = CRITERIA if criteria == len(CRITERIA) else tuple(f"c{i + 1}" for i in range(criteria))
     k = len(names)
     p = pass_rate ** (1 / k)
@@ -51,7 +52,7 @@ def audit_items(judge: str, *, n: int = 200, pass_rate: float = 0.5, noise: floa
             return (rng.random(values.shape) < 0.5).astype(int)
         out = np.where(rng.random(values.shape) < noise, 1 - values, values)
         if fixed:
-            g = np.random.default_rng(np.random.SeedSequence([seed, item, text, words, 77]))
+            g = seeds.rng("testing.fixed", seed, item, text, words)
             out = np.where(g.random(values.shape) < fixed, 1 - out, out)
         return out
 
@@ -113,7 +114,7 @@ def probe_verdicts(kind: str, *, n: int = 400, seed: int = 0, bias: float = 0.0,
     2 * bias under pad)."""
     from judgekit.methods.probe.pairs import Pair
 
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 404]))
+    rng = seeds.rng("testing.pairs", seed)
     pairs, verdicts = [], []
     for i in range(n):
         correct = "a" if rng.random() < 0.5 else "b"

@@ -15,8 +15,8 @@ from urllib.parse import urlparse
 
 import aiohttp
 
-from judgekit.core.registry import Registry, did_you_mean
 from judgekit.core.errors import ConfigError, MissingDependencyError, MissingKeyError, ProviderError
+from judgekit.core.registry import Registry, did_you_mean
 from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest
 

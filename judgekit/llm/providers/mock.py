@@ -60,7 +60,9 @@ class MockProvider(Provider):
                  script: Script | None = None) -> None:
         super().__init__(model, base_url)
         with _LOCK:
-            self.script = script if script is not None else (SCRIPTS.get(model) if model in SCRIPTS else None)
+            known = model in SCRIPTS
+            self.script = script if script is not None else \
+                (SCRIPTS.get(model) if known else None)
         self.position = 0
         self.calls = 0
         self._lock = threading.Lock()

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core import seeds
+from judgekit.core.payload import payload_from
 from judgekit.data.judged import JudgedItem, check_judged, load_judged
 from judgekit.judging import stages as st
 from judgekit.judging.family import same_family
@@ -26,7 +28,6 @@ from judgekit.methods.nodata.decision import DecisionSettings, decide
 from judgekit.methods.nodata.payload import AuditPayload, RestsOn, Verdict
 from judgekit.methods.nodata.protocol import EVRecord, apply_flips, challenge_passes, summarise
 from judgekit.methods.nodata.readings import ItemEvidence, claim_agreement
-from judgekit.core.payload import payload_from
 from judgekit.stats.proportions import rate_with_interval
 
 REFUSAL = re.compile(r"\b(I can(?:no|')t|I'm sorry|I am sorry|as an AI|I am unable|"
@@ -191,7 +192,7 @@ async def _audit(cfg: NoDataConfig, client: Client, items: list[JudgedItem],
         rereads = await _verify(cfg, client, [(it.Prompt, it.Output) for it in items],
                                 ver_rubric, second, problems, draw=1,
                                 stage_name="verifier re-read")
-    challenges = [np.random.default_rng(np.random.SeedSequence([cfg.seed, i]))
+    challenges = [seeds.rng("nodata.challenge", cfg.seed, i)
                   .integers(1, 3, size=cfg.rounds).tolist() for i in range(len(items))]
     records: dict[int, EVRecord] = {}
     active = [i for i in range(len(items)) if evals[i] is not None and vx[i] is not None]

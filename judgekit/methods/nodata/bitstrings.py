@@ -9,10 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.data.registry import dataset, get
+from judgekit.core import seeds
 from judgekit.core.errors import DataError
-from judgekit.judging.rubric import RuleRubric
 from judgekit.core.textio import read_text
+from judgekit.data.registry import dataset, get
+from judgekit.judging.rubric import RuleRubric
 
 N_BITS = 12
 
@@ -93,7 +94,7 @@ def load_split(data_dir: Path | None, phenomenon: str, split: str, seed: int
     n = 2000 if split == "train" else 498
     # a stable key: str hash() is salted per process and would change the data each run
     key = zlib.crc32((prefix + split).encode())
-    rng = np.random.default_rng(np.random.SeedSequence([seed, key]))
+    rng = seeds.rng("nodata.bitstrings", seed, key)
     return generate_balanced(rubric, n, rng), "regenerated"
 
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from judgekit.recorded.judged import JudgedInput
 from judgekit.core.settings import RunSettings
+from judgekit.recorded.judged import JudgedInput
 
 
 class NoDataConfig(RunSettings, JudgedInput):

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from judgekit.core import seeds
+from judgekit.core.payload import Rate
 from judgekit.methods.nodata.payload import (
     Decision,
     LabelAccuracy,
@@ -41,7 +43,6 @@ from judgekit.methods.nodata.payload import (
     Verdict,
 )
 from judgekit.methods.nodata.readings import ItemEvidence, VerifierReadings, rate_of
-from judgekit.core.payload import Rate
 from judgekit.stats.agreement import agreement
 from judgekit.stats.proportions import rate_with_interval, wilson_interval
 
@@ -189,7 +190,7 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
     # -- against the references: bootstrap of everything that is a ratio or a difference
     const, rand, which = _baselines(items)
     base = const if which == "constant" else rand
-    rng = np.random.default_rng(np.random.SeedSequence([s.seed, 18]))
+    rng = seeds.rng("nodata.decision", s.seed)
     rho, rho_ci, skill, skill_ci = _against_references(succ, claims, base, noise, ref, ci,
                                                        s, rng)
     jl = [it.judge_label for it in items]

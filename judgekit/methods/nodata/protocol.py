@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from judgekit.core import seeds
+
 
 class Evaluator(Protocol):
     name: str
@@ -87,7 +89,7 @@ def run_protocol(items: Sequence[Any], evaluator: Evaluator, verifier: Verifier,
                  rounds: int, seed: int, eps: float = 0.0) -> list[EVRecord]:
     """EV for every item, each with its own seeded stream (order-independent)."""
     return [run_ev(x, evaluator, verifier, rounds,
-                   np.random.default_rng(np.random.SeedSequence([seed, i])), eps)
+                   seeds.rng("nodata.protocol", seed, i), eps)
             for i, x in enumerate(items)]
 
 
@@ -98,7 +100,7 @@ def apply_flips(records: Sequence[EVRecord], phi: float, seed: int, k: int = 2
     numbers: success rates are identical across phi, as the paper expects)."""
     from dataclasses import replace
 
-    rng = np.random.default_rng(np.random.SeedSequence([seed, int(round(phi * 1e6)), 7]))
+    rng = seeds.rng("nodata.flips", seed, int(round(phi * 1e6)))
     out = []
     for rec in records:
         u = rng.random()
@@ -161,7 +163,7 @@ def summarise(records: Sequence[EVRecord], truth: Sequence[int] | None, *, phi: 
     initial = [r.label for r in records]
     avg = "binary" if k == 2 else "macro"
     known = float(accuracy_score(truth, initial))
-    rng = np.random.default_rng(np.random.SeedSequence([seed, int(round(phi * 1e6)), 11]))
+    rng = seeds.rng("nodata.flips_k", seed, int(round(phi * 1e6)))
     acc_ci = paired_bootstrap_interval(truth, final, accuracy, rng, level=level).as_list()
     f1_ci = paired_bootstrap_interval(truth, final, binary_f1, rng, level=level).as_list() \
         if k == 2 \

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core.payload import Rate
 from judgekit.judging.rubric import Rubric
 from judgekit.methods.nodata.payload import VerifierNoise
-from judgekit.core.payload import Rate
 from judgekit.stats.proportions import rate_with_interval, wilson_interval
 
 __all__ = ["ItemEvidence", "VerifierReadings", "claim_agreement", "perfect_reference",

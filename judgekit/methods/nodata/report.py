@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from judgekit.core.payload import Json
+from judgekit.core.results import RunResult
 from judgekit.methods.nodata.config import AuditConfig, NoDataConfig, SyntheticConfig
 from judgekit.methods.nodata.payload import AuditPayload, SyntheticPayload
 from judgekit.methods.nodata.synthetic import PAPER, PAPER_PHI
-from judgekit.core.payload import Json
 from judgekit.report.document import Doc, Heading, Para, Table
 from judgekit.report.figures import lines
-from judgekit.core.results import RunResult
 
 
 def audit_figures(cfg: NoDataConfig, res: Json, out: Path) -> None:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from judgekit.core.spec import MethodSpec
 from judgekit.methods.nodata import hooks
 from judgekit.methods.nodata.audit import execute as execute_audit
 from judgekit.methods.nodata.audit import headline as headline_audit
 from judgekit.methods.nodata.config import AuditConfig, SyntheticConfig
 from judgekit.methods.nodata.payload import AuditPayload, SyntheticPayload
-from judgekit.methods.nodata.report import audit_draw, audit_report, synthetic_draw, synthetic_report
+from judgekit.methods.nodata.report import (
+    audit_draw,
+    audit_report,
+    synthetic_draw,
+    synthetic_report,
+)
 from judgekit.methods.nodata.synthetic import execute as execute_synthetic
 from judgekit.methods.nodata.synthetic import headline as headline_synthetic
 from judgekit.methods.nodata.views import audit_item, synthetic_item
-from judgekit.core.spec import MethodSpec
 
 SYNTHETIC: MethodSpec[SyntheticConfig, SyntheticPayload] = MethodSpec(
     name="nodata", experiment="synthetic", default=True, config=SyntheticConfig,

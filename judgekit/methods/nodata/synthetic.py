@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core.payload import payload_from
 from judgekit.methods.nodata.baselines import ensemble
 from judgekit.methods.nodata.bitstrings import (
     LieF,
@@ -21,7 +22,6 @@ from judgekit.methods.nodata.bitstrings import (
 from judgekit.methods.nodata.config import NoDataConfig, SyntheticConfig
 from judgekit.methods.nodata.payload import SyntheticPayload
 from judgekit.methods.nodata.protocol import apply_flips, run_protocol, summarise
-from judgekit.core.payload import payload_from
 from judgekit.stats.bootstrap import derive_seed
 
 # Table 2 (DT) was produced at phi = 0.5 (the authors' notebook), where their

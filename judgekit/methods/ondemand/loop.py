@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from judgekit.core import seeds
 from judgekit.core.errors import DataError
-from judgekit.methods.ondemand.estimators import joint_precision, weights_for
 from judgekit.core.textio import read_text
+from judgekit.methods.ondemand.estimators import joint_precision, weights_for
 
 
 class JudgeLabel(BaseModel):
@@ -61,7 +62,7 @@ class LabellingLoop:
         # Keyed by the draw count and the system's name: a re-sampled system does not
         # shift the next system onto a stream already used (identical positions).
         name_key = int.from_bytes(system.encode("utf-8")[:16].ljust(16, b"\0"), "little")
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, self.draws, name_key]))
+        rng = seeds.rng("ondemand.draw", self.seed, self.draws, name_key)
         self.draws += 1
         picked = [pool[i] for i in rng.integers(0, len(pool), size=n)]
         self.samples[system] = [x.id for x in picked]

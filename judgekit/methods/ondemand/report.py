@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
+from judgekit.core.payload import Payload
+from judgekit.core.results import RunResult
 from judgekit.methods.ondemand.config import LabelConfig, SimulationConfig
 from judgekit.methods.ondemand.payload import EstimatorFigures, LabelPayload, SimulationPayload
-from judgekit.core.payload import Payload
 from judgekit.report.document import Doc, Heading, Para, Table
 from judgekit.report.figures import lines
-from judgekit.core.results import RunResult
 
 P = TypeVar("P", bound=Payload)
 

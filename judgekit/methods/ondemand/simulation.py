@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core import seeds
+from judgekit.core.progress import track
 from judgekit.methods.ondemand.estimators import (
     adaptive_sample_size,
     joint_precision,
@@ -16,7 +18,6 @@ from judgekit.methods.ondemand.estimators import (
     stratified_boot_means,
     weights_for,
 )
-from judgekit.core.progress import track
 
 
 @dataclass
@@ -114,8 +115,8 @@ def one_repeat(pop: Population, rng: np.random.Generator, n: int, n0: int, resam
 
 def simulate(seed: int, repeats: int, n: int, n0: int, n_systems: int, resamples: int = 300,
              level: float = 0.9) -> dict[str, Any]:
-    pop = make_population(np.random.default_rng(np.random.SeedSequence([seed, 1])), n_systems)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
+    pop = make_population(seeds.rng("ondemand.population", seed), n_systems)
+    rng = seeds.rng("ondemand.simple", seed)
     reps = [one_repeat(pop, rng, n, n0, resamples, level)
             for _ in track(range(repeats), "simulation", repeats, "repeats")]
     pp, pr = pooled(pop)
@@ -159,8 +160,8 @@ def _summary(P: np.ndarray, R: np.ndarray, pci: np.ndarray | None, rci: np.ndarr
 def adaptive_curve(seed: int, n_systems: int, budget: int, orders: int,
                    rtol: float = 0.0) -> dict[str, Any]:
     """Samples the adaptive scheme asks per new system, averaged over arrival orders."""
-    pop = make_population(np.random.default_rng(np.random.SeedSequence([seed, 1])), n_systems)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 3]))
+    pop = make_population(seeds.rng("ondemand.population", seed), n_systems)
+    rng = seeds.rng("ondemand.joint", seed)
     N = pop.f.size
     asked = np.zeros((orders, n_systems))
     new_labels = np.zeros((orders, n_systems))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from judgekit.core.spec import MethodSpec, TableRow
 from judgekit.methods.ondemand.config import LabelConfig, SimulationConfig
 from judgekit.methods.ondemand.payload import LabelPayload, SimulationPayload
 from judgekit.methods.ondemand.report import build_labelling, build_simulation, simulation_figures
@@ -13,7 +14,6 @@ from judgekit.methods.ondemand.runner import (
     headline_labelling,
     headline_simulation,
 )
-from judgekit.core.spec import MethodSpec, TableRow
 
 
 def _rows(estimates: dict[str, BaseModel]) -> list[TableRow]:

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.judging.placebo import PLACEBO
 from judgekit.core.payload import Json
+from judgekit.judging.placebo import PLACEBO
 from judgekit.methods.probe.config import ProbeConfig
 from judgekit.methods.probe.pairs import Pair
 from judgekit.stats.agreement import (

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from judgekit.recorded.judged import JudgedInput
 from judgekit.core.settings import RunSettings
+from judgekit.recorded.judged import JudgedInput
 
 BUILTIN = ("swap", "rename", "pad", "inject")  # pairwise
 POINTWISE = ("reorder", "paraphrase", "pad", "inject")

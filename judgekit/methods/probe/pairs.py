@@ -8,8 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
+from judgekit.core import seeds
 from judgekit.core.errors import DataError
 from judgekit.core.textio import read_lines
 
@@ -73,7 +72,7 @@ def pairs_from_datasets(names: list[str], paths: dict[str, str], n: int, seed: i
     them (file order would give the first dataset only)."""
     from judgekit.data.qa import load_dataset_queries
 
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 404]))
+    rng = seeds.rng("probe.pairs", seed)
     per: list[list[Pair]] = []
     for name in names:
         got = []

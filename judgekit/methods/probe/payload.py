@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from judgekit.core.payload import AgreementFigures, DetailFile, Figures, Payload, Rate, Record, absent
+from judgekit.core.payload import (
+    AgreementFigures,
+    DetailFile,
+    Figures,
+    Payload,
+    Rate,
+    Record,
+    absent,
+)
 
 
 class ProbeTransform(Figures):

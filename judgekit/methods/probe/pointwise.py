@@ -161,9 +161,9 @@ async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem],
 async def _collect_recorded(cfg: ProbeConfig, client: Client, items: list[JudgedItem],
                             indices: list[int] | None) -> list[dict[str, int | None]]:
     """``collect`` for a recorded grader: its prompts, free-text answers, its pattern."""
-    from judgekit.recorded.base import label_of
     from judgekit.core.errors import DataError
     from judgekit.llm import Stage
+    from judgekit.recorded.base import label_of
 
     idx = list(range(len(items))) if indices is None else indices
     missing = [i for i in idx if not getattr(items[i], "GraderPrompt", None)]

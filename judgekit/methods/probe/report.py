@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.core.payload import Json
+from judgekit.core.results import RunResult
 from judgekit.methods.probe.config import ProbeConfig
 from judgekit.methods.probe.payload import ProbePayload
 from judgekit.report.document import Doc, Heading, Para, Table
-from judgekit.core.results import RunResult
 
 
 def build(cfg: ProbeConfig, r: Json) -> Doc:

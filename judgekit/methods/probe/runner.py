@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from judgekit.core.payload import payload_from
 from judgekit.judging.placebo import PLACEBO, placebo_tag
 from judgekit.llm import Call, Client, Stage
-from judgekit.core.payload import payload_from
 from judgekit.methods.probe.analysis import analyse
 from judgekit.methods.probe.config import ProbeConfig
 from judgekit.methods.probe.pairs import Pair, attach_human_labels, load_pairs, pairs_from_datasets

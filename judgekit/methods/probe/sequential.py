@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core import seeds
 from judgekit.judging.placebo import PLACEBO
 from judgekit.methods.probe.analysis import bias_inputs, consistency_inputs, consistency_words
 from judgekit.methods.probe.config import ProbeConfig
@@ -79,7 +80,7 @@ async def gather(cfg: ProbeConfig, n: int,
     the sequences hold for the whole file's mean."""
     if not cfg.sequential:
         return list(range(n)), await ask(list(range(n))), None
-    order = np.random.default_rng(np.random.SeedSequence([cfg.seed, 515])).permutation(n)
+    order = seeds.rng("probe.sequential", cfg.seed).permutation(n)
     verdicts: Verdicts = []
     looks = 0
     rows: list[dict[str, Any]] = []

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from judgekit.core.spec import MethodSpec
 from judgekit.methods.probe import hooks
 from judgekit.methods.probe.config import ProbeConfig
 from judgekit.methods.probe.payload import ProbePayload
 from judgekit.methods.probe.report import draw, report
 from judgekit.methods.probe.runner import execute, headline
 from judgekit.methods.probe.views import probe_item
-from judgekit.core.spec import MethodSpec
 
 SPEC: MethodSpec[ProbeConfig, ProbePayload] = MethodSpec(
     name="probe", config=ProbeConfig, payload=ProbePayload, execute=execute, report=report,

@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from judgekit.core import seeds
 from judgekit.core.errors import StatsError
+from judgekit.methods.vbscore.metric import vb_from
 from judgekit.stats import (
     Interval,
     normal_interval,
     paired_t_test,
 )
 from judgekit.stats.bootstrap import row_quantiles
-from judgekit.methods.vbscore.metric import vb_from
 
 
 @dataclass
@@ -46,11 +47,6 @@ class CollectionAggregate:
     vb_ci: dict[float, Interval]
     t_test: dict[float, dict[str, float | None | str]] = field(default_factory=dict)
     accuracy: float | None = None
-
-
-def query_seed(seed: int, index: int) -> np.random.Generator:
-    """An independent stream per query, stable whatever the processing order."""
-    return np.random.default_rng(np.random.SeedSequence([seed, index]))
 
 
 def shared_percentile_intervals(stats: np.ndarray, level: float, resamples: int,
@@ -93,7 +89,7 @@ def batch_query_intervals(stats: Sequence[np.ndarray], level: float, resamples: 
         by_b.setdefault(int(m.shape[1]), []).append(q)
     a = (1 - level) / 2
     for b, qs in sorted(by_b.items()):
-        rng = np.random.default_rng(np.random.SeedSequence([seed, b, 20251]))
+        rng = seeds.rng("vbscore.bootstrap", seed, b)
         draws = rng.multinomial(b, np.full(b, 1.0 / b), size=resamples)  # (R, B) counts
         # With few replicas the R draws repeat a handful of count patterns (126 for B = 5):
         # the bootstrap distribution is then those patterns' means with their frequencies.

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.core.payload import Json
-from judgekit.report.document import Doc
-from judgekit.report.figures import pyplot, save
 from judgekit.core.results import RunResult
 from judgekit.methods.vbscore.config import VBScoreConfig
 from judgekit.methods.vbscore.payload import VBScorePayload
+from judgekit.report.document import Doc
+from judgekit.report.figures import pyplot, save
 
 
 def report(cfg: VBScoreConfig, result: RunResult[VBScorePayload]) -> Doc:

@@ -12,12 +12,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from judgekit.core.payload import DetailFile, payload_from
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
 from judgekit.llm.secrets import clip
-from judgekit.core.payload import DetailFile, payload_from
-from judgekit.runs.io import jsonl_line
-from judgekit.stats.bootstrap import derive_seed, derive_seeds
 from judgekit.methods.vbscore import stages
 from judgekit.methods.vbscore.config import VBScoreConfig
 from judgekit.methods.vbscore.distribution import Candidate, build
@@ -30,6 +28,8 @@ from judgekit.methods.vbscore.replicas import (
     bootstrap_covers,
 )
 from judgekit.methods.vbscore.selfcheck import TagCheck, parse_tag, reading_pairs, rotation, tag_key
+from judgekit.runs.io import jsonl_line
+from judgekit.stats.bootstrap import derive_seed, derive_seeds
 
 
 def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:

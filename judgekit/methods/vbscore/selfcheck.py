@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
+from judgekit.core import seeds
 from judgekit.stats.preference import clustered_rate, sign_test
 
 _TAG = re.compile(r"^\s*E?\s*(\d+)", re.IGNORECASE)
@@ -55,7 +56,7 @@ def rotation(seed: int, k: int) -> list[int]:
     1..k-1 places, chosen from ``seed`` (every answer moves)."""
     if k < 2:
         return list(range(k))
-    r = 1 + int(np.random.default_rng(np.random.SeedSequence([seed, 515])).integers(k - 1))
+    r = 1 + int(seeds.rng("vbscore.rotation", seed).integers(k - 1))
     return [(j + r) % k for j in range(k)]
 
 

@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 from judgekit.core.jsontypes import JSONObject
+from judgekit.methods.verdicts.config import VerdictsConfig
+from judgekit.methods.verdicts.payload import Measure
 from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
 from judgekit.stats.bootstrap import derive_seed
 from judgekit.stats.preference import clustered_rate
 from judgekit.stats.proportions import rate_with_interval
-from judgekit.methods.verdicts.config import VerdictsConfig
-from judgekit.methods.verdicts.payload import Measure
 
 SLOTS = {"first": "first", "a": "first", "1": "first", "answer_a": "first",
          "output_1": "first", "second": "second", "b": "second", "2": "second",

@@ -6,9 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from judgekit.core.jsontypes import JSONObject
-from judgekit.stats.agreement import agreement
-from judgekit.stats.bootstrap import derive_seed, percentile_interval
-from judgekit.stats.preference import feature_preference
 from judgekit.methods.verdicts.analysis import (
     agreement_measures,
     fleiss_measure,
@@ -18,6 +15,9 @@ from judgekit.methods.verdicts.analysis import (
 )
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
+from judgekit.stats.agreement import agreement
+from judgekit.stats.bootstrap import derive_seed, percentile_interval
+from judgekit.stats.preference import feature_preference
 
 
 def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig

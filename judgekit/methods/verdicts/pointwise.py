@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from judgekit.recorded.base import label_of
 from judgekit.core.jsontypes import JSONObject
-from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error
-from judgekit.methods.verdicts.analysis import agreement_measures, fleiss_measure, majority, rate_measure
+from judgekit.methods.verdicts.analysis import (
+    agreement_measures,
+    fleiss_measure,
+    majority,
+    rate_measure,
+)
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
+from judgekit.recorded.base import label_of
+from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error
 
 
 def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig

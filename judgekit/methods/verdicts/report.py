@@ -3,10 +3,10 @@ its interval, n, the uninformed judge's score and the decision."""
 
 from __future__ import annotations
 
-from judgekit.report.document import Doc
 from judgekit.core.results import RunResult
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure, VerdictsPayload
+from judgekit.report.document import Doc
 
 
 def _num(v: float | None) -> str:
