@@ -31,7 +31,7 @@ def run(config: str | Path | JSONObject, *, client: Any = None,
         client: the :class:`judgekit.Client` to use (its providers, cache and cassette),
             e.g. ``Client(providers={"mock/judge": FunctionProvider(fn)})``; left open.
             Default: one built from the config's settings, closed at the end.
-        out: also write the run's folder there (results.json, JSONL, report.md/html);
+        out: also write the run's folder there (results file, JSONL, report.md/html);
             it must be new or empty unless ``overwrite``. ``result.save(folder)`` does
             the same later.
         save: write the folder even without ``out`` (to the config's ``out``, a fresh

@@ -82,8 +82,9 @@ def run(
                                       help="call again where the cassette recorded a failed "
                                       "answer (default: replay it as that failure)"),
 ) -> None:
-    """Run an experiment config; write results.json, report.md and report.html."""
+    """Run an experiment config; write the results file, report.md and report.html."""
     from judgekit.api import run_config
+    from judgekit.runs.folder import RESULTS
 
     models = dict(_model_arg(m) for m in model)
     _, summary, directory = run_config(
@@ -92,7 +93,7 @@ def run(
         execution=execution, dry_run=True if dry_run else None,
         retry_failed=True if retry_failed else None,
         prompts=str(prompts.resolve()) if prompts else None)
-    console.print(f"wrote {directory}/results.json, report.md and report.html")
+    console.print(f"wrote {directory}/{RESULTS}, report.md and report.html")
     if summary.get("headline"):
         console.print(summary["headline"])
     failed = summary.get("failed_calls") or {}
@@ -251,7 +252,7 @@ def cassette_unused(config: str, set_: list[str] = typer.Option([], "--set")) ->
 @app.command()
 def schema(method: str = typer.Argument(..., help="one of " + ", ".join(_methods()))
            ) -> None:
-    """Print the JSON Schema of a method's results.json."""
+    """Print the JSON Schema of a method's results file."""
     from judgekit.core.methods import json_schema
 
     name, _, experiment = method.partition("/")

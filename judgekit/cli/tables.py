@@ -11,8 +11,8 @@ from rich.console import Console
 console = Console(markup=False, highlight=False, soft_wrap=True)
 
 
-def compare(a: Path = typer.Argument(..., help="run A: its folder or results.json"),
-            b: Path = typer.Argument(..., help="run B: its folder or results.json"),
+def compare(a: Path = typer.Argument(..., help="run A: its folder or results file"),
+            b: Path = typer.Argument(..., help="run B: its folder or results file"),
             out: Path = typer.Option(..., "--out", help="folder for compare.json, "
                                      "differences.csv and report.html"),
             level: float | None = typer.Option(None, "--level",
@@ -33,7 +33,7 @@ def compare(a: Path = typer.Argument(..., help="run A: its folder or results.jso
     console.print(f"wrote {folder}")
 
 
-def export_run(run: Path = typer.Argument(..., help="a run folder or its results.json"),
+def export_run(run: Path = typer.Argument(..., help="a run folder or its results file"),
                fmt: str = typer.Option("csv", "--format", help="csv, jsonl or parquet"),
                out: Path = typer.Option(..., "--out", help="the file to write"),
                headline: bool = typer.Option(False, "--headline",
@@ -86,7 +86,7 @@ def data_list() -> None:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[5])
 
 
-def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or results.json"),
+def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or results file"),
          power: float = typer.Option(0.8, "--power", min=0.01, max=0.99,
                                      help="the chance of detecting the effect"),
          effect: list[float] = typer.Option([0.05, 0.1, 0.2], "--effect", min=0.001,
@@ -115,7 +115,7 @@ def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or result
 
 
 def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of one judge "
-                                           "(folders or results.json)"),
+                                           "(folders or results file)"),
          out: Path = typer.Option(..., "--out", help="folder for card.json and report.html"),
          overwrite: bool = typer.Option(False, "--overwrite",
                                         help="replace a previous card in --out")
@@ -142,7 +142,7 @@ def local_info() -> None:
 def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or JSONL table "
                                         "(pointwise or pairwise) or an alpaca_eval "
                                         "annotations.json"),
-            out: Path = typer.Option(..., "--out", help="folder for results.json and "
+            out: Path = typer.Option(..., "--out", help="folder for results file and "
                                      "report.html"),
             fmt: str = typer.Option("auto", "--format",
                                     help="auto, csv, jsonl, alpaca_eval, llmbar, inspect "

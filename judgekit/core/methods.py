@@ -110,14 +110,16 @@ def stages() -> dict[str, str]:
 
 
 def json_schema(name: str, experiment: str | None = None) -> JSONObject:
-    """The JSON schema of a method's results.json: the shared fields and the payload's,
+    """The JSON schema of a method's results file: the shared fields and the payload's,
     side by side at the top level (as the file holds them)."""
     spec = find(name, experiment)
     base = spec.result_model().model_json_schema()
     body = spec.payload.model_json_schema()
     props = {k: v for k, v in base["properties"].items() if k != "payload"}
     props.update(body["properties"])
-    return {"title": f"{spec.key} results.json (schema {SCHEMA_VERSION})", "type": "object",
+    from judgekit.runs.folder import RESULTS
+
+    return {"title": f"{spec.key} {RESULTS} (schema {SCHEMA_VERSION})", "type": "object",
             "properties": props, "additionalProperties": False,
             "required": sorted(set(base.get("required", [])) | set(body.get("required", []))),
             "$defs": {**base.get("$defs", {}), **body.get("$defs", {})}}

@@ -2,12 +2,12 @@
 error, nested too) and written back exactly as the method computed them.
 
 - :class:`Payload`: a method's result body. Its fields are declared; an optional field
-  marked :func:`absent` is left out of results.json when the run did not compute it
+  marked :func:`absent` is left out of results file when the run did not compute it
   (instead of being written as null), so a payload reads back to the same bytes.
 - :class:`Record`: a nested group of figures; every field it was not given stays out of
   the JSON.
 - :class:`DetailFile`: per-item or per-query records, written as JSONL beside
-  results.json; results.json names the file and its line count. The rows travel with
+  results file; results file names the file and its line count. The rows travel with
   the payload in memory and are streamed from the file once the run is loaded.
 """
 
@@ -109,7 +109,7 @@ class Record(_ReadsLikeJson):
 
 
 class DetailFile(BaseModel):
-    """Where a run's per-query or per-item records are: a JSONL file beside results.json.
+    """Where a run's per-query or per-item records are: a JSONL file beside results file.
     In memory the records travel with it (:meth:`of`); a loaded run streams them from
     the file."""
 

@@ -2,7 +2,7 @@
 payload model ``P`` (schema version, method, the resolved config, the seed, one
 :class:`CallSummary` shape for every method, typed call failures, the payload).
 
-results.json keeps the payload's fields at its top level beside the shared ones, as
+results file keeps the payload's fields at its top level beside the shared ones, as
 schema 1 did; schema 2 is closed all the way down (an unknown field is an error, nested
 too). A result holds no file handle and writes nothing: :mod:`judgekit.runs.folder`
 writes and reads a run's folder. No timestamps inside: the same seed and cassette give
@@ -58,7 +58,7 @@ class _Spec(Protocol):
 
 class RunResult(BaseModel, Generic[P]):
     """Fields every method's results share, and the method's payload. A failed run's
-    results.json says why (``status``, ``error``, ``failed_calls``) and has no payload."""
+    results file says why (``status``, ``error``, ``failed_calls``) and has no payload."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -84,7 +84,7 @@ class RunResult(BaseModel, Generic[P]):
     @model_validator(mode="before")
     @classmethod
     def _nest_payload(cls, data: Any) -> Any:
-        """results.json keeps the payload's fields at the top level."""
+        """results file keeps the payload's fields at the top level."""
         if not isinstance(data, dict) or "payload" in data:
             return data
         shared = set(RunResult.model_fields)
@@ -185,7 +185,7 @@ class RunResult(BaseModel, Generic[P]):
         return list(self.details())
 
     def detail(self, name: str | None = None) -> Iterator[Json]:
-        """The per-query / per-item records (in memory, or the JSONL beside results.json)."""
+        """The per-query / per-item records (in memory, or the JSONL beside results file)."""
         refs = self.details()
         key = name or next(iter(refs), None)
         if key is None or key not in refs:
@@ -225,7 +225,7 @@ class RunResult(BaseModel, Generic[P]):
 
     # ---- writing --------------------------------------------------------------------
     def save(self, out: str | Path, *, overwrite: bool = False) -> Path:
-        """Write the run's folder: results.json, the detail JSONL files, failures.jsonl,
+        """Write the run's folder: results file, the detail JSONL files, failures.jsonl,
         figures, report.md and report.html. Returns the folder (also ``.folder`` from
         then on)."""
         if self._writer is None:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from judgekit.report.document import Doc
 
 __all__ = ["CardRow", "CompareRow", "ItemView", "MethodSpec", "PairAgreement", "Paired",
-           "PlanTable", "Row", "TableRow"]
+           "PlanTable", "Row", "RunItems", "TableRow"]
 
 C = TypeVar("C", bound=RunSettings)
 P = TypeVar("P", bound=Payload)
@@ -110,6 +110,15 @@ class Paired(NamedTuple):
     main: CompareRow | None = None  # a primary row the hook computed itself (e.g. PPI)
 
 
+class RunItems(NamedTuple):
+    """What a method's ``items`` hook returns: the run's labelable items (``id`` or
+    ``pair_id``, the judge's ``verdict`` or ``winner``, and the texts a person reads:
+    question, answer or first/second, explanation) and their shape."""
+
+    shape: str  # pointwise | pairwise
+    rows: list[Json]
+
+
 class PlanTable(NamedTuple):
     """What a method's ``plan`` hook returns: a title and a table."""
 
@@ -140,6 +149,8 @@ class MethodSpec(Generic[C, P]):
         card_rows: the run's rows of a judge card.
         compare: paired outcomes of two runs on the same items.
         plan: how many items a decision needs, from a pilot run.
+        items: the run's labelable items (what ``judgekit label`` and the viewer's
+            labelling page read); a method without it cannot be labelled.
     """
 
     name: str
@@ -160,11 +171,12 @@ class MethodSpec(Generic[C, P]):
     card_rows: Callable[[P, str], list[CardRow]] | None = None
     compare: Callable[[RunResult[P], RunResult[P], float], Paired] | None = None
     plan: Callable[[RunResult[P], float, tuple[float, ...]], PlanTable] | None = None
+    items: Callable[[RunResult[P]], RunItems] | None = None
 
     @property
     def key(self) -> str:
         return self.name if self.experiment is None else f"{self.name}/{self.experiment}"
 
     def result_model(self) -> type[RunResult[P]]:
-        """``RunResult[P]``: what results.json of this method validates against."""
+        """``RunResult[P]``: what results file of this method validates against."""
         return RunResult[self.payload]  # type: ignore[name-defined]

@@ -3,15 +3,13 @@ or straight from a file of recorded verdicts (any format ``judgekit analyse`` re
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from judgekit.core.errors import DataError
+from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_jsonl
 from judgekit.stats.active import Population
 
 LABELS_FILE = "labels.jsonl"
@@ -41,46 +39,21 @@ def load(source: Path) -> Source:
 
 
 def _run(folder: Path) -> Source:
-    res = folder / "results.json"
+    """A run folder's items, from its method's ``items`` hook (through runs/)."""
+    from judgekit.runs.folder import run_items
+
     try:
-        doc = json.loads(res.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{folder}: not a run folder (no readable results.json: {exc})") \
-            from None
-    if not isinstance(doc, dict):
-        raise DataError(f"{res}: not a judgekit results.json")
-    rows = read_jsonl(folder / "items.jsonl") if (folder / "items.jsonl").is_file() else []
-    shape = str(doc.get("shape") or "")
-    if shape not in ("pointwise", "pairwise"):  # a probe's or an audit's judged items
-        rows = [x for x in (_judged(r) for r in rows) if x is not None]
-        shape = "pairwise" if rows and "first" in rows[0] else "pointwise"
-    if not rows:
-        raise DataError(f"{folder}: a {doc.get('method')!r} run with no item a judge gave a "
+        result, got = run_items(folder)
+    except (ConfigError, DataError) as exc:
+        raise DataError(f"{folder}: not a run folder ({exc})") from None
+    if got is None or not got.rows:
+        raise DataError(f"{folder}: a {result.method!r} run with no item a judge gave a "
                         "verdict on; labels are proposed for recorded verdicts, probe and "
                         "audit runs (or a verdicts file)")
-    return Source(folder.name, shape, _normalise(rows, shape, folder / "items.jsonl"),
+    first = result.details()
+    where = folder / (next(iter(first.values())).file if first else "items.jsonl")
+    return Source(folder.name, got.shape, _normalise(got.rows, got.shape, where),
                   folder / LABELS_FILE, folder)
-
-
-def _judged(row: JSONObject) -> JSONObject | None:
-    """A probe's or an audit's item record as a labelable item, by its fields: a pairwise
-    probe's first run (``verdicts.run0``: a or b; ``flipped_under`` swap marks the judge's
-    order inconsistency), an audit's evaluator label, a pointwise ``verdict``."""
-    verdicts = row.get("verdicts")
-    if isinstance(verdicts, dict) and verdicts.get("run0") in ("a", "b"):
-        flipped = row.get("flipped_under") or []
-        return {"pair_id": str(row.get("id")), "question": row.get("question"),
-                "first": row.get("a"), "second": row.get("b"),
-                "winner": "first" if verdicts["run0"] == "a" else "second",
-                "unstable": int("swap" in flipped)}
-    ev = row.get("evaluator")
-    if isinstance(ev, dict) and ev.get("label") in (0, 1):
-        x: JSONObject = row["x"] if isinstance(row.get("x"), dict) else {}
-        return {"id": str(row.get("id", row.get("index"))), "verdict": ev["label"],
-                "question": x.get("Prompt"), "answer": x.get("Output")}
-    if row.get("verdict") in (0, 1):
-        return dict(row)
-    return None
 
 
 def _file(path: Path) -> Source:

@@ -129,7 +129,7 @@ class Client:
         return self.ledger.summary()
 
     def calls(self) -> CallSummary:
-        """The run's calls, as results.json records them."""
+        """The run's calls, as results file records them."""
         return self.ledger.calls()
 
     # ---- public API -------------------------------------------------------------

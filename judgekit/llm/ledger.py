@@ -69,7 +69,7 @@ class StageCalls(_Counted):
 
 class CallSummary(_Counted):
     """A run's calls, the same shape for every method (all zero for a method that makes
-    no call); the ledger counts them and results.json carries them. ``cost_usd`` counts
+    no call); the ledger counts them and results file carries them. ``cost_usd`` counts
     what this run paid a provider for (None: a price is unknown)."""
 
     total: int = 0
@@ -173,7 +173,7 @@ class Ledger:
                 "fix it and rerun (answers so far are kept), or raise max_failures")
 
     def calls(self) -> CallSummary:
-        """Every stage's calls in the shape results.json records."""
+        """Every stage's calls in the shape results file records."""
         fields = StageCalls.model_fields
         stages = {name: StageCalls(**{k: getattr(s, k) for k in fields})
                   for name, s in self.stats.items()}

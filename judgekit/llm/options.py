@@ -2,7 +2,7 @@
 cassette, concurrency, timeouts, retries, execution, failure budget, base URLs), never
 what they compute. The client reads a :class:`RunOptions` as it is; an experiment config
 is a :class:`RunOptions` plus the fields its method computes with, and none of these
-enter results.json or a request's identity.
+enter results file or a request's identity.
 """
 
 from __future__ import annotations
@@ -77,6 +77,6 @@ class RunOptions(BaseModel):
         return RunOptions.model_construct(**{k: getattr(self, k) for k in OPERATIONAL})
 
 
-# Left out of the resolved config stored in results.json: results stay byte-identical
+# Left out of the resolved config stored in results file: results stay byte-identical
 # across folders, replay modes and concurrency settings.
 OPERATIONAL = frozenset(RunOptions.model_fields)

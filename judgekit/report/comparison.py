@@ -75,16 +75,10 @@ class Difference(BaseModel):
 
 
 def load(path: str | Path) -> RunResult[Any]:
-    """A run's result from its folder or its results.json."""
-    from judgekit.runs.folder import load_results
+    """A run's result from its folder or its results file."""
+    from judgekit.runs.folder import load_results, results_path
 
-    p = Path(path)
-    if p.is_dir():
-        p = p / "results.json"
-    if not p.exists():
-        raise ConfigError(f"{path}: no results.json here; give a run folder or its "
-                          "results.json")
-    return load_results(p)
+    return load_results(results_path(path))
 
 
 def _judge(result: RunResult[Any]) -> str | None:
@@ -94,7 +88,7 @@ def _judge(result: RunResult[Any]) -> str | None:
 
 def compare(a: Any, b: Any, *, level: float | None = None
             ) -> tuple[Comparison, list[Difference]]:
-    """Compare run ``b`` against run ``a`` (results, folders or results.json paths):
+    """Compare run ``b`` against run ``a`` (results, folders or results file paths):
     the typed comparison and the per-item rows (key, a, b, changed)."""
     ra = a if isinstance(a, RunResult) else load(a)
     rb = b if isinstance(b, RunResult) else load(b)

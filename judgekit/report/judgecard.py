@@ -34,7 +34,7 @@ class JudgeCard(BaseModel):
 
 
 def judge_card(runs: list[str | Path], out: str | Path | None = None) -> JudgeCard:
-    """The card of one judge from its probe and audit runs (folders or results.json),
+    """The card of one judge from its probe and audit runs (folders or results file),
     written to ``out`` when given (card.json, report.md, report.html, card.png)."""
     card = build(runs)
     if out is not None:
@@ -43,7 +43,7 @@ def judge_card(runs: list[str | Path], out: str | Path | None = None) -> JudgeCa
 
 
 def build(paths: list[str | Path]) -> JudgeCard:
-    """A card from result folders (or results.json files) of one judge."""
+    """A card from result folders (or results file files) of one judge."""
     from judgekit.report.comparison import load
 
     judges: dict[str, str] = {}

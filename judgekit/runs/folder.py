@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from judgekit.core.errors import ConfigError, DataError, describe_validation
 from judgekit.core.methods import find
 from judgekit.core.payload import DetailFile, Json
+from judgekit.core.spec import RunItems
 from judgekit.report.document import Doc, to_markdown
 from judgekit.report.html import write_report_html
 from judgekit.core.results import RunResult
@@ -115,12 +116,59 @@ def _settings(result: RunResult[Any]) -> Any:
     return result.settings
 
 
+RESULTS = "results.json"  # the one name of a run's results file
+
+
+def results_path(path: str | Path) -> Path:
+    """The results file of a run folder (or the file itself); a one-line error when there
+    is none."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS
+    if not p.is_file():
+        raise ConfigError(f"{path}: no {RESULTS} here; give a run folder or its {RESULTS}")
+    return p
+
+
+def is_run(folder: Path) -> bool:
+    """Does ``folder`` hold a run's results file?"""
+    return (folder / RESULTS).is_file()
+
+
+def head(folder: Path) -> Json | None:
+    """A run's results as plain JSON, unvalidated (what a listing shows of runs from any
+    version), or None when the file is missing or unreadable."""
+    try:
+        doc = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) and "method" in doc else None
+
+
+def written_at(folder: Path) -> float:
+    """When the run's results file was written (seconds since the epoch)."""
+    return (folder / RESULTS).stat().st_mtime
+
+
+def run_items(folder: Path) -> tuple[RunResult[Any], RunItems | None]:
+    """A run and its labelable items, from its method's ``items`` hook (None: the method
+    has none)."""
+    result = load_results(folder)
+    hook = result.spec.items if result.spec is not None else None
+    return result, (hook(result) if hook is not None else None)
+
+
+def item_details(result: RunResult[Any]) -> list[str]:
+    """The run's per-item detail files (the payload's, in its order)."""
+    return [ref.file for ref in result.details().values()]
+
+
 def load_results(path: str | Path) -> RunResult[Any]:
     """Load a run's results.json (or its folder), schema 1 or 2, as its method's
     ``RunResult[Payload]``."""
     p = Path(path)
     if p.is_dir():
-        p = p / "results.json"
+        p = p / RESULTS
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

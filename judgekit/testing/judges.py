@@ -177,7 +177,7 @@ def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
                    as_result: bool = False, fixed: bool = False, **extra: Any) -> Any:
     """Run the real No-Data audit (the run pipeline, in memory) on ``work``'s items with a
     scripted judge and paraphraser and the oracle verifier, passed to the client as
-    provider objects; return the results as results.json would hold them (the typed
+    provider objects; return the results as results file would hold them (the typed
     RunResult with ``as_result``)."""
     from pathlib import Path
 

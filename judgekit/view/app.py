@@ -9,13 +9,13 @@ API (JSON): ``/api/runs``, ``/api/items?run=``, ``/api/item?run=&id=``,
 Requests whose Host is not this server's loopback address are refused (a web page
 elsewhere cannot reach it through DNS rebinding), and POST bodies must be JSON (a
 cross-site form cannot send them). Every text from runs is escaped where it lands:
-``html.escape`` in server pages, ``textContent`` in the static pages' scripts.
+Jinja's autoescape in server pages (``view/templates``), ``textContent`` in the static
+pages' scripts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 import sys
 from pathlib import Path
@@ -28,49 +28,37 @@ from judgekit.core.jsontypes import JSONObject
 from judgekit.view import runs as runmod
 
 STATIC = Path(__file__).with_name("static")
+TEMPLATES = Path(__file__).with_name("templates")
 ROOT: web.AppKey[Path] = web.AppKey("root", Path)
 STYLE = ("body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
          "text-align:left;vertical-align:top}th{background:#f3f3f3}a{color:#0645ad}")
 
 
-def _page(title: str, body: str) -> web.Response:
-    doc = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-           f"</title><style>{STYLE}</style></head><body>{body}</body></html>")
+_PAGES: Any = None
+
+
+def _render(template: str, **context: Any) -> web.Response:
+    """A server page from its Jinja template (autoescaped: every text from runs lands
+    escaped)."""
+    global _PAGES
+    if _PAGES is None:
+        from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+        _PAGES = Environment(loader=FileSystemLoader(str(TEMPLATES)),
+                             autoescape=select_autoescape(default=True, default_for_string=True),
+                             undefined=StrictUndefined)
+    doc = _PAGES.get_template(template).render(**context)
     return web.Response(text=doc, content_type="text/html",
                         headers={"Content-Security-Policy": "default-src 'self'; "
                                  "style-src 'unsafe-inline'; img-src 'self' data:"})
 
 
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _q(x: str) -> str:
-    from urllib.parse import quote
-
-    return quote(x, safe="")
-
-
 async def index(request: web.Request) -> web.Response:
     root = request.app[ROOT]
     found = await asyncio.to_thread(runmod.discover, root)
-    rows = "".join(
-        f"<tr><td><input type=checkbox name=run value='{_e(r.name)}'></td>"
-        f"<td><a class=run href='/run?name={_q(r.name)}'>{_e(r.name)}</a></td>"
-        f"<td>{_e(r.method)}</td><td>{_e(r.judge)}</td><td>{_e(r.data)}</td>"
-        f"<td>{_e(r.date)}</td><td>{_e(r.headline)}</td>"
-        f"<td><a href='/report?name={_q(r.name)}'>report</a> "
-        f"<a href='/label?name={_q(r.name)}'>label</a></td></tr>" for r in found)
-    opts = "".join(f"<option value='{_e(r.name)}'>{_e(r.name)}</option>" for r in found)
-    body = (f"<h1>judgekit runs under {_e(root)}</h1><p>{len(found)} run(s)</p>"
-            "<form action='/cards'><table id=runs><thead><tr><th></th><th>run</th>"
-            "<th>method</th><th>judge</th><th>data</th><th>date</th><th>headline</th>"
-            f"<th></th></tr></thead><tbody>{rows}</tbody></table>"
-            "<p><button>judge cards of the ticked runs, side by side</button></p></form>"
-            f"<form action='/compare'>compare <select name=a>{opts}</select> with "
-            f"<select name=b>{opts}</select> <button>side by side</button></form>")
-    return _page("judgekit runs", body)
+    return _render("index.html.j2", title="judgekit runs", root=root.name or str(root),
+                   runs=found)
 
 
 def _run(request: web.Request, key: str = "name") -> runmod.Run:
@@ -225,21 +213,18 @@ async def cards(request: web.Request) -> web.Response:
     for _, c in built:
         for r in [] if isinstance(c, str) else c.rows:
             keys.setdefault(f"{r.judge or ''}|{r.key}", r.measure)
-    head = "".join(f"<th>{_e(n)}<br>{_e(c if isinstance(c, str) else c.judge)}</th>"
-                   for n, c in built)
-    body_rows = []
+    heads = [(n, c if isinstance(c, str) else c.judge) for n, c in built]
+    rows = []
     for key, measure in keys.items():
-        cells = []
+        cells: list[JSONObject | None] = []
         for _, c in built:
             hit = None if isinstance(c, str) else next(
                 (r for r in c.rows if f"{r.judge or ''}|{r.key}" == key), None)
-            cells.append("<td></td>" if hit is None else
-                         f"<td>{_e(_fmt(hit.estimate))} {_e(_ci(hit.ci))} (n = {_e(hit.n)})"
-                         f"<br><b>{_e(hit.decision or '')}</b></td>")
-        body_rows.append(f"<tr><th>{_e(measure)}</th>{''.join(cells)}</tr>")
-    return _page("judge cards", f"<p><a href='/'>all runs</a></p><h1>judge cards</h1>"
-                 f"<table id=cards><tr><th>measure</th>{head}</tr>{''.join(body_rows)}"
-                 "</table>")
+            cells.append(None if hit is None else {
+                "value": _fmt(hit.estimate), "ci": _ci(hit.ci), "n": hit.n,
+                "decision": hit.decision or ""})
+        rows.append((measure, cells))
+    return _render("cards.html.j2", title="judge cards", heads=heads, rows=rows)
 
 
 def _fmt(v: Any) -> str:

@@ -15,8 +15,6 @@ from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import read_jsonl
 
 MAX_DEPTH = 4
-# the detail file shown as a run's items, in order of preference
-ITEM_FILES = ("items.jsonl", "pairs.jsonl", "verdicts.jsonl", "queries.jsonl", "units.jsonl")
 SKIP = ("labels.jsonl", "replica_failures.jsonl", "failures.jsonl")
 
 
@@ -28,17 +26,21 @@ class Run(NamedTuple):
     data: str
     date: str
     headline: str
+    details: tuple[str, ...] = ()  # the run's detail files, from its method's payload
+    labelable: bool = False  # its method has an ``items`` hook
 
 
 def discover(root: Path) -> list[Run]:
-    """Every folder under ``root`` (``root`` included, MAX_DEPTH levels) holding a
-    results.json, newest first."""
+    """Every run folder under ``root`` (``root`` included, MAX_DEPTH levels), newest
+    first."""
+    from judgekit.runs.folder import is_run
+
     found = []
     base = root.resolve()
-    for here, dirs, files in os.walk(base):
+    for here, dirs, _files in os.walk(base):
         depth = len(Path(here).relative_to(base).parts)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
-        if "results.json" in files:
+        if is_run(Path(here)):
             run = _describe(base, Path(here))
             if run is not None:
                 found.append(run)
@@ -46,58 +48,68 @@ def discover(root: Path) -> list[Run]:
 
 
 def _describe(base: Path, folder: Path, headline: bool = True) -> Run | None:
-    path = folder / "results.json"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if not isinstance(doc, dict) or "method" not in doc:
+    """A run as the viewer lists it: what its method's spec says of it (the judge, the
+    detail files, whether it can be labelled), and its config's data."""
+    from judgekit.runs.folder import head, load_results, written_at
+
+    doc = head(folder)
+    if doc is None:
         return None
     cfg: JSONObject = doc["config"] if isinstance(doc.get("config"), dict) else {}
-    models: JSONObject = cfg["models"] if isinstance(cfg.get("models"), dict) else {}
-    judge = doc.get("judge") or cfg.get("judge") or models.get("judge") or \
-        models.get("evaluator") or ""
-    if isinstance(judge, dict):
-        judge = judge.get("model") or json.dumps(judge, sort_keys=True)
-    data = doc.get("source") or cfg.get("data_path") or cfg.get("datasets") or \
-        cfg.get("name") or ""
+    judge, labelable, line = "", False, ""
+    details: tuple[str, ...] = ()
+    try:
+        result = load_results(folder)
+    except Exception as exc:  # a run from another version still lists, with the reason
+        line = f"(headline unavailable: {exc})"
+    else:
+        spec = result.spec
+        if spec is not None and spec.judge is not None and result.payload is not None:
+            judge = spec.judge(result) or ""
+        details = tuple(ref.file for ref in result.details().values())
+        labelable = spec is not None and spec.items is not None
+        if result.status == "failed":
+            line = f"failed: {result.error or ''}"
+        elif headline:
+            try:
+                line = str(result.headline())
+            except Exception as exc:
+                line = f"(headline unavailable: {exc})"
+    data = cfg.get("data_path") or cfg.get("datasets") or cfg.get("name") or ""
     if not isinstance(data, str):
         data = ", ".join(str(d.get("name", d)) if isinstance(d, dict) else str(d)
                          for d in data) if isinstance(data, list) else json.dumps(data)
-    date = _dt.datetime.fromtimestamp(path.stat().st_mtime).isoformat(" ", "minutes")
+    data = Path(data).name if data and os.path.isabs(data) else data
+    date = _dt.datetime.fromtimestamp(written_at(folder)).isoformat(" ", "minutes")
     name = folder.relative_to(base).as_posix() if folder != base else folder.name
-    return Run(name, folder, str(doc["method"]), str(judge), str(data), date,
-               _headline(folder, doc) if headline else "")
-
-
-def _headline(folder: Path, doc: JSONObject) -> str:
-    if doc.get("status") == "failed":
-        return f"failed: {doc.get('error', '')}"
-    try:
-        from judgekit.runs.folder import load_results
-
-        return str(load_results(folder).headline())
-    except Exception as exc:  # a run from another version still lists, with the reason
-        return f"(headline unavailable: {exc})"
+    return Run(name, folder, str(doc["method"]), str(judge), str(data), date, line,
+               details, labelable)
 
 
 def find(root: Path, name: str) -> Run:
     """The run ``name`` (as ``discover`` names it) without walking or loading the others
     (its headline is not computed); a name that leaves ``root`` is not a run."""
+    from judgekit.runs.folder import is_run
+
     base = root.resolve()
     folder = base if name == base.name else (base / name).resolve()
     inside = folder.is_relative_to(base) and len(folder.relative_to(base).parts) <= MAX_DEPTH
-    run = _describe(base, folder, headline=False) \
-        if inside and (folder / "results.json").is_file() else None
+    run = _describe(base, folder, headline=False) if inside and is_run(folder) else None
     if run is None or run.name != name:
         raise DataError(f"no run {name!r} under {root}")
     return run
 
 
-def item_file(folder: Path) -> Path | None:
-    for name in ITEM_FILES:
-        if (folder / name).is_file():
-            return folder / name
+def item_file(run: Run | Path) -> Path | None:
+    """The run's item records: its payload's first detail file (a folder given alone:
+    its largest JSONL file that is not labels or failures)."""
+    if isinstance(run, Run):
+        for name in run.details:
+            if (run.folder / name).is_file():
+                return run.folder / name
+        folder = run.folder
+    else:
+        folder = run
     rest = sorted((p for p in folder.glob("*.jsonl") if p.name not in SKIP),
                   key=lambda p: -p.stat().st_size)
     return rest[0] if rest else None
@@ -113,7 +125,7 @@ def item_id(row: JSONObject, k: int) -> str:
 def items(run: Run) -> list[JSONObject]:
     """The run's item records, flat: nested values become compact JSON text; each has
     ``_id`` (unique) and, where labels were given, ``_label``."""
-    path = item_file(run.folder)
+    path = item_file(run)
     rows = read_jsonl(path) if path else []
     labels = _labels(run.folder)
     out = []
@@ -141,7 +153,7 @@ def _labels(folder: Path) -> dict[str, str]:
 
 
 def full_item(run: Run, item: str) -> JSONObject | None:
-    path = item_file(run.folder)
+    path = item_file(run)
     for k, row in enumerate(read_jsonl(path) if path else []):
         if item_id(row, k) == item.split("#")[0]:
             return row
@@ -152,7 +164,7 @@ def cassettes(run: Run, root: Path) -> list[Path]:
     """The cassette the run's config names, else cassettes/*.json under the viewer's
     root or beside the run, else the packaged cassette of its experiment name."""
     try:
-        cfg = json.loads((run.folder / "results.json").read_text(encoding="utf-8")).get(
+        cfg = json.loads((run.folder / "results file").read_text(encoding="utf-8")).get(
             "config", {})
     except (OSError, ValueError):
         cfg = {}
@@ -172,7 +184,7 @@ def cassettes(run: Run, root: Path) -> list[Path]:
             packaged = resource_dir("cassettes") / f"{cfg['name']}.json"
             if packaged.is_file():
                 out.append(packaged)
-    return [p for p in dict.fromkeys(out) if p.name != "results.json"]
+    return [p for p in dict.fromkeys(out) if p.name != "results file"]
 
 
 def transcripts(run: Run, root: Path, row: JSONObject, limit: int = 50) -> list[JSONObject]:

@@ -10,7 +10,7 @@ from typing import Any
 from judgekit.core.errors import ConfigError
 from judgekit.core.payload import Json, Payload
 from judgekit.core.results import RunResult
-from judgekit.core.spec import CardRow, Paired, PlanTable, TableRow
+from judgekit.core.spec import CardRow, Paired, PlanTable, RunItems, TableRow
 from judgekit.methods.nodata.payload import AuditPayload
 from judgekit.report.paired import agreement, paired_rate, rows_by
 
@@ -93,3 +93,18 @@ def plan(result: RunResult[AuditPayload], power: float, effects: tuple[float, ..
                      f"(pilot rate {v.success_rate:.3f}, n = {v.n_items}):",
                      ["half-width", "items needed"],
                      [[repr(h), str(n)] for h, n in pl["items_needed"].items()])
+
+
+def items(result: RunResult[AuditPayload]) -> RunItems:
+    """The audited items a person can label: the evaluator's label of each x, with its
+    prompt and output."""
+    p = result.payload
+    rows: list[Json] = []
+    for row in p.items.rows() if p is not None and p.items is not None else ():
+        ev = row.get("evaluator")
+        if isinstance(ev, dict) and ev.get("label") in (0, 1):
+            x = row.get("x")
+            x = x if isinstance(x, dict) else {}
+            rows.append({"id": str(row.get("id", row.get("index"))), "verdict": ev["label"],
+                         "question": x.get("Prompt"), "answer": x.get("Output")})
+    return RunItems("pointwise", rows)

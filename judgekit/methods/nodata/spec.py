@@ -34,5 +34,6 @@ AUDIT: MethodSpec[AuditConfig, AuditPayload] = MethodSpec(
                "nodata_generator.j2": "generator (paraphraser)",
                "nodata_verifier.j2": "verifier (all criteria)",
                "nodata_verifier_one.j2": "verifier (one criterion)"},
-    rows=hooks.rows, judge=hooks.judge, card_rows=hooks.card_rows, compare=hooks.paired,
+    rows=hooks.rows, judge=hooks.judge, items=hooks.items, card_rows=hooks.card_rows,
+    compare=hooks.paired,
     plan=hooks.plan)

@@ -9,7 +9,7 @@ import numpy as np
 
 from judgekit.core.payload import Json
 from judgekit.core.results import RunResult
-from judgekit.core.spec import CardRow, CompareRow, Paired, PlanTable, TableRow
+from judgekit.core.spec import CardRow, CompareRow, Paired, PlanTable, RunItems, TableRow
 from judgekit.methods.probe.payload import ProbePayload
 from judgekit.report.paired import agreement, paired_rate, rows_by
 
@@ -226,3 +226,24 @@ def _label_plan(result: RunResult[ProbePayload]) -> PlanTable | None:
                      [[f"corrected {what}", f"{c.estimate:.3f}",
                        f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]", str(c.n_labelled),
                        "already" if need is None else str(need)]])
+
+
+def items(result: RunResult[ProbePayload]) -> RunItems:
+    """The probe's items a person can label: a pairwise probe's first run (``verdicts.run0``:
+    a or b; ``flipped_under`` swap marks the judge's order inconsistency), a pointwise
+    probe's ``verdict``."""
+    p = result.payload
+    rows: list[Json] = []
+    pairwise = False
+    for row in p.items.rows() if p is not None else ():
+        verdicts = row.get("verdicts")
+        if isinstance(verdicts, dict) and verdicts.get("run0") in ("a", "b"):
+            pairwise = True
+            flipped = row.get("flipped_under") or []
+            rows.append({"pair_id": str(row.get("id")), "question": row.get("question"),
+                         "first": row.get("a"), "second": row.get("b"),
+                         "winner": "first" if verdicts["run0"] == "a" else "second",
+                         "unstable": int(isinstance(flipped, list) and "swap" in flipped)})
+        elif row.get("verdict") in (0, 1):
+            rows.append(dict(row))
+    return RunItems("pairwise" if pairwise else "pointwise", rows)

@@ -14,4 +14,5 @@ SPEC: MethodSpec[ProbeConfig, ProbePayload] = MethodSpec(
     name="probe", config=ProbeConfig, payload=ProbePayload, execute=execute, report=report,
     headline=headline, figures=draw, title="Probe", views={"items": probe_item},
     templates={"probe_pairwise.j2": "pairwise judge"}, rows=hooks.rows, judge=hooks.judge,
+    items=hooks.items,
     card_rows=hooks.card_rows, compare=hooks.paired, plan=hooks.plan)

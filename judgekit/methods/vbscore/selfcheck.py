@@ -70,7 +70,7 @@ class TagCheck(NamedTuple):
 
 
 class RateFigure(TypedDict):
-    """A clustered rate as results.json shows it."""
+    """A clustered rate as results file shows it."""
 
     rate: float
     ci: list[float]
@@ -79,7 +79,7 @@ class RateFigure(TypedDict):
 
 
 class Stability(TypedDict):
-    """How often two replicas of a query read it alike (results.json's
+    """How often two replicas of a query read it alike (results file's
     ``self_check.interpretations``)."""
 
     top_reading_agreement: RateFigure | None

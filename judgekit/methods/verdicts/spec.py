@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from judgekit.core.errors import ConfigError
 from judgekit.core.results import RunResult
-from judgekit.core.spec import CardRow, MethodSpec, PlanTable, TableRow
+from judgekit.core.spec import CardRow, MethodSpec, PlanTable, RunItems, TableRow
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import VerdictsPayload
 from judgekit.methods.verdicts.report import report
@@ -56,7 +56,16 @@ def _plan(result: RunResult[VerdictsPayload], power: float, effects: tuple[float
                                               "labels now", "labels needed"], rows)
 
 
+def _items(result: RunResult[VerdictsPayload]) -> RunItems:
+    """The analysed items as they are (pointwise: id, verdict; pairwise: pair_id, first,
+    second, winner), with their texts."""
+    p = result.payload
+    if p is None or p.shape not in ("pointwise", "pairwise"):
+        return RunItems("pointwise", [])
+    return RunItems(p.shape, list(p.items.rows()))
+
+
 SPEC: MethodSpec[VerdictsConfig, VerdictsPayload] = MethodSpec(
     name="verdicts", config=VerdictsConfig, payload=VerdictsPayload, execute=execute,
     report=report, headline=headline, title="Recorded verdicts", uses_client=False,
-    rows=_rows, judge=_judge, card_rows=_card_rows, plan=_plan)
+    rows=_rows, judge=_judge, card_rows=_card_rows, plan=_plan, items=_items)
