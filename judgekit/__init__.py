@@ -69,47 +69,50 @@ __all__ = [
 ]
 
 
-# The one-house step moved these modules; their old names import the new modules (the
-# same objects, so a monkeypatch through either name is seen by both) with a
-# DeprecationWarning, for one release.
+# The one-house step moved these modules (names under judgekit.); their old names
+# import the new modules (the same objects, so a monkeypatch through either name is seen
+# by both) with a DeprecationWarning, for one release.
 _MOVED = {
-    "judgekit.errors": "judgekit.core.errors",
-    "judgekit.jsontypes": "judgekit.core.jsontypes",
-    "judgekit.textio": "judgekit.core.textio",
-    "judgekit.progress": "judgekit.core.progress",
-    "judgekit.resources": "judgekit.core.resources",
-    "judgekit.settings": "judgekit.core.settings",
-    "judgekit.spec": "judgekit.core.spec",
-    "judgekit.payload": "judgekit.core.payload",
-    "judgekit.results": "judgekit.core.results",
-    "judgekit.pipeline": "judgekit.core.pipeline",
-    "judgekit.runfolder": "judgekit.runs.folder",
-    "judgekit.runio": "judgekit.runs.io",
-    "judgekit.runguard": "judgekit.runs.guard",
-    "judgekit.config": "judgekit.runs.config",
-    "judgekit.card": "judgekit.report.judgecard",
-    "judgekit.compare": "judgekit.report.comparison",
-    "judgekit.export": "judgekit.report.export",
-    "judgekit.csvsafe": "judgekit.report.csvsafe",
-    "judgekit.paired": "judgekit.report.paired",
-    "judgekit.cli_label": "judgekit.cli.label",
-    "judgekit.cli_tables": "judgekit.cli.tables",
-    "judgekit.vbscore": "judgekit.methods.vbscore",
-    "judgekit.nodata": "judgekit.methods.nodata",
-    "judgekit.probe": "judgekit.methods.probe",
-    "judgekit.ondemand": "judgekit.methods.ondemand",
-    "judgekit.verdicts": "judgekit.methods.verdicts",
-    "judgekit.data.external": "judgekit.recorded.judged",
-    "judgekit.methods.verdicts.read": "judgekit.recorded.tables",
+    "errors": "core.errors",
+    "jsontypes": "core.jsontypes",
+    "textio": "core.textio",
+    "progress": "core.progress",
+    "resources": "core.resources",
+    "settings": "core.settings",
+    "spec": "core.spec",
+    "payload": "core.payload",
+    "results": "core.results",
+    "pipeline": "core.pipeline",
+    "runfolder": "runs.folder",
+    "runio": "runs.io",
+    "runguard": "runs.guard",
+    "config": "runs.config",
+    "card": "report.judgecard",
+    "compare": "report.comparison",
+    "export": "report.export",
+    "csvsafe": "report.csvsafe",
+    "paired": "report.paired",
+    "cli_label": "cli.label",
+    "cli_tables": "cli.tables",
+    "vbscore": "methods.vbscore",
+    "nodata": "methods.nodata",
+    "probe": "methods.probe",
+    "ondemand": "methods.ondemand",
+    "verdicts": "methods.verdicts",
+    "data.external": "recorded.judged",
+    "methods.verdicts.read": "recorded.tables",
 }
 
 
 def moved(name: str) -> str | None:
     """The module an old module name now lives in (None: not moved)."""
-    head = name
+    if not name.startswith("judgekit."):
+        return None
+    rel = name[len("judgekit."):]
+    head = rel
     while head:
         if head in _MOVED:
-            return _MOVED[head] + name[len(head):]
+            return "judgekit." + _MOVED[head] + rel[len(head):]
         head = head.rpartition(".")[0]
     return None
 

@@ -184,7 +184,7 @@ def test_batches_list_and_cancel_cli(tmp_path, server, monkeypatch):
 
     from typer.testing import CliRunner
 
-    from judgekit.cli.main import app
+    from judgekit.cli.commands import app
 
     srv = server(polls_to_end=100)
     c = client(tmp_path, srv, pause=0.05)

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from judgekit.cli.main import app
+from judgekit.cli.commands import app
 from judgekit.llm import Client, ClientSettings, Stage
 from judgekit.llm.providers import mock
 from judgekit.llm.templates import TemplateLibrary

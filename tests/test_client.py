@@ -304,7 +304,7 @@ def test_import_is_fast_and_offline():
     code = ("import sys, time, socket\n"
             "def deny(*a, **k): raise RuntimeError('network at import')\n"
             "socket.socket.connect = deny\n"
-            "t = time.perf_counter(); import judgekit, judgekit.cli.main; "
+            "t = time.perf_counter(); import judgekit, judgekit.cli.commands; "
             "print(time.perf_counter() - t)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert float(out.stdout.strip()) < 1.0

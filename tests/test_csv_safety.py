@@ -181,9 +181,9 @@ import errno, os, sys
 real = os.fsync
 def full(fd):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-import judgekit.cli.main
+import judgekit.cli.commands as cli
 os.fsync = full
-sys.exit(judgekit.cli.main.main(["run", "demo", "--cassette-mode", "none", "--out", {str(out)!r}]))
+sys.exit(cli.main(["run", "demo", "--cassette-mode", "none", "--out", {str(out)!r}]))
 """
     env = {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
            "HOME": str(tmp_path)}

@@ -148,12 +148,13 @@ def test_old_module_names_import_the_new_modules_with_a_warning():
     assert "warned: judgekit.spec is now judgekit.core.spec" in out.stdout
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        import judgekit.core.spec as new
-        import judgekit.methods.vbscore.metric as metric_new
         import judgekit.spec as old
         import judgekit.vbscore.metric as metric_old
         from judgekit.data.external import JudgedInput
         from judgekit.verdicts.read import read
+
+        import judgekit.core.spec as new
+        import judgekit.methods.vbscore.metric as metric_new
     assert old is new and metric_old is metric_new
     assert old.__spec__.name == "judgekit.core.spec"
     from judgekit.recorded.judged import JudgedInput as J2
@@ -170,7 +171,7 @@ def test_labelling_and_the_viewer_read_items_through_the_spec(tmp_path):
     """An analyse run's items come from the verdicts spec's items hook; a method with no
     hook cannot be labelled, and the viewer does not offer it."""
     import judgekit
-    from judgekit.labelling.items import load
+    from judgekit.runs.folder import label_source as load
     from judgekit.view.runs import discover, item_file
 
     f = tmp_path / "v.csv"

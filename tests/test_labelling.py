@@ -248,6 +248,8 @@ def test_self_contradiction_draws_more_often(tmp_path):
 
 
 def test_probe_and_audit_runs_are_labelled_and_read_their_labels(tmp_path):
+    from judgekit.runs.folder import label_source
+
     env = {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
     for exp, out in (("probe_local", "pl"), ("nodata_west_frisian", "wf")):
         r = jk("run", exp, "--out", out, cwd=tmp_path, env=env)
@@ -257,7 +259,7 @@ def test_probe_and_audit_runs_are_labelled_and_read_their_labels(tmp_path):
     pending = [json.loads(x)["id"] for x in (tmp_path / "pl.next.jsonl").read_text()
                .splitlines()]
     for i, item in enumerate(pending):
-        session.add_label(tmp_path / "pl", item, "a" if i % 2 else "b", "kim")
+        session.add_label(label_source(tmp_path / "pl"), item, "a" if i % 2 else "b", "kim")
     r = jk("run", "probe_local", "--out", "pl2", "--set", "human_labels=pl/labels.jsonl",
            cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
@@ -267,7 +269,8 @@ def test_probe_and_audit_runs_are_labelled_and_read_their_labels(tmp_path):
              .splitlines()]
     assert sorted(audit) == ["0", "1", "2", "3"]  # the audit's items by position
     for item in audit:
-        session.add_label(tmp_path / "wf", item, 1, "kim")  # every item passes, say people
+        # every item passes, say people
+        session.add_label(label_source(tmp_path / "wf"), item, 1, "kim")
     r = jk("run", "nodata_west_frisian", "--out", "wf2", "--set",
            "labels_file=wf/labels.jsonl", cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr

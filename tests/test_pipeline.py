@@ -149,7 +149,7 @@ def test_a_missing_extra_exits_2_before_any_call(tmp_path):
                    "models: {judge: litellm/gpt-4o-mini}\n")
     # litellm made unimportable in the child process, as in an environment without it
     code = ("import sys; sys.modules['litellm'] = None\n"
-            "from judgekit.cli.main import main; main(sys.argv[1:])")
+            "from judgekit.cli.commands import main; main(sys.argv[1:])")
     p = _judgekit("run", str(cfg), "--out", str(tmp_path / "out"), code=code)
     assert p.returncode == 2, p.stderr
     assert "judgekit[litellm]" in p.stderr and "models.judge" in p.stderr

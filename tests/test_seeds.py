@@ -4,8 +4,8 @@ within what one run draws, for any seed and index; no stream id written elsewher
 from __future__ import annotations
 
 import re
-import zlib
 import subprocess
+import zlib
 from pathlib import Path
 
 import numpy as np

@@ -215,7 +215,7 @@ def test_same_seed_same_interval(xs, seed):
 def test_score_file_cli(tmp_path):
     from typer.testing import CliRunner
 
-    from judgekit.cli.main import app
+    from judgekit.cli.commands import app
 
     lines = []
     for b in range(5):

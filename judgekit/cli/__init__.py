@@ -1,14 +1,24 @@
-"""The command line: ``judgekit`` (:mod:`judgekit.cli.main`), its labelling commands
-(:mod:`judgekit.cli.label`) and its table commands (:mod:`judgekit.cli.tables`). Every
-command wraps a Python function; none holds logic of its own."""
+"""The command line: ``judgekit`` (:mod:`judgekit.cli.commands`), its labelling
+commands (:mod:`judgekit.cli.label`) and its table commands (:mod:`judgekit.cli.tables`).
+Every command wraps a Python function; none holds logic of its own."""
 
-from __future__ import annotations
-
-__all__ = ["main"]
+__all__ = ["app", "main"]
 
 
 def main() -> None:
     """The console script's entry point."""
-    from judgekit.cli.main import main as run
+    from judgekit.cli.commands import main as run
 
     run()
+
+
+def __getattr__(name: str) -> object:
+    if name == "app":  # the Typer application (lazy: importing judgekit.cli is cheap)
+        from judgekit.cli.commands import app
+
+        return app
+    raise AttributeError(f"module 'judgekit.cli' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,5 +1,5 @@
 """``python -m judgekit.cli``: the command line."""
 
-from judgekit.cli.main import main
+from judgekit.cli.commands import main
 
 main()

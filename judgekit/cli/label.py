@@ -41,10 +41,11 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
     are checked. Labels go to the run's labels.jsonl (judgekit view, or append
     {"id", "label", "annotator"} lines yourself); run again for the next items."""
     from judgekit.labelling.session import propose
+    from judgekit.runs.folder import label_source
     from judgekit.runs.io import write_text
 
-    st = propose(source, batch=batch, seed=seed, target_width=target_width, level=level,
-                 which=for_)
+    st = propose(label_source(source), batch=batch, seed=seed, target_width=target_width,
+                 level=level, which=for_)
     n_items = len(st.source.items)
     console.print(f"{st.source.name}: {st.labels} of {n_items} items labelled, "
                   f"{st.draws} draws counted (level {st.level:g})")

@@ -1,5 +1,5 @@
 """Commands that read runs and datasets as tables: `judgekit compare`, `judgekit export`,
-`judgekit data fetch|list` (registered on the app in judgekit.cli.main)."""
+`judgekit data fetch|list` (registered on the app in judgekit.cli.commands)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ unknown name is refused with a did-you-mean over the known ones.
     @FORMATS.register("inspect")          # decorator form
     def _inspect(...): ...
 
-    FORMATS.add_lazy("promptfoo", "judgekit.recorded.promptfoo:FORMAT")
-    FORMATS.get("promptfooo")  # ConfigError: unknown recorded format 'promptfooo'; did
-                               # you mean 'promptfoo'? (known: inspect, promptfoo)
+    FORMATS.add_lazy("parquet", "my_package.formats:PARQUET")
+    FORMATS.get("parqeut")  # ConfigError: unknown recorded format 'parqeut'; did
+                            # you mean 'parquet'? (known: inspect, parquet)
 """
 
 from __future__ import annotations

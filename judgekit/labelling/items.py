@@ -8,8 +8,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from judgekit.core.errors import ConfigError, DataError
+from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.spec import RunItems
 from judgekit.stats.active import Population
 
 LABELS_FILE = "labels.jsonl"
@@ -28,9 +29,9 @@ class Source(NamedTuple):
 
 
 def load(source: Path) -> Source:
-    """The items of a run folder (recorded verdicts analysed by ``judgekit analyse``) or
-    of a recorded-verdicts file; the labels file is RUN/labels.jsonl or, beside a file,
-    FILE.labels.jsonl."""
+    """The items of a recorded-verdicts file, labelled in FILE.labels.jsonl beside it. A run
+    folder's items (labelled in RUN/labels.jsonl) are read through its method's spec by
+    :func:`judgekit.runs.folder.label_source`."""
     if source.is_dir():
         return _run(source)
     if source.is_file():
@@ -39,19 +40,20 @@ def load(source: Path) -> Source:
 
 
 def _run(folder: Path) -> Source:
-    """A run folder's items, from its method's ``items`` hook (through runs/)."""
-    from judgekit.runs.folder import run_items
+    raise DataError(f"{folder}: a run folder's items come from its method's spec; read it "
+                    "with judgekit.runs.folder.label_source (what `judgekit label` and "
+                    "`judgekit view` do)")
 
-    try:
-        result, got = run_items(folder)
-    except (ConfigError, DataError) as exc:
-        raise DataError(f"{folder}: not a run folder ({exc})") from None
+
+def from_run(folder: Path, method: str, details: list[str], got: RunItems | None) -> Source:
+    """The Source of a run folder from its method's ``items`` hook (``got``; None: the
+    method has none) and its detail files, as :func:`judgekit.runs.folder.label_source`
+    reads them."""
     if got is None or not got.rows:
-        raise DataError(f"{folder}: a {result.method!r} run with no item a judge gave a "
+        raise DataError(f"{folder}: a {method!r} run with no item a judge gave a "
                         "verdict on; labels are proposed for recorded verdicts, probe and "
                         "audit runs (or a verdicts file)")
-    first = result.details()
-    where = folder / (next(iter(first.values())).file if first else "items.jsonl")
+    where = folder / (details[0] if details else "items.jsonl")
     return Source(folder.name, got.shape, _normalise(got.rows, got.shape, where),
                   folder / LABELS_FILE, folder)
 

@@ -16,14 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.registry import Registry
-
-if TYPE_CHECKING:
-    from judgekit.recorded.judged import JudgedInput
 
 __all__ = ["FAIL", "FORMATS", "PASS", "RecordedFormat", "Table", "label_of", "text_of"]
 
@@ -54,7 +51,7 @@ class RecordedFormat:
     suffixes: tuple[str, ...] = ()
     sniff: Callable[[Any], bool] | None = None
     table: Callable[[Path, dict[str, str]], Table] | None = None
-    judged: Callable[[Path, JudgedInput], list[Any]] | None = None
+    judged: Callable[[Path, Any], list[Any]] | None = None  # (path, JudgedInput)
     description: str = ""
 
     @property

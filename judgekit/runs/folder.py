@@ -20,6 +20,7 @@ from judgekit.core.errors import ConfigError, DataError, describe_validation
 from judgekit.core.methods import find
 from judgekit.core.payload import DetailFile, Json
 from judgekit.core.spec import RunItems
+from judgekit.runs.names import RESULTS
 from judgekit.report.document import Doc, to_markdown
 from judgekit.report.html import write_report_html
 from judgekit.core.results import RunResult
@@ -116,7 +117,6 @@ def _settings(result: RunResult[Any]) -> Any:
     return result.settings
 
 
-RESULTS = "results.json"  # the one name of a run's results file
 
 
 def results_path(path: str | Path) -> Path:
@@ -156,6 +156,21 @@ def run_items(folder: Path) -> tuple[RunResult[Any], RunItems | None]:
     result = load_results(folder)
     hook = result.spec.items if result.spec is not None else None
     return result, (hook(result) if hook is not None else None)
+
+
+def label_source(path: Path) -> Any:
+    """What ``judgekit label`` and the viewer label: a run folder's items from its
+    method's ``items`` hook, or a verdicts file's rows
+    (:class:`judgekit.labelling.items.Source`)."""
+    from judgekit.labelling.items import from_run, load
+
+    if not path.is_dir():
+        return load(path)
+    try:
+        result, got = run_items(path)
+    except (ConfigError, DataError) as exc:
+        raise DataError(f"{path}: not a run folder ({exc})") from None
+    return from_run(path, result.method, item_details(result), got)
 
 
 def item_details(result: RunResult[Any]) -> list[str]:

@@ -133,11 +133,11 @@ async def _body(request: web.Request) -> JSONObject:
 
 
 def _label_source(request: web.Request, name: str) -> Any:
-    from judgekit.labelling.items import load
+    from judgekit.runs.folder import label_source
 
     try:
         run = runmod.find(request.app[ROOT], name)
-        return load(run.folder)
+        return label_source(run.folder)
     except JudgekitError as exc:
         raise web.HTTPBadRequest(text=str(exc)) from None
 

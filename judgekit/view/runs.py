@@ -163,11 +163,10 @@ def full_item(run: Run, item: str) -> JSONObject | None:
 def cassettes(run: Run, root: Path) -> list[Path]:
     """The cassette the run's config names, else cassettes/*.json under the viewer's
     root or beside the run, else the packaged cassette of its experiment name."""
-    try:
-        cfg = json.loads((run.folder / "results file").read_text(encoding="utf-8")).get(
-            "config", {})
-    except (OSError, ValueError):
-        cfg = {}
+    from judgekit.runs.folder import head
+    from judgekit.runs.names import RESULTS
+
+    cfg = (head(run.folder) or {}).get("config", {})
     named = cfg.get("cassette") if isinstance(cfg, dict) else None
     out: list[Path] = []
     if isinstance(named, str):
@@ -184,7 +183,7 @@ def cassettes(run: Run, root: Path) -> list[Path]:
             packaged = resource_dir("cassettes") / f"{cfg['name']}.json"
             if packaged.is_file():
                 out.append(packaged)
-    return [p for p in dict.fromkeys(out) if p.name != "results file"]
+    return [p for p in dict.fromkeys(out) if p.name != RESULTS]
 
 
 def transcripts(run: Run, root: Path, row: JSONObject, limit: int = 50) -> list[JSONObject]:
