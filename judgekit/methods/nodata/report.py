@@ -6,25 +6,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judgekit.core.payload import Json
 from judgekit.core.results import RunResult
+from judgekit.llm.ledger import CallSummary
 from judgekit.methods.nodata.config import AuditConfig, NoDataConfig, SyntheticConfig
-from judgekit.methods.nodata.payload import AuditPayload, SyntheticPayload
-from judgekit.methods.nodata.synthetic import PAPER, PAPER_PHI
+from judgekit.methods.nodata.payload import (
+    AuditPayload,
+    Known,
+    SyntheticPayload,
+    SyntheticRun,
+    Verdict,
+)
+from judgekit.methods.nodata.synthetic import PAPER_PHI
 from judgekit.report.document import Doc, Heading, Para, Table
 from judgekit.report.figures import lines
 
 
-def audit_figures(cfg: NoDataConfig, res: Json, out: Path) -> None:
-    runs = res["runs"]
+def audit_figures(cfg: NoDataConfig, p: AuditPayload, out: Path) -> None:
+    runs = p.runs
     lines(out / "success_vs_phi.png",
-          {cfg.rubric_label: ([r["phi"] for r in runs], [r["success_rate"] for r in runs])},
+          {cfg.rubric_label: ([r.phi for r in runs], [r.success_rate for r in runs])},
           xlabel="phi", ylabel="success rate", ylim=(-0.02, 1.02),
           title=f"No-Data audit of {cfg.models['evaluator']}")
 
 
-def synthetic_figures(cfg: NoDataConfig, res: Json, out: Path) -> None:
-    _phi_figure(out / "success_vs_phi.png", res["runs"])
+def synthetic_figures(cfg: NoDataConfig, p: SyntheticPayload, out: Path) -> None:
+    _phi_figure(out / "success_vs_phi.png", p.runs)
 
 
 def _file(path: Any) -> str:
@@ -40,25 +46,27 @@ def _sources(data: Any) -> str:
                      for k, v in data.items())
 
 
-def _agreement_line(k: Json) -> str:
-    ag = k.get("agreement")
+def _agreement_line(k: Known) -> str:
+    ag = k.agreement
     if not ag:
         return "No human labels: agreement not computed."
 
     def one(name: str, key: str) -> str:
-        ci = ag["cis"][key]
-        if ag[key] is None:
-            return f"{name} undefined ({(ag.get('undefined') or {}).get(key, '')})"
-        return f"{name} {ag[key]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+        value = getattr(ag, key)
+        ci = (ag.cis or {}).get(key)
+        if value is None:
+            return f"{name} undefined ({(ag.undefined or {}).get(key, '')})"
+        assert ci is not None
+        return f"{name} {value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
     return ("Agreement of the evaluator's labels with the human labels "
-            f"(n = {ag['n']}): " + "; ".join([one("percent", "percent"), one("Cohen's kappa",
-                                                                           "kappa"),
-                                               one("Krippendorff's alpha", "alpha"),
-                                               one("Gwet's AC1", "ac")])
-            + f"; prevalence of the commonest human label {ag['prevalence']:.3f} "
-            f"(always saying it agrees {ag['majority_baseline']:.3f})."
-            + (f" Note: {ag['note']}." if ag.get("note") else ""))
+            f"(n = {ag.n}): " + "; ".join([one("percent", "percent"), one("Cohen's kappa",
+                                                                        "kappa"),
+                                            one("Krippendorff's alpha", "alpha"),
+                                            one("Gwet's AC1", "ac")])
+            + f"; prevalence of the commonest human label {ag.prevalence:.3f} "
+            f"(always saying it agrees {ag.majority_baseline:.3f})."
+            + (f" Note: {ag.note}." if ag.note else ""))
 
 
 def _pct(v: float | None) -> str:
@@ -72,9 +80,9 @@ def _pci(v: float | None, ci: list[float] | None) -> str:
     return _pct(v) if ci is None else f"{_pct(v)} [{_pct(ci[0])}, {_pct(ci[1])}]"
 
 
-def _verdict_table(v: Json) -> Table | None:
+def _verdict_table(v: Verdict) -> Table | None:
     """The evidence behind the decision, one row a reference."""
-    if v.get("reference") is None:
+    if v.reference is None:
         return None
 
     def ci(x: list[float] | None, f: str = "{:.3f}") -> str:
@@ -82,70 +90,71 @@ def _verdict_table(v: Json) -> Table | None:
             return ""
         return "[" + ", ".join(f.format(t) for t in x) + "]"
 
-    ver, un, lab = v["verifier"], v["uninformed"], v["label_agreement"]
-    rows = [["success rate", f"{v['success_rate']:.3f} {ci(v['success_ci'])}", v["n_items"]],
-            ["perfect judge under this verifier (reference)", f"{v['reference']:.3f}",
-             ver.get("rereads", 0)],
+    ver, un, lab = v.verifier, v.uninformed, v.label_agreement
+    assert ver is not None and un is not None and lab is not None
+    rows = [["success rate", f"{v.success_rate:.3f} {ci(v.success_ci)}", v.n_items],
+            ["perfect judge under this verifier (reference)", f"{v.reference:.3f}",
+             ver.rereads],
             ["success / reference", "undefined (the reference is 0)"
-             if v["relative_success"] is None else f"{v['relative_success']:.2f} "
-             f"{ci(v['relative_success_ci'], '{:.2f}')}", v["n_items"]],
-            ["claims agree (challenge 0)", f"{v['claim_agreement']:.3f}", v["n_items"]],
+             if v.relative_success is None else f"{v.relative_success:.2f} "
+             f"{ci(v.relative_success_ci, '{:.2f}')}", v.n_items],
+            ["claims agree (challenge 0)", f"{v.claim_agreement:.3f}", v.n_items],
             ["uninformed judge: best constant / random at the judge's rates",
-             f"{un['constant_claims']:.3f} / {un['random_claims']:.3f}", v["n_items"]],
+             f"{un.constant_claims:.3f} / {un.random_claims:.3f}", v.n_items],
             ["claims over the better uninformed judge",
-             f"{v['skill']:+.3f} {ci(v['skill_ci'], '{:+.3f}')}", v["n_items"]],
+             f"{v.skill:+.3f} {ci(v.skill_ci, '{:+.3f}')}", v.n_items],
             ["labels vs the verifier's: Cohen's kappa",
-             "undefined" if lab["kappa"] is None else
-             f"{lab['kappa']:.3f} {ci(lab['kappa_ci'])}", v["n_items"]]]
-    people = v.get("claims_vs_people")
+             "undefined" if lab.kappa is None else
+             f"{lab.kappa:.3f} {ci(lab.kappa_ci)}", v.n_items]]
+    people = v.claims_vs_people
     if people:
         rows.append(["its claims match people's rubric values",
-                     f"{people['rate']:.3f} {ci(people['ci'])}", people["n"]])
-    if ver.get("disagreement") is not None:
+                     f"{people.rate:.3f} {ci(people.ci)}", people.n])
+    if ver.disagreement is not None:
         rows.append(["verifier disagrees with its own re-reading",
-                     f"{ver['disagreement']:.3f} {ci(ver['disagreement_ci'])}",
-                     ver["readings"]])
-    la = v.get("label_accuracy")
+                     f"{ver.disagreement:.3f} {ci(ver.disagreement_ci)}",
+                     ver.readings])
+    la = v.label_accuracy
     if la:
         rows.append(["label accuracy (human labels) / majority label / random",
-                     f"{la['accuracy']:.3f} / {la['majority_label']:.3f} / "
-                     f"{la['random_at_judge_rate']:.3f}", la["n"]])
+                     f"{la.accuracy:.3f} / {la.majority_label:.3f} / "
+                     f"{la.random_at_judge_rate:.3f}", la.n])
     return Table(["evidence", "value", "n"], rows, "verdict")
 
 
-def build_audit(cfg: NoDataConfig, r: Json) -> Doc:
-    k = r["known"]
-    span = r["indices"] or f"from {r['start']}"
-    rows = [[x["rubric"], x["phi"], _pct(k.get("accuracy")), _pct(k.get("f1")),
-             _pci(x["accuracy"], x["accuracy_ci"]), _pci(x["f1"], x["f1_ci"]),
-             _pci(x["success_rate"], x["success_ci"]), _pci(x["flip_rate"], x["flip_ci"]),
-             _pci(x["claim_agreement"], x["claim_agreement_ci"]),
-             _pct(x["bound"]), x["n_items"]] for x in r["runs"]]
-    v = r["verdict"]
-    per = [[c, _pct(v)] for c, v in k.get("per_criterion_accuracy", {}).items()]
+def build_audit(cfg: NoDataConfig, r: AuditPayload, calls: CallSummary) -> Doc:
+    k = r.known
+    span = r.indices or f"from {r.start}"
+    rows = [[x.rubric, x.phi, _pct(k.accuracy), _pct(k.f1),
+             _pci(x.accuracy, x.accuracy_ci), _pci(x.f1, x.f1_ci),
+             _pci(x.success_rate, x.success_ci), _pci(x.flip_rate, x.flip_ci),
+             _pci(x.claim_agreement, x.claim_agreement_ci),
+             _pct(x.bound), x.n_items] for x in r.runs]
+    v = r.verdict
+    assert v is not None
+    per = [[c, _pct(a)] for c, a in (k.per_criterion_accuracy or {}).items()]
     probs = [[s, ", ".join(f"{kk}: {vv}" for kk, vv in d.items())]
-             for s, d in r["problems_by_stage"].items()] or [["all", "none"]]
-    n_items = max(1, r["sample_size"])
-    calls = r["calls"]
+             for s, d in r.problems_by_stage.items()] or [["all", "none"]]
+    n_items = max(1, r.sample_size)
     title = f"No-Data audit of `{cfg.models['evaluator']}`"
     table = _verdict_table(v)
     parts: list[Any] = [
         Heading(1, title),
-        Heading(2, f"Verdict: {v['decision']}"),
-        Para(f"{v['reason'][0].upper()}{v['reason'][1:]} (rule `{v['rule']}`; n = {v['n_items']} "
-        f"items, {v['items_excluded']} excluded; r = {cfg.rounds} rounds, check "
+        Heading(2, f"Verdict: {v.decision}"),
+        Para(f"{v.reason[0].upper()}{v.reason[1:]} (rule `{v.rule}`; n = {v.n_items} "
+        f"items, {v.items_excluded} excluded; r = {cfg.rounds} rounds, check "
         f"`{cfg.check}`; intervals at {cfg.level:.0%})."),
-        Para(f"What this measures: {v['measures']}. It rests on the verifier "
-        f"`{cfg.models['verifier']}` and its rubric {r['verifier_rubric']}: the audit is only "
+        Para(f"What this measures: {v.measures}. It rests on the verifier "
+        f"`{cfg.models['verifier']}` and its rubric {r.verifier_rubric}: the audit is only "
         "as strong as the verifier."),
         *([table] if table else []),
         Heading(3, "Which criterion the judge gets wrong"),
         Table(["criterion", "claims confirmed by the verifier", "n"],
-              [[c, _pci(x["rate"], x["ci"]), x["n"]]
-               for c, x in r["claim_agreement"]["by_criterion"].items()], "claims"),
-        Para(f"Data: {_file(r['data'])} items {span} ({r['sample_size']} items); evaluator "
-        f"rubric {r['rubric']} ({cfg.rubric_label}), verifier `{cfg.models['verifier']}` with "
-        f"rubric {r['verifier_rubric']}; r = {cfg.rounds}, seed = {cfg.seed}. phi: flip on "
+              [[c, _pci(x.rate, x.ci), x.n]
+               for c, x in (r.claim_agreement.by_criterion or {}).items()], "claims"),
+        Para(f"Data: {_file(r.data)} items {span} ({r.sample_size} items); evaluator "
+        f"rubric {r.rubric} ({cfg.rubric_label}), verifier `{cfg.models['verifier']}` with "
+        f"rubric {r.verifier_rubric}; r = {cfg.rounds}, seed = {cfg.seed}. phi: flip on "
         "failure with probability phi (the paper's meaning)."),
         Heading(2, "Per rubric: accuracy, successes and flips (percent; the paper's Table 3)"),
         Table(["rubric", "phi", "known acc", "known F1", "No-Data acc", "No-Data F1",
@@ -162,52 +171,52 @@ def build_audit(cfg: NoDataConfig, r: Json) -> Doc:
         else Para("No human criterion labels."),
         Heading(2, "Failures by stage (excluded, never scored as a default)"),
         Table(["stage", "counts"], probs, "problems"),
-        Para(f"Excluded items: {len(r['excluded_items'])}. Calls: {calls['total']} "
-             f"({calls['total'] / n_items:.1f} per item, "
-             f"{(calls['prompt_tokens'] + calls['completion_tokens']) / n_items:.0f} tokens "
-             f"per item; cached {calls['cached']})."),
+        Para(f"Excluded items: {len(r.excluded_items)}. Calls: {calls.total} "
+             f"({calls.total / n_items:.1f} per item, "
+             f"{(calls.prompt_tokens + calls.completion_tokens) / n_items:.0f} tokens "
+             f"per item; cached {calls.cached})."),
     ]
-    b = r.get("baseline")
+    b = r.baseline
     if b:
         parts += [Heading(2, "Ensemble baseline (the paper's Table 9)"),
                   Table(["judges", "mean kappa", "percent agreement", "average acc",
                          "majority acc"],
-                        [[", ".join(b["judges"]), b["mean_kappa"],
-                          _pct(b["mean_percent_agreement"]),
-                          _pct(b.get("average", {}).get("accuracy")),
-                          _pct(b.get("majority", {}).get("accuracy"))]], "baseline")]
+                        [[", ".join(b.judges or []), b.mean_kappa,
+                          _pct(b.mean_percent_agreement),
+                          _pct(b.average.accuracy if b.average else None),
+                          _pct(b.majority.accuracy if b.majority else None)]], "baseline")]
     return Doc(title.replace("`", ""), parts)
 
 
-def build_synthetic(cfg: NoDataConfig, res: Json) -> Doc:
+def build_synthetic(cfg: NoDataConfig, res: SyntheticPayload) -> Doc:
     rows = []
-    for r in res["runs"]:
-        paper = PAPER.get((r["phenomenon"], r["evaluator"]), {})
-        sw = r.get("seed_sweep")
-        rows.append([r["phenomenon"], r["evaluator"], r["phi"], _pct(r["known_accuracy"]),
-                     _pct(r["known_f1"]), _pci(r["accuracy"], r["accuracy_ci"]),
-                     _pct(r["f1"]),
-                     _pci(r["success_rate"], r["success_ci"]),
-                     _pci(r["flip_rate"], r["flip_ci"]), _pct(r["bound"]),
-                     f"{_pct(sw['mean'])} ({_pct(sw['min'])}-{_pct(sw['max'])})" if sw else "",
-                     _pct(paper.get("success_rate")) if abs(r["phi"] - PAPER_PHI) < 1e-9
-                     else "", r["n_items"]])
-    esc = [[e["evaluator"], e["rounds"], _pct(e["pass_rate"]), _pct(e["lemma_5_1"])]
-           for e in res["escape"]]
+    for r in res.runs:
+        sw = r.seed_sweep
+        rows.append([r.phenomenon, r.evaluator, r.phi, _pct(r.known_accuracy),
+                     _pct(r.known_f1), _pci(r.accuracy, r.accuracy_ci),
+                     _pct(r.f1),
+                     _pci(r.success_rate, r.success_ci),
+                     _pci(r.flip_rate, r.flip_ci), _pct(r.bound),
+                     f"{_pct(sw.mean)} ({_pct(sw.min)}-{_pct(sw.max)})" if sw else "",
+                     _pct(r.paper.success_rate if r.paper is not None else None)
+                     if abs(r.phi - PAPER_PHI) < 1e-9 else "", r.n_items])
+    esc = [[e.evaluator, e.rounds, _pct(e.pass_rate), _pct(e.lemma_5_1)]
+           for e in res.escape]
     base = []
-    for phen, b in res["baselines"].items():
-        base.append([phen, ", ".join(b["judges"]), f"{b['mean_kappa']:.2f}",
-                     _pct(b["mean_percent_agreement"]), _pct(b["average"]["accuracy"]),
-                     _pct(b["majority"]["accuracy"])])
+    for phen, b in res.baselines.items():
+        base.append([phen, ", ".join(b.judges or []), f"{b.mean_kappa:.2f}",
+                     _pct(b.mean_percent_agreement),
+                     _pct(b.average.accuracy if b.average else None),
+                     _pct(b.majority.accuracy if b.majority else None)])
     return Doc("No-Data Algorithm: synthetic bitstrings", [
         Heading(1, "No-Data Algorithm: synthetic bitstrings"),
         Para("Headline (success rate, percent, with its interval and n" + (
-            f", at the paper's phi = {PAPER_PHI}" if _at_paper_phi(res["runs"]) != res["runs"]
+            f", at the paper's phi = {PAPER_PHI}" if _at_paper_phi(res.runs) != res.runs
             else "") + "): " + "; ".join(
-            f"{r['phenomenon']} {r['evaluator']}: "
-            f"{_pci(r['success_rate'], r['success_ci'])}, n = {r['n_items']}"
-            for r in _at_paper_phi(res["runs"])) + "."),
-        Para(f"Data: {_sources(res['data'])}. r = {cfg.rounds}, seed = {cfg.seed}. "
+            f"{r.phenomenon} {r.evaluator}: "
+            f"{_pci(r.success_rate, r.success_ci)}, n = {r.n_items}"
+            for r in _at_paper_phi(res.runs)) + "."),
+        Para(f"Data: {_sources(res.data)}. r = {cfg.rounds}, seed = {cfg.seed}. "
              "phi is the paper's (flip on failure with probability phi); the authors' code "
              "used 1 - phi."),
         Heading(2, "Known labels against No-Data (percent; the paper's Tables 2 and 6)"),
@@ -230,36 +239,40 @@ def build_synthetic(cfg: NoDataConfig, res: Json) -> Doc:
     ])
 
 
-def _at_paper_phi(runs: list[Json]) -> list[Json]:
-    at = [r for r in runs if abs(r["phi"] - PAPER_PHI) < 1e-9]
+def _at_paper_phi(runs: list[SyntheticRun]) -> list[SyntheticRun]:
+    at = [r for r in runs if abs(r.phi - PAPER_PHI) < 1e-9]
     return at or runs
 
 
-def _phi_figure(path: Path, runs: list[Json]) -> None:
+def _phi_figure(path: Path, runs: list[SyntheticRun]) -> None:
     series: dict[str, tuple[list[float], list[float]]] = {}
     for r in runs:
-        key = f"{r['phenomenon']} {r['evaluator']}"
+        key = f"{r.phenomenon} {r.evaluator}"
         xs, ys = series.setdefault(key, ([], []))
-        xs.append(r["phi"])
-        ys.append(r["success_rate"])
+        xs.append(r.phi)
+        ys.append(r.success_rate)
     lines(path, series, xlabel="phi", ylabel="success rate", ylim=(-0.02, 1.02),
           title="No-Data success rate against phi")
 
 
 def audit_report(cfg: AuditConfig, result: RunResult[AuditPayload]) -> Doc:
     """The audit's report document."""
-    return build_audit(cfg, result.report_json())
+    assert result.payload is not None and result.calls is not None
+    return build_audit(cfg, result.payload, result.calls)
 
 
 def audit_draw(cfg: AuditConfig, result: RunResult[AuditPayload], out: Path) -> None:
-    audit_figures(cfg, result.report_json(), out)
+    assert result.payload is not None
+    audit_figures(cfg, result.payload, out)
 
 
 def synthetic_report(cfg: SyntheticConfig, result: RunResult[SyntheticPayload]) -> Doc:
     """The synthetic study's report document."""
-    return build_synthetic(cfg, result.report_json())
+    assert result.payload is not None
+    return build_synthetic(cfg, result.payload)
 
 
 def synthetic_draw(cfg: SyntheticConfig, result: RunResult[SyntheticPayload], out: Path
                    ) -> None:
-    synthetic_figures(cfg, result.report_json(), out)
+    assert result.payload is not None
+    synthetic_figures(cfg, result.payload, out)

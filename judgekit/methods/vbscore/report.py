@@ -2,38 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgekit.core.payload import Json
+from judgekit.core.payload import Json, Rate
 from judgekit.core.results import RunResult
+from judgekit.llm.ledger import CallSummary
 from judgekit.methods.vbscore.config import VBScoreConfig
-from judgekit.methods.vbscore.payload import VBScorePayload
+from judgekit.methods.vbscore.payload import SelfCheck, Stability, VBDataset, VBScorePayload
 from judgekit.report.document import Doc
 from judgekit.report.figures import pyplot, save
 
 
 def report(cfg: VBScoreConfig, result: RunResult[VBScorePayload]) -> Doc:
     """The case study's report document."""
-    return build(cfg, _summary_json(result))
+    assert result.payload is not None and result.calls is not None
+    return build(cfg, result.payload, result.calls, _queries(result.payload))
 
 
 def draw(cfg: VBScoreConfig, result: RunResult[VBScorePayload], out: Path) -> None:
     """The case study's figures."""
-    figures(cfg, _summary_json(result), out)
+    assert result.payload is not None
+    figures(cfg, result.payload, _queries(result.payload), out)
 
 
-def _summary_json(result: RunResult[VBScorePayload]) -> Json:
-    """The result with its per-query rows inline but without their replica records (the
-    report and figures read the queries' figures; the records stay in queries.jsonl)."""
-    doc = result.model_dump(mode="json")
-    ref = result.details().get("queries")  # read once for the report and its figures
-    doc["queries"] = list(ref.rows_without("replica_records")) if ref is not None else []
-    doc["replica_failures"] = list(result.detail("replica_failures"))
-    return doc
+def _queries(p: VBScorePayload) -> list[Json]:
+    """The per-query records without their replica records (the report and figures read
+    the queries' figures; the records stay in queries.jsonl), read once for both."""
+    return p.queries.rows_without("replica_records")
 
 
-def _ci(ci: list[float | None]) -> str:
+def _ci(ci: Sequence[float | None]) -> str:
     return "n/a" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
@@ -41,36 +41,37 @@ def _f(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def build(cfg: VBScoreConfig, res: Json) -> Doc:
+def build(cfg: VBScoreConfig, p: VBScorePayload, calls: CallSummary,
+          queries: list[Json]) -> Doc:
     a = cfg.alpha
-    calls = res["calls"]
-    t1 = [[d["name"], _f(d["vb"]), _ci(d["vb_ci"]), _f(d["es"]), _ci(d["es_ci"]),
-           _f(d["accuracy"]), _ci(d["accuracy_ci"]),
-           _f(d["p_value"]) + (f" ({d.get('t_test_note')})" if d.get("t_test_note") else ""),
-           d["n_queries"], d["replicas"]] for d in res["datasets"]]
+    t1 = [[d.name, _f(d.vb), _ci(d.vb_ci), _f(d.es), _ci(d.es_ci or [None, None]),
+           _f(d.accuracy), _ci(d.accuracy_ci or [None, None]),
+           _f(d.p_value) + (f" ({d.t_test_note})" if d.t_test_note else ""),
+           d.n_queries, d.replicas] for d in p.datasets]
     alphas = [repr(x) for x in cfg.alphas]
-    grid = [[d["name"], *[_f((d.get("vb_by_alpha") or {}).get(x)) for x in alphas]]
-            for d in res["datasets"]]
-    shown, hidden = forest_rows(res["queries"], repr(a))
+    grid = [[d.name, *[_f((d.vb_by_alpha or {}).get(x)) for x in cfg.alphas]]
+            for d in p.datasets]
+    shown, hidden = forest_rows(queries, repr(a))
     pq = [[q["dataset"], q["query_id"],
            f"{q['replicas']}" + (" (all agree: no spread seen)" if q.get("replicas_agree")
                                  else ""),
            _f(q["es"]), _f(q["vb"][repr(a)]), _ci(q["vb_ci"][repr(a)]),
            _f(q["vb_of_mean_es"][repr(a)]), _f(q["accuracy"]),
            _f(q["response_diversity"])] for q in shown]
-    stage_rows = [[name, s["calls"], s["provider_calls"], s["cached"], s["failed"],
-                   s["attempts"], s["prompt_tokens"], s["completion_tokens"]]
-                  for name, s in calls["per_stage"].items()]
-    n_rep = sum(q["replicas"] for q in res["queries"]) or 1
+    stage_rows = [[name, s.calls, s.provider_calls, s.cached, s.failed,
+                   s.attempts, s.prompt_tokens, s.completion_tokens]
+                  for name, s in calls.per_stage.items()]
+    n_rep = sum(q["replicas"] for q in queries) or 1
     doc = Doc("VB-Score case study")
     doc.h(1, "VB-Score case study")
-    check = res.get("self_check") or {}
-    if check and not check.get("reliable", True):
-        doc.warn("the VB headline below is unreliable: " + "; ".join(check["reasons"]) +
+    check = p.self_check
+    if check is not None and not check.reliable:
+        doc.warn("the VB headline below is unreliable: " + "; ".join(check.reasons) +
                  ". Its numbers are computed as usual but do not measure the system.")
     doc.p("Headline: " + "; ".join(
-        f"{d['name']}: VB = {_f(d['vb'])} {_ci(d['vb_ci'])}, ES = {_f(d['es'])} "
-        f"{_ci(d['es_ci'])}, n = {d['n_queries']} queries" for d in res["datasets"]) + ".")
+        f"{d.name}: VB = {_f(d.vb)} {_ci(d.vb_ci)}, ES = {_f(d.es)} "
+        f"{_ci(d.es_ci or [None, None])}, n = {d.n_queries} queries" for d in p.datasets)
+        + ".")
     doc.p(
         f"System under test: `{cfg.models['system']}`; judge (interpretations, tagging, "
         f"correctness): `{cfg.models['judge']}`. B = {cfg.replicas} replicas, "
@@ -88,65 +89,68 @@ def build(cfg: VBScoreConfig, res: Json) -> Doc:
     doc.h(2, "VB over the alpha grid").table(["dataset", *[f"VB_{x}" for x in alphas]], grid,
                                              "vb_by_alpha")
     doc.h(2, "Per query" + (f" ({FOREST_ROWS} lowest and highest VB of "
-                            f"{len(res['queries'])}; all are in queries.jsonl)"
+                            f"{len(queries)}; all are in queries.jsonl)"
                             if hidden else ""))
     doc.table(["dataset", "query", "replicas", "ES", "VB", f"VB {lv} CI", "VB(mean ES)",
                "accuracy", "diversity"], pq)
-    if check:
+    if check is not None:
         _self_check(doc, check, cfg.level)
     doc.h(2, "Calls and failures").p(
-        f"Total calls {calls['total']} (provider {calls['provider_calls']}, cached "
-        f"{calls['cached']}), failed {calls['failed']} (each after its last allowed attempt; "
+        f"Total calls {calls.total} (provider {calls.provider_calls}, cached "
+        f"{calls.cached}), failed {calls.failed} (each after its last allowed attempt; "
         "see failures.jsonl); "
-        f"{calls['total'] / n_rep:.2f} calls per scored replica. Tokens: prompt "
-        f"{calls['prompt_tokens']}, completion {calls['completion_tokens']}; cost "
-        f"{_cost(calls['cost_usd'])}" + _abandoned(calls) + ".")
+        f"{calls.total / n_rep:.2f} calls per scored replica. Tokens: prompt "
+        f"{calls.prompt_tokens}, completion {calls.completion_tokens}; cost "
+        f"{_cost(calls.cost_usd)}" + _abandoned(calls) + ".")
     doc.table(["stage", "calls", "provider", "cached", "failed", "attempts",
                "prompt tokens", "completion tokens"], stage_rows, "calls")
     doc.p("Replicas excluded from scores (never scored as zero): " +
-          (", ".join(f"{k}: {v}" for k, v in res["failures_by_stage"].items()) or "none") + ".")
+          (", ".join(f"{k}: {v}" for k, v in p.failures_by_stage.items()) or "none") + ".")
     return doc
 
 
-def _self_check(doc: Doc, check: Json, level: float) -> None:
-    t, it = check.get("tagger"), check.get("interpretations") or {}
+def _self_check(doc: Doc, check: SelfCheck, level: float) -> None:
+    t, it = check.tagger, check.interpretations or Stability()
     rows = []
 
-    def row(step: str, what: str, r: Json | None, unit: str) -> None:
-        if r:
-            rows.append([step, what, _f(r["rate"]), _ci(r["ci"]), r["n"],
-                         f"{r.get('clusters', r['n'])} {unit}"])
+    def row(step: str, what: str, r: Rate | None, unit: str, clusters: int | None = None
+            ) -> None:
+        if r is not None:
+            n_cl = clusters if clusters is not None else \
+                r.clusters if "clusters" in r.model_fields_set else r.n
+            rows.append([step, what, _f(r.rate), _ci(r.ci or [None, None]), r.n,
+                         f"{n_cl} {unit}"])
 
     if t:
-        ps = t["position_share"]
+        ps = t.position_share
         row("tagger", "share of decisive calls whose tags stayed with the slot (position)",
-            {**ps, "clusters": ps["n"]} if ps["rate"] is not None else None, "calls")
-        row("tagger", "answer keeps its tag when moved (content)", t["content_agreement"],
+            ps if ps.rate is not None else None, "calls", clusters=ps.n)
+        row("tagger", "answer keeps its tag when moved (content)", t.content_agreement,
             "calls")
         row("tagger", "slot keeps its tag when a new answer moves in (position)",
-            t["position_agreement"], "calls")
+            t.position_agreement, "calls")
         row("tagger", "same tags when re-asked with an irrelevant id (placebo)",
-            t["placebo_agreement"], "calls")
+            t.placebo_agreement, "calls")
     row("interpretations", "two replicas agree on the top reading",
-        it.get("top_reading_agreement"), "queries")
+        it.top_reading_agreement, "queries")
     row("interpretations", "two replicas give the same set of readings",
-        it.get("same_readings"), "queries")
+        it.same_readings, "queries")
     doc.h(2, "Checks of the LLM steps").p(
         "The tagger is probed like a judge: each tagging call is asked again with its "
         "answers rotated (every answer moves) and with an irrelevant reference id (its "
-        "noise floor). " + (f"Decision: {t['decision']} ({t['reason']})." if t else
+        "noise floor). " + (f"Decision: {t.decision} ({t.reason})." if t else
                             "The tagger check was off (check_tagger: false).") +
         f" Rates are shares (0 to 1) with {level:.0%} intervals that treat a call or a "
         "query as one cluster.")
     doc.table(["step", "what", "rate", f"{level:.0%} CI", "n", "clusters"], rows, "self_check")
 
 
-def figures(cfg: VBScoreConfig, res: Json, out: Path) -> None:
-    rows = [d for d in res["datasets"] if d["vb"] is not None]
+def figures(cfg: VBScoreConfig, p: VBScorePayload, queries: list[Json], out: Path) -> None:
+    rows = [d for d in p.datasets if d.vb is not None]
     if not rows:
         return
     plt = pyplot()
-    names = [d["name"] for d in rows]
+    names = [d.name for d in rows]
     fig, ax = plt.subplots(figsize=(6, 4))
     _vb_vs_es(ax, rows, names, cfg.alpha)
     save(fig, out / "vb_vs_es.png")
@@ -160,7 +164,7 @@ def figures(cfg: VBScoreConfig, res: Json, out: Path) -> None:
     _alpha(axs[1, 1], rows, cfg)
     fig.tight_layout()
     save(fig, out / "four_panel.png")
-    _forest(plt, res["queries"], cfg, out)
+    _forest(plt, queries, cfg, out)
 
 
 FOREST_ROWS = 15  # per end: the figure's size does not grow with the collection
@@ -203,34 +207,34 @@ def _forest(plt: Any, qs: list[Json], cfg: VBScoreConfig, out: Path) -> None:
     save(fig, out / "forest.png")
 
 
-def _vb_vs_es(ax: Any, rows: list[Json], names: list[str], alpha: float) -> None:
+def _vb_vs_es(ax: Any, rows: list[VBDataset], names: list[str], alpha: float) -> None:
     x = range(len(rows))
-    vb = [d["vb"] for d in rows]
-    err = [[d["vb"] - d["vb_ci"][0] for d in rows], [d["vb_ci"][1] - d["vb"] for d in rows]]
+    vb = [d.vb for d in rows]
+    err = [[d.vb - d.vb_ci[0] for d in rows], [d.vb_ci[1] - d.vb for d in rows]]  # type: ignore[operator]
     ax.errorbar([i - 0.1 for i in x], vb, yerr=err, fmt="o", capsize=4, label=f"VB_{alpha}")
-    ax.plot([i + 0.1 for i in x], [d["es"] for d in rows], "s", label="ES")
+    ax.plot([i + 0.1 for i in x], [d.es for d in rows], "s", label="ES")
     ax.set_xticks(list(x), names)
     ax.set_title("VB vs ES (95% CI)")
     ax.legend(fontsize=8)
 
 
-def _baselines(ax: Any, rows: list[Json], names: list[str]) -> None:
+def _baselines(ax: Any, rows: list[VBDataset], names: list[str]) -> None:
     import numpy as np
 
     x = np.arange(len(rows))
     for off, key in ((-0.25, "vb"), (0.0, "es"), (0.25, "accuracy")):
-        ax.bar(x + off, [d[key] if d[key] is not None else 0 for d in rows], 0.25, label=key)
+        ax.bar(x + off, [getattr(d, key) or 0 for d in rows], 0.25, label=key)
     ax.set_xticks(x, names)
     ax.set_title("Baselines (accuracy 0 where no gold)")
     ax.legend(fontsize=8)
 
 
-def _uncertainty(ax: Any, rows: list[Json], names: list[str]) -> None:
+def _uncertainty(ax: Any, rows: list[VBDataset], names: list[str]) -> None:
     import numpy as np
 
     x = np.arange(len(rows))
-    ent = [d["mean_token_entropy"] or 0 for d in rows]
-    div = [d["response_diversity"] or 0 for d in rows]
+    ent = [d.mean_token_entropy or 0 for d in rows]
+    div = [d.response_diversity or 0 for d in rows]
     ax.bar(x - 0.15, ent, 0.3, label="mean token entropy (bits; 0 = n/a)")
     ax.bar(x + 0.15, div, 0.3, label="response diversity")
     ax.set_xticks(x, names)
@@ -238,20 +242,20 @@ def _uncertainty(ax: Any, rows: list[Json], names: list[str]) -> None:
     ax.legend(fontsize=8)
 
 
-def _alpha(ax: Any, rows: list[Json], cfg: VBScoreConfig) -> None:
+def _alpha(ax: Any, rows: list[VBDataset], cfg: VBScoreConfig) -> None:
     for d in rows:
-        ax.plot(cfg.alphas, [d["vb_by_alpha"][repr(a)] for a in cfg.alphas], marker="o",
-                label=d["name"])
+        ax.plot(cfg.alphas, [(d.vb_by_alpha or {})[a] for a in cfg.alphas], marker="o",
+                label=d.name)
     ax.set_xlabel("alpha")
     ax.set_ylabel("VB")
     ax.set_title("VB against alpha")
     ax.legend(fontsize=8)
 
 
-def _abandoned(calls: Any) -> str:
+def _abandoned(calls: CallSummary) -> str:
     """Calls the client gave up on (its deadline): the provider may still answer and
     bill them, and reports no usage to this run, so the cost cannot include them."""
-    n = int((calls.get("failed_by_kind") or {}).get("timeout", 0))
+    n = int(calls.failed_by_kind.get("timeout", 0))
     return "" if not n else (f" (not counting {n} call(s) abandoned at the deadline, which "
                              "a provider may still bill: their usage never reached the run)")
 
