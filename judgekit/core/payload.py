@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
 
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import json_loads
 
 __all__ = ["AgreementFigures", "DetailFile", "Ensemble", "Figures", "Json", "Payload", "Rate",
-           "Record", "Scores", "absent", "payload_from"]
+           "Record", "Scores", "absent"]
 
 # One row of a JSONL detail file (an item, a query with its replicas) as it is read back.
 Json = JSONObject
@@ -50,27 +50,7 @@ def _drop_unset(model: BaseModel, data: JSONObject, only_marked: bool) -> JSONOb
     return out
 
 
-class _ReadsLikeJson(BaseModel):
-    """Read access by key, as the JSON reads (``verdict["decision"]``,
-    ``row.get("ci")``): what readers of schema-1 dicts wrote keeps working. Attribute
-    access is the typed way."""
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in self else default
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in self.model_dump(mode="json", round_trip=False)
-
-    def keys(self) -> list[str]:
-        return list(self.model_dump(mode="json"))
-
-
-class Figures(_ReadsLikeJson):
+class Figures(BaseModel):
     """A closed group of figures whose fields are written even when null, except those
     marked :func:`absent` (written only when set)."""
 
@@ -82,7 +62,28 @@ class Figures(_ReadsLikeJson):
 
 
 class Payload(Figures):
-    """A method's payload (see :class:`Figures`)."""
+    """A method's payload (see :class:`Figures`). Built from what a method computed
+    (``Payload(field=value, ...)``): numbers become plain JSON (numpy scalars and arrays
+    as Python numbers and lists, NaN and infinities as null) and a list given for a
+    :class:`DetailFile` field becomes that detail's records."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _computed(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        from judgekit.runs.io import clean
+
+        details = _detail_fields(cls)
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            if k in details and isinstance(v, list):
+                out[k] = DetailFile.of(k, v)
+            elif isinstance(v, (BaseModel, DetailFile)):
+                out[k] = v
+            else:
+                out[k] = clean(v)
+        return out
 
     def detail_files(self) -> dict[str, DetailFile]:
         """The payload's per-record files, by field name."""
@@ -97,7 +98,7 @@ class Payload(Figures):
         return doc
 
 
-class Record(_ReadsLikeJson):
+class Record(BaseModel):
     """A closed group of figures inside a payload; only the fields it was given are
     written."""
 
@@ -196,21 +197,16 @@ class Rate(Record):
     p_value: float | None = None
 
 
-PayloadT = TypeVar("PayloadT", bound=Payload)
+def _detail_fields(model: type[BaseModel]) -> set[str]:
+    """The fields of ``model`` that hold a :class:`DetailFile`."""
+    import typing
 
-
-def payload_from(model: type[PayloadT], doc: Json, details: tuple[str, ...] = ()
-                 ) -> PayloadT:
-    """Validate a method's computed ``doc`` as its payload ``model``: numbers made plain
-    JSON (numpy scalars, NaN as null), the lists named in ``details`` held as
-    :class:`DetailFile` records."""
-    from judgekit.runs.io import clean
-
-    body = clean({k: v for k, v in doc.items() if k not in details})
-    for name in details:
-        got = doc[name]
-        body[name] = got if isinstance(got, DetailFile) else DetailFile.of(name, got)
-    return model.model_validate(body)
+    out = set()
+    for name, info in model.model_fields.items():
+        ann = info.annotation
+        if ann is DetailFile or DetailFile in typing.get_args(ann):
+            out.add(name)
+    return out
 
 
 class AgreementFigures(Record):

@@ -212,17 +212,6 @@ class RunResult(BaseModel, Generic[P]):
 
         return frame(headline_rows(self))
 
-    def __getattr__(self, name: str) -> Any:
-        # results of schema 1 were flat: ``result.datasets`` reads the payload's field
-        try:
-            return super().__getattr__(name)  # type: ignore[misc]
-        except AttributeError:
-            payload = self.__dict__.get("payload")
-            if payload is not None and not name.startswith("_") and \
-                    name in type(payload).model_fields:
-                return getattr(payload, name)
-            raise
-
     # ---- writing --------------------------------------------------------------------
     def save(self, out: str | Path, *, overwrite: bool = False) -> Path:
         """Write the run's folder: results file, the detail JSONL files, failures.jsonl,

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from judgekit.core import seeds
-from judgekit.core.payload import payload_from
 from judgekit.data.judged import JudgedItem, check_judged, load_judged
 from judgekit.judging import stages as st
 from judgekit.judging.family import same_family
@@ -334,7 +333,7 @@ def execute(cfg: AuditConfig, client: Client) -> AuditPayload:
                                              for c, (r, ci, n) in by_crit.items()}},
     }
     results["verdict"] = verdict(cfg, runs[0], raw, items, ev_rubric, ver_rubric)
-    return payload_from(AuditPayload, results, ("items",))
+    return AuditPayload.model_validate(results)
 
 
 def headline(res: AuditPayload) -> str:

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.core.payload import payload_from
 from judgekit.methods.nodata.baselines import ensemble
 from judgekit.methods.nodata.bitstrings import (
     LieF,
@@ -92,7 +91,7 @@ def execute(cfg: SyntheticConfig, client: Any = None) -> SyntheticPayload:
     doc = {"data": sources, "phi_meaning": "flip with probability phi on failure (paper); "
             "the authors' code keeps the label with probability phi",
             "runs": runs, "escape": escape, "baselines": baselines, "items": items}
-    return payload_from(SyntheticPayload, doc, ("items",))
+    return SyntheticPayload.model_validate(doc)
 
 
 def headline(res: SyntheticPayload) -> str:

@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from judgekit.core.payload import payload_from
 from judgekit.judging.placebo import PLACEBO, placebo_tag
 from judgekit.llm import Call, Client, Stage
 from judgekit.methods.probe.analysis import analyse
@@ -126,7 +125,7 @@ async def _collect(cfg: ProbeConfig, client: Client, pairs: list[Pair], indices:
 def execute(cfg: ProbeConfig, client: Client) -> ProbePayload:
     """The probe's payload, pairwise or pointwise."""
     doc = _pointwise(cfg, client) if cfg.judge_mode == "pointwise" else _pairwise(cfg, client)
-    return payload_from(ProbePayload, doc, ("items",))
+    return ProbePayload.model_validate(doc)
 
 
 def _pairwise(cfg: ProbeConfig, client: Client) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from judgekit.core.payload import DetailFile, payload_from
+from judgekit.core.payload import DetailFile
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
 from judgekit.llm.secrets import clip
@@ -45,8 +45,7 @@ def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:
     # each dataset's calls are made a chunk of queries at a time, each chunk scored and
     # its call results dropped before the next is asked: memory stays bounded
     raw = {name: _chunks(cfg, client, name, queries) for name, queries in data.items()}
-    return payload_from(VBScorePayload, score_all(cfg, data, raw),
-                        ("queries", "replica_failures"))
+    return VBScorePayload.model_validate(score_all(cfg, data, raw))
 
 
 class Chunk(NamedTuple):

@@ -8,7 +8,6 @@ from typing import Any, NamedTuple
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.payload import payload_from
 from judgekit.methods.verdicts import pairwise, pointwise
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import JudgeVerdicts, Measure, VerdictsPayload
@@ -35,11 +34,11 @@ def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
               for c, (j, _) in zip(columns[1:], judged[1:])]
     if others:  # one item record per row and judge
         items = [{"judge": j.judge, **x} for j, got in judged for x in got]
-    return payload_from(VerdictsPayload, {
-        "judge": first.judge, "shape": table.shape, "source": path.name,
-        "roles": table.roles, "n_rows": len(table.rows), "unreadable": first.unreadable,
-        "level": cfg.level, "measures": first.measures, "notes": first.notes,
-        "items": items, **({"others": others} if others else {})}, ("items",))
+    return VerdictsPayload(
+        judge=first.judge, shape=table.shape, source=path.name, roles=table.roles,  # type: ignore[arg-type]
+        n_rows=len(table.rows), unreadable=first.unreadable, level=cfg.level,
+        measures=first.measures, notes=first.notes, items=items,  # type: ignore[arg-type]
+        **({"others": others} if others else {}))
 
 
 class _Judged(NamedTuple):
