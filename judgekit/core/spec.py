@@ -40,7 +40,9 @@ ItemView = Callable[[Json], tuple[str, str, str]]
 
 
 FLAGGED = ("biased", "inconsistent", "preference shown", "do not trust",
-           "not above the best uninformed judge", "no agreement beyond chance")
+           "no better than an uninformed judge", "not above the best uninformed judge",
+           "no agreement beyond chance", "lenient",
+           "severe")
 
 
 class CardRow(BaseModel):
@@ -61,6 +63,8 @@ class CardRow(BaseModel):
     baseline: float | None = None
     finding: bool = False
     judge: str | None = None  # set on a card of several judges side by side
+    labelled: int | None = None  # human labels behind a corrected figure
+    labels_for_target: int | None = None  # more labels for the run's target width
 
     @model_validator(mode="after")
     def _flag(self) -> CardRow:

@@ -59,7 +59,7 @@ def from_run(folder: Path, method: str, details: list[str], got: RunItems | None
 
 
 def _file(path: Path) -> Source:
-    from judgekit.methods.verdicts.analysis import slot_of
+    from judgekit.methods.verdicts.analysis import majority, slot_of
     from judgekit.recorded.base import label_of
     from judgekit.recorded.tables import read
 
@@ -87,11 +87,16 @@ def _file(path: Path) -> Source:
             for key in ("question", "input", "answer", "output", "explanation"):
                 if row.get(key) not in (None, ""):
                     item[key] = row[key]
+            people = [label_of(row.get(c), 0.5) for c in r.get("human", "").split(",")
+                      if c and row.get(c) not in (None, "")]
+            item["human"] = majority(people)
         else:
             item = {"pair_id": str(row.get(r["pair_id"], i)) if "pair_id" in r else str(i),
                     "first": row.get(r["first"]), "second": row.get(r["second"]),
                     "winner": slot_of(row.get(r["winner"])),
-                    "question": row.get(r["question"]) if "question" in r else None}
+                    "question": row.get(r["question"]) if "question" in r else None,
+                    "label": majority([slot_of(row.get(c)) for c in
+                                       r.get("label", "").split(",") if c])}
         rows.append(item)
     return Source(path.stem, table.shape, _normalise(rows, table.shape, path),
                   path.with_name(path.stem + ".labels.jsonl"), None)
@@ -124,6 +129,22 @@ def _normalise(rows: list[JSONObject], shape: str, where: Path) -> list[JSONObje
     if not out:
         raise DataError(f"{where}: no item with a readable verdict to label")
     _mark_unstable(out, shape)
+    return out
+
+
+def present_labels(src: Source) -> dict[str, float]:
+    """People's labels already in the source (a human or label column, the majority of
+    several annotators): item id -> its value (1 pass, or the first answer better).
+    They count as labelled everywhere: ``label`` never proposes them and the viewer
+    shows them."""
+    from judgekit.labelling.store import human_value
+
+    out = {}
+    for x in src.items:
+        raw = x.get("label") if src.shape == "pairwise" else x.get("human")
+        v = None if raw is None else human_value(raw, src.shape)
+        if v is not None:
+            out[str(x["id"])] = v
     return out
 
 

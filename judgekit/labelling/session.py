@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import stats as sps
 
-from judgekit.core.errors import ConfigError
+from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.labelling import store
-from judgekit.labelling.items import Source, load, population
+from judgekit.labelling.items import Source, load, population, present_labels
 from judgekit.labelling.store import human_value
 from judgekit.stats import active
 
@@ -71,9 +71,17 @@ class _State(NamedTuple):
 
 
 def _state(src: Source, which: str) -> _State:
+    """The labels so far: the labels file's, over people's labels already in the source
+    (which count as labelled and are never proposed)."""
     labels = store.read(src.labels_path)
     pop = population(src.items)
-    return _State(labels, pop, chosen(pop, which), store.values_of(labels, src.shape))
+    given = store.values_of(labels, src.shape)
+    known = {str(x["id"]) for x in src.items}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise DataError(store.unknown_ids(src.labels_path, unknown))
+    y = {**present_labels(src), **given}
+    return _State(labels, pop, chosen(pop, which), y)
 
 
 def estimate(source: Path | Source, target_width: float = 0.1, level: float = 0.95,
@@ -167,7 +175,7 @@ def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width:
 def add_label(source: Path | Source, item: str, label: Any, annotator: str) -> None:
     src = load(source) if isinstance(source, Path) else source
     if item not in {str(x["id"]) for x in src.items}:
-        raise ConfigError(f"id {item!r}: no such item in {src.name}")
+        raise ConfigError(store.unknown_ids(src.name, [item]))
     if human_value(label, src.shape) is None:
         allowed = "first/second" if src.shape == "pairwise" else "pass/fail (1/0)"
         raise ConfigError(f"label {label!r}: use {allowed}")

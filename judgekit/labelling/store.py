@@ -153,3 +153,12 @@ def values_of(labels: Labels, shape: str = "pointwise") -> dict[str, float]:
         if vals:
             out[item] = sum(vals) / len(vals)
     return out
+
+
+def unknown_ids(where: object, unknown: list[str], column: str = "id") -> str:
+    """The one line every surface (``analyse --labels``, ``label``, ``view``) gives for
+    labels whose ids match no item."""
+    return (f"{where}: id {unknown[0]!r} matches no item ({len(unknown)} such); a label's "
+            f"id is the item's {column} (repeats and a pair's other order: ID#2; Inspect "
+            "logs: the sample id, or SAMPLE:EPOCH), or map the id column with --map "
+            f"{column}=COLUMN")

@@ -8,7 +8,7 @@ A format is one module here that registers a
 :class:`~judgekit.recorded.base.RecordedFormat`; a package of yours adds one through the
 ``judgekit.recorded`` entry point group. Importing this package registers the built-in
 formats: csv, jsonl, json (judgekit's judged items), inspect, promptfoo, llmbar,
-alpaca_eval.
+alpaca_eval, xlsx.
 """
 
 from judgekit.recorded import (  # noqa: F401  (each registers its format)
@@ -19,6 +19,7 @@ from judgekit.recorded import (  # noqa: F401  (each registers its format)
     judgekit_json,
     llmbar,
     promptfoo,
+    spreadsheet,
 )
 from judgekit.recorded.base import FORMATS, RecordedFormat, Table, label_of
 

@@ -1,5 +1,6 @@
-"""Delimited text tables (``.csv``): one row per verdict, the roles detected from the
-column names (``judgekit analyse``) or given as ``columns`` (the audit)."""
+"""Delimited text tables (``.csv``, ``.tsv``; comma, tab, semicolon or bar, told from
+the header line): one row per verdict, the roles detected from the column names
+(``judgekit analyse``) or given as ``columns`` (the audit)."""
 
 from __future__ import annotations
 
@@ -36,5 +37,5 @@ def _judged(path: Path, spec: JudgedInput) -> list[Any]:
 
 
 FORMAT = FORMATS.add("csv", RecordedFormat(
-    "csv", suffixes=(".csv",), table=_table, judged=_judged,
+    "csv", suffixes=(".csv", ".tsv"), table=_table, judged=_judged,
     description="CSV, one row per verdict"))

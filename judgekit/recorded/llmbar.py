@@ -27,6 +27,10 @@ def _llmbar(path: Path) -> list[JSONObject]:
     if not isinstance(doc, list):
         raise DataError(f"{path}: an LLMBar result.json is a list of instances")
     rows: list[JSONObject] = []
+    # one result.json is one LLMBar set (Dataset/<group>/<set>/evaluators/<judge>/...)
+    parts = path.resolve().parts
+    dataset = parts[-5] if len(parts) >= 5 and parts[-4] == "evaluators" else \
+        path.parent.name
     for i, inst in enumerate(doc):
         try:
             last = inst["results"][-1]
@@ -42,6 +46,7 @@ def _llmbar(path: Path) -> list[JSONObject]:
             slot = {("1", False): "first", ("2", False): "second", ("1", True): "second",
                     ("2", True): "first"}
             rows.append({"pair_id": str(i), "question": str(inst.get("input", "")),
+                         "dataset": dataset,
                          "first": shown[0], "second": shown[1],
                          "winner": slot.get((str(got), swap), "unparsed"),
                          "label": slot.get((str(label), swap))})
@@ -51,7 +56,7 @@ def _llmbar(path: Path) -> list[JSONObject]:
 def _table(path: Path, roles: dict[str, str]) -> Table:
     return Table("pairwise", _llmbar(path), {
         "pair_id": "pair_id", "question": "question", "first": "first",
-        "second": "second", "winner": "winner", "label": "label"})
+        "second": "second", "winner": "winner", "label": "label", "dataset": "dataset"})
 
 
 def _sniff(doc: Any) -> bool:

@@ -24,7 +24,9 @@ POINTWISE = {"id": ("id", "item_id", "sample_id", "uid"),
              "question_id": ("question_id", "qid", "prompt_id", "question"),
              "system": ("system", "model", "generator", "policy"),
              "judge": ("judge", "verdict", "judge_verdict", "grade", "score"),
-             "human": ("human", "human_label", "gold", "label", "annotation")}
+             "human": ("human", "human_label", "gold", "label", "annotation", "human_rating",
+                       "human_score", "human_judgment", "human_judgement", "gold_label",
+                       "human_verdict")}
 PAIRWISE = {"pair_id": ("pair_id", "pair", "pid"),
             "question": ("question", "instruction", "prompt", "input"),
             "first": ("first", "answer_first", "output_first", "shown_first"),
@@ -35,10 +37,53 @@ PAIRWISE = {"pair_id": ("pair_id", "pair", "pid"),
             "model_second": ("model_second", "second_model", "system_second"),
             "dataset": ("dataset", "source", "subset", "task")}
 REQUIRED = {"pointwise": ("judge",), "pairwise": ("first", "second", "winner")}
+# The texts a person reads beside a verdict, carried into the items (first column
+# matching, case and spaces ignored; never a column that plays a role)
+TEXTS = {"input": ("input", "question", "prompt", "instruction", "query"),
+         "output": ("output", "answer", "response", "completion", "generation"),
+         "reference": ("reference", "target", "expected", "ideal", "gold_answer"),
+         "explanation": ("explanation", "reason", "rationale", "critique", "feedback"),
+         "grader": ("grader",)}
 
 
-__all__ = ["PAIRWISE", "POINTWISE", "REQUIRED", "Table", "detect_rows", "format_of",
-           "read", "table_from_judged"]
+def source_aliases(item: str) -> list[str]:
+    """Other names of an item in its source tool's own ids: an Inspect item
+    ``inspect:TASK:SAMPLE:EPOCH:SCORER`` is also ``SAMPLE:EPOCH`` and ``SAMPLE`` (every
+    epoch)."""
+    if item.startswith("inspect:"):
+        parts = item.split("#")[0].split(":")
+        if len(parts) >= 4:
+            return [f"{parts[2]}:{parts[3]}", parts[2]]
+    return []
+
+
+PEOPLE_LIKE = re.compile(r"human|annotat|rater|gold|label|expert|crowd", re.I)
+
+
+def unused_people_columns(columns: list[str], roles: dict[str, str]) -> list[str]:
+    """Columns whose names say they hold people's labels but that play no role (a
+    human_rating column the detection did not take): named in one line, never silently
+    dropped."""
+    taken = {c for v in roles.values() for c in v.split(",")}
+    return [c for c in columns if c not in taken and not c.startswith("_")
+            and PEOPLE_LIKE.search(c)]
+
+
+def text_columns(columns: list[str], roles: dict[str, str]) -> dict[str, str]:
+    """Text kind -> the column holding it (see TEXTS)."""
+    taken = {c for v in roles.values() for c in v.split(",")} - {roles.get("question_id")}
+    norm = {c: c.strip().lower().replace(" ", "_") for c in columns}
+    out = {}
+    for kind, names in TEXTS.items():
+        hit = next((c for name in names for c in columns
+                    if norm[c] == name and c not in taken), None)
+        if hit is not None:
+            out[kind] = hit
+    return out
+
+
+__all__ = ["PAIRWISE", "POINTWISE", "REQUIRED", "TEXTS", "Table", "detect_rows", "format_of",
+           "read", "table_from_judged", "text_columns", "source_aliases", "unused_people_columns"]
 
 
 def read(path: Path, fmt: str, roles: dict[str, str]) -> Table:

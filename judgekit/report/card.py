@@ -29,6 +29,9 @@ def doc(card: Any) -> Doc:
         if card.findings else "No bias, inconsistency, distrust or agreement no better "
         "than an uninformed judge was shown.") +
         " Each row: estimate, interval at its run's level, n, and the decision taken on it.")
+    d.h(2, f"Verdict: {card.decision}").p(
+        card.verdict + (f" Labels needed: {card.labels_needed} of {card.items} items."
+                        if card.labels_needed else ""))
     judges = card.judges or []
     if judges:
         d.h(2, "The judges side by side")

@@ -52,6 +52,22 @@ def rows_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return buf.getvalue()
 
 
+DELIMITERS = (",", "\t", ";", "|")
+
+
+def _delimiter(fh: IO[str], name: str) -> str:
+    """The file's delimiter: a tab for ``.tsv``; otherwise, of comma, tab, semicolon and
+    bar, the one the header line splits on most (a comma when none does)."""
+    if name.lower().endswith(".tsv"):
+        return "\t"
+    start = fh.tell()
+    head = fh.readline()
+    fh.seek(start)
+    counts = {d: head.count(d) for d in DELIMITERS}
+    best = max(DELIMITERS, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] > 0 else ","
+
+
 def read_dicts(source: str | object, path: object = None
                ) -> tuple[list[str], list[dict[str, str]]]:
     """The header and rows of a CSV file (``source`` a path, read as it is parsed, never
@@ -80,7 +96,7 @@ def read_dicts(source: str | object, path: object = None
     # is idempotent and only ever allows longer cells
     csv.field_size_limit(max(csv.field_size_limit(), min(size + 1, 2**31 - 1)))
     with fh:
-        reader = csv.DictReader(fh, strict=True)
+        reader = csv.DictReader(fh, strict=True, delimiter=_delimiter(fh, str(name)))
         rows: list[dict[str, str]] = []
         try:
             for row in reader:

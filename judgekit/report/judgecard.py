@@ -8,6 +8,7 @@ different judges are refused: a card is about one judge."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,6 +32,56 @@ class JudgeCard(BaseModel):
     # several judges side by side (one file with several judge columns): their names,
     # in order; each row names its judge
     judges: list[str] | None = None
+    # the verdict at the end of the card: trust | use corrected | do not trust
+    decision: Literal["trust", "use corrected", "do not trust"] = "do not trust"
+    verdict: str = ""  # the decision in one sentence, with its reasons
+    reasons: list[str] = []
+    labels_needed: int | None = None  # more human labels the verdict asks for
+    items: int = 0  # items the judge gave verdicts on (labels_needed never exceeds it)
+
+
+# A judge is trusted when its pass rate is shown within this margin of people's
+# (the leniency interval inside +/- TRUST_MARGIN) and nothing else counts against it.
+TRUST_MARGIN = 0.05
+# Labels asked for when nothing was measured against people: a pilot to plan from.
+PILOT_LABELS = 60
+
+
+def verdict(rows: list[CardRow], judge: str | None = None) -> tuple[str, str, list[str],
+                                                                     int | None, int]:
+    """The card's decision for one judge (``judge``: its rows on a card of several):
+    "do not trust" with the findings as reasons; "trust" when its pass rate is within
+    +/- TRUST_MARGIN of people's (the leniency interval); otherwise "use corrected",
+    with the labels that narrow the corrected rate to the run's target (never more than
+    the items left to label)."""
+    mine = [r for r in rows if r.judge == judge]
+    items = max([r.n for r in mine if r.key in ("pass_rate", "position_bias")] +
+                [r.n for r in mine] + [0])
+    reasons = [f"{r.measure}: {r.decision}" for r in mine if r.finding]
+    corrected = next((r for r in mine if r.key == "corrected_pass_rate"), None)
+    need = None if corrected is None else corrected.labels_for_target
+    lenient = next((r for r in mine if r.key == "leniency"), None)
+    if reasons:
+        left = max(0, items - (corrected.labelled or 0)) if corrected else items
+        return ("do not trust", "do not trust: " + "; ".join(reasons), reasons,
+                None if need is None else min(need, left), items)
+    if lenient is None or lenient.ci is None or corrected is None:
+        pilot = min(PILOT_LABELS, items)
+        return ("do not trust", "do not trust: nothing measured against people; label "
+                f"{pilot} random items to check it", ["no human labels"], pilot, items)
+    m = max(abs(lenient.ci[0]), abs(lenient.ci[1]))
+    if m <= TRUST_MARGIN:
+        return ("trust", f"trust: its rate is within +/-{m:.3f} of people's "
+                f"({lenient.labelled} human labels)", [], 0, items)
+    left = max(0, items - (corrected.labelled or 0))
+    more = left if need is None else min(need, left)
+    w = ((corrected.ci[1] - corrected.ci[0]) / 2) if corrected.ci else float("nan")
+    text = (f"use the corrected rate ({_num(corrected.estimate)}, interval {_ci(corrected.ci)}, "
+            f"+/-{w:.3f}); its pass rate may differ from people's by up to {m:.3f}")
+    text += (f"; {more} more labels narrow it to the run's target" if need
+             else "; it is already at the run's target width")
+    return ("use corrected", text, [f"leniency interval {_ci(lenient.ci)} is wider than "
+                                    f"+/-{TRUST_MARGIN}"], more, items)
 
 
 def judge_card(runs: list[str | Path], out: str | Path | None = None) -> JudgeCard:
@@ -49,6 +100,8 @@ def build(paths: list[str | Path]) -> JudgeCard:
     judges: dict[str, str] = {}
     rows: list[CardRow] = []
     names = []
+    kinds: set[str] = set()
+    per_run: list[tuple[str, list[CardRow]]] = []
     for p in paths:
         result = load(p)
         spec = result.spec
@@ -61,10 +114,19 @@ def build(paths: list[str | Path]) -> JudgeCard:
                                                     if result.experiment else ""))
         judges[src] = judge
         names.append(src)
-        rows += spec.card_rows(result.payload, src)
+        got = spec.card_rows(result.payload, src)
+        kinds.add(result.method)
+        per_run.append((judge, got))
+        rows += got
     if len(set(judges.values())) > 1:
-        raise ConfigError("a judge card is about one judge; these runs judged with " +
-                          ", ".join(f"{j} ({s})" for s, j in judges.items()))
+        if kinds != {"verdicts"}:
+            raise ConfigError("a judge card is about one judge; these runs judged with " +
+                              ", ".join(f"{j} ({s})" for s, j in judges.items()) +
+                              " (judges side by side: give `judgekit analyse` runs)")
+        # analyses of several judges: one card, the judges side by side
+        for judge, got in per_run:
+            for r in got:
+                r.judge = r.judge or judge
     order = {"bias": 0, "consistency": 1, "people": 2, "audit": 3}
     rows.sort(key=lambda r: order.get(r.section, 9))
     findings = [("" if r.judge is None else f"{r.judge}: ") +
@@ -73,8 +135,10 @@ def build(paths: list[str | Path]) -> JudgeCard:
                                 else f"; best uninformed judge {r.baseline:.3f}")
                 + f"; {r.source})" for r in rows if r.finding]
     side = list(dict.fromkeys(r.judge for r in rows if r.judge is not None))
+    decision, text, reasons, need, items = verdict(rows, side[0] if side else None)
     return JudgeCard(judge=next(iter(judges.values())), runs=names, rows=rows,
-                     findings=findings, judges=side or None)
+                     findings=findings, judges=side or None, decision=decision,  # type: ignore[arg-type]
+                     verdict=text, reasons=reasons, labels_needed=need, items=items)
 
 
 def _num(v: float | None) -> str:

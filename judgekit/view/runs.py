@@ -140,6 +140,9 @@ def items(run: Run) -> list[JSONObject]:
                 json.dumps(v, sort_keys=True, ensure_ascii=False)[:2000]
         if flat["_id"] in labels:
             flat["_label"] = labels[flat["_id"]]
+        elif row.get("human") not in (None, "") or row.get("label") not in (None, ""):
+            # people's label already in the source file
+            flat["_label"] = f"file: {row.get('human', row.get('label'))}"
         out.append(flat)
     return out
 

@@ -33,6 +33,7 @@ from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
 from judgekit.stats.bootstrap import derive_seed
+from judgekit.stats.decide import beyond_chance, random_ac1, versus_uninformed
 from judgekit.stats.preference import clustered_rate
 from judgekit.stats.proportions import rate_with_interval
 
@@ -66,20 +67,33 @@ def rate_measure(key: str, what: str, flags: list[bool], groups: Sequence[Any] |
     return Measure(key=key, what=what, estimate=rate, ci=ci, n=n, **kw)
 
 
-def _against_uninformed(m: Measure, baseline: float) -> Measure:
-    """Accuracy is a claim only above what an uninformed judge scores on these items."""
-    m.baseline = baseline
-    above = m.ci is not None and m.ci[0] > baseline
-    m.decision = ("above the best uninformed judge" if above else
-                  "not above the best uninformed judge")
-    m.finding = not above
+def _against_uninformed(m: Measure, judge: list[str], human: list[str],
+                        groups: list[str] | None, level: float) -> Measure:
+    """Accuracy is a claim only against what an uninformed judge scores on the same
+    items, compared paired (the baseline's uncertainty included): above both the
+    majority label and random verdicts at the judge's rates, shown no better than one
+    of them (a finding), or not distinguishable."""
+    u = versus_uninformed(judge, human, groups, level)
+    m.baseline = max(u.majority, u.random)
+    m.decision = {"above": "above the best uninformed judge",
+                  "no better": "no better than an uninformed judge",
+                  "not distinguishable": "not distinguishable from the best uninformed "
+                                         "judge"}[u.decision]
+    m.finding = u.decision == "no better"
+    m.note = (f"paired on the same items: judge - majority label {u.vs_majority.estimate:+.3f} "
+              f"[{u.vs_majority.ci[0]:+.3f}, {u.vs_majority.ci[1]:+.3f}], judge - random at "
+              f"its rates {u.vs_random.estimate:+.3f} [{u.vs_random.ci[0]:+.3f}, "
+              f"{u.vs_random.ci[1]:+.3f}]" + (m.note and f"; {m.note}" or ""))
     return m
 
 
 def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
                        what: str, groups: list[str] | None = None) -> list[Measure]:
     """Accuracy, Cohen's kappa and Gwet's AC1 of the judge against people; with
-    ``groups`` (the question each answer belongs to) the intervals resample questions."""
+    ``groups`` (the question each answer belongs to) the intervals resample questions.
+    Agreement beyond chance is decided once for the three rows, by a permutation test
+    against a judge independent of people (which AC1's baseline, far above 0 under
+    skew, would otherwise hide); accuracy against the best uninformed judge, paired."""
     if len(judge) < 2:
         return []
     if groups is not None and len(set(groups)) == len(groups):
@@ -88,27 +102,33 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
     ag = agreement([code[c] for c in judge], [code[c] for c in human],
                    seed=derive_seed(cfg.seed, 41), resamples=cfg.resamples, level=cfg.level,
                    groups=groups)
-    jr = {c: judge.count(c) / len(judge) for c in set(judge)}
-    hr = {c: human.count(c) / len(human) for c in set(human)}
-    random_at_rate = sum(jr.get(c, 0.0) * p for c, p in hr.items())
     acc = _against_uninformed(rate_measure("accuracy", f"accuracy against {what}",
-                                    [a == b for a, b in zip(judge, human)], groups,
-                                    cfg.level),
-                              max(ag.majority_baseline, random_at_rate))
+                                           [a == b for a, b in zip(judge, human)], groups,
+                                           cfg.level), judge, human, groups, cfg.level)
     out = [acc]
+    chance = beyond_chance(judge, human, groups, seed=derive_seed(cfg.seed, 47),
+                           permutations=PERMUTATIONS if len(judge) <= 20_000 else 500)
+    shown = chance.p_value < (1 - cfg.level) / 2
+    test = (f"permutation test of agreement beyond a judge independent of people: "
+            f"observed {chance.observed:.3f}, expected {chance.expected:.3f}, one-sided "
+            f"p = {chance.p_value:.3g}")
     for key, value, name in (("kappa", ag.kappa, "Cohen's kappa"), ("ac1", ag.ac, "Gwet's AC1"),
                              ("alpha", ag.alpha, "Krippendorff's alpha (nominal)")):
         ci = ag.cis.get({"ac1": "ac"}.get(key, key))
-        shown = ci is not None and ci[0] > 0
+        base = random_ac1(judge, human) if key == "ac1" else 0.0
         out.append(Measure(key=key, what=f"{name} with {what}", estimate=value, ci=ci,
-                           n=ag.n, baseline=0.0,
+                           n=ag.n, baseline=None if base != base else round(base, 6),
                            clusters=None if groups is None else len(set(groups)),
                            units="chance-corrected agreement",
                            decision="agrees beyond chance" if shown else
                            "no agreement beyond chance shown", finding=not shown,
-                           note=((ag.undefined or {}).get(key) if key != "ac1" else None)
-                           or ag.note))
+                           note="; ".join(x for x in (
+                               (ag.undefined or {}).get(key) if key != "ac1" else None,
+                               ag.note, test) if x)))
     return out
+
+
+PERMUTATIONS = 2000
 
 
 def majority(labels: Sequence[Any]) -> Any:

@@ -8,7 +8,8 @@ from pydantic import Field
 
 from judgekit.core.settings import RunSettings
 
-Shape = Literal["auto", "csv", "jsonl", "alpaca_eval", "llmbar", "inspect", "promptfoo"]
+Shape = Literal["auto", "csv", "jsonl", "alpaca_eval", "llmbar", "inspect", "promptfoo",
+                "xlsx", "json"]
 
 
 class VerdictsConfig(RunSettings):

@@ -17,6 +17,7 @@ from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.stats.agreement import agreement
 from judgekit.stats.bootstrap import derive_seed, percentile_interval
+from judgekit.stats.decide import cluster_mean
 from judgekit.stats.preference import feature_preference
 
 
@@ -34,7 +35,10 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
             continue
         people = [slot_of(r.get(c)) for c in annotators if r.get(c) not in (None, "")]
         items.append({"pair_id": str(r.get(roles["pair_id"], i)) if "pair_id" in roles
-                      else str(i), "first": first, "second": second, "winner": w,
+                      else str(i),
+                      **({"question": str(r.get(roles["question"]) or "")}
+                         if "question" in roles else {}),
+                      "first": first, "second": second, "winner": w,
                       "label": majority(people),
                       **({"humans": people} if len(annotators) >= 2 else {}),
                       "chosen": {"first": first, "second": second}.get(w),
@@ -50,17 +54,7 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
             and v[0]["first"] == v[1]["second"] and v[0]["second"] == v[1]["first"]}
     notes = [f"{len(both)} of {len(pairs)} pairs were judged in both orders" +
              ("" if both else "; position bias assumes the order shown was randomised")]
-    decided = [x for x in items if x["winner"] != "tie"]
-    pos = rate_measure("position_bias", "share of non-tie verdicts for the first-shown answer, "
-                "minus 1/2", [x["winner"] == "first" for x in decided],
-                [x["pair_id"] for x in decided], cfg.level, units="difference of shares")
-    if pos.estimate is not None and pos.ci is not None:
-        pos.estimate -= 0.5
-        pos.ci = [pos.ci[0] - 0.5, pos.ci[1] - 0.5]
-        shown = pos.ci[0] > 0 or pos.ci[1] < 0
-        pos.baseline, pos.decision, pos.finding = 0.0, ("biased" if shown else
-                                                        "no bias shown"), shown
-    out = [pos]
+    out = [_position(items, cfg)]
     if both:
         out += _both_orders(list(both.values()), cfg)
     # agreement with the labels in the order as given (the first row of each pair): the
@@ -82,6 +76,33 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
         notes.append("self-preference is measured when the judge's model family is "
                      "known: pass --judge-family (or --judge) naming it")
     return out, items, unread, notes
+
+
+def _position(items: list[JSONObject], cfg: VerdictsConfig) -> Measure:
+    """Position bias: the share of non-tie verdicts for the first-shown answer, minus 1/2,
+    with a cluster-robust interval (Student t on clusters - 1 degrees of freedom). The
+    cluster is the pair, or the question where several pairs share one: a pair's two
+    orders are negatively correlated under a position bias of zero, and the interval
+    uses that (no design effect floored at 1); pairs of one question are not
+    independent items."""
+    decided = [x for x in items if x["winner"] != "tie"]
+    what = "share of non-tie verdicts for the first-shown answer, minus 1/2"
+    if not decided:
+        return Measure(key="position_bias", what=what, units="difference of shares",
+                       decision="not measured: no verdict chose a side")
+    pairs = {x["pair_id"] for x in decided}
+    questions = {x.get("question") for x in decided}
+    by_question = None not in questions and "" not in questions and len(questions) < len(pairs)
+    groups = [str(x["question"]) if by_question else x["pair_id"] for x in decided]
+    m = cluster_mean([float(x["winner"] == "first") - 0.5 for x in decided], groups,
+                     cfg.level, bounds=(-0.5, 0.5))
+    shown = m.ci[0] > 0 or m.ci[1] < 0
+    return Measure(key="position_bias", what=what, estimate=m.estimate, ci=m.ci, n=m.n,
+                   clusters=m.clusters, baseline=0.0, units="difference of shares",
+                   decision="biased" if shown else "no bias shown", finding=shown,
+                   note=f"cluster-robust interval, clustered by "
+                        f"{'question' if by_question else 'pair'} ({m.clusters} clusters); "
+                        f"p = {m.p_value:.3g}")
 
 
 def _win_rates(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
@@ -215,13 +236,22 @@ def _preference(key: str, name: str, feature: list[str | None], items: list[JSON
         else "")
     if pref.preference is not None and pref.ci is not None:
         shown = pref.p_value < 1 - cfg.level and (pref.ci[0] > 0 or pref.ci[1] < 0)
+        # quality and the feature both vary by dataset: without a dataset column the
+        # asymmetry can come from mixing datasets, so it is reported, not claimed
+        controlled = all(x is not None for x in strata)
+        decision = ("preference shown" if shown and controlled else
+                    "a preference appears but is not controlled for the dataset (may be "
+                    "confounded): give a dataset column (--map dataset=COLUMN)" if shown
+                    else "no preference shown")
         return Measure(key=key, what=what, estimate=pref.preference, ci=pref.ci, n=pref.n,
                        clusters=len({g for g, f, r, c in zip(groups, feature, better, chosen)
                                      if f in ("a", "b") and r in ("a", "b")
                                      and c in ("a", "b")}),
-                       baseline=0.0, units="difference of error rates", finding=shown,
-                       decision="preference shown" if shown else "no preference shown",
-                       note=order_note)
+                       baseline=0.0, units="difference of error rates",
+                       finding=shown and controlled, decision=decision,
+                       note=order_note + ("" if controlled else "; no dataset column: "
+                                          "a difference in quality between datasets can "
+                                          "show as a preference"))
     flags = [f == c for f, c in zip(feature, chosen) if f and c]
     m = rate_measure(key, f"share of decided verdicts for the {name} answer, minus 1/2 (not "
               "controlled for quality: no labels)", flags, None, cfg.level,
@@ -235,7 +265,10 @@ def _preference(key: str, name: str, feature: list[str | None], items: list[JSON
 
 def alpaca_eval(rows: list[JSONObject], cfg: VerdictsConfig
                 ) -> tuple[list[Measure], list[JSONObject], int, list[str]]:
-    """Win rates against the baseline (ties 1/2) and the longer answer's win share."""
+    """Win rates against the baseline (ties 1/2) and the longer answer's win share. A
+    ``preference`` is read as the probability that ``generator_2`` wins plus 1 (1: the
+    baseline wins, 2: the model wins, a weighted annotator's fraction in between), and
+    0, alpaca_eval's draw, as 1.5: a draw counts 1/2 as the leaderboard counts it."""
     items: list[JSONObject] = []
     unread = 0
     for i, r in enumerate(rows):
@@ -243,10 +276,13 @@ def alpaca_eval(rows: list[JSONObject], cfg: VerdictsConfig
             p = float(r["preference"])
         except (TypeError, ValueError):
             p = float("nan")
+        if p == 0.0:  # alpaca_eval's own encoding of a draw: counted 1/2
+            p = 1.5
         if not 1.0 <= p <= 2.0:
             unread += 1
             continue
-        items.append({"index": i, "baseline": str(r["generator_1"]),
+        items.append({"index": i, "question": str(r.get("instruction") or ""),
+                      "baseline": str(r["generator_1"]),
                       "model": str(r["generator_2"]), "win": p - 1.0,
                       "first": str(r.get("output_1", "")), "second": str(r.get("output_2", "")),
                       "winner": "first" if p == 1.0 else "second" if p == 2.0 else "tie",

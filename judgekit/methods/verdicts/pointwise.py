@@ -15,7 +15,10 @@ from judgekit.methods.verdicts.analysis import (
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.recorded.base import label_of
+from judgekit.recorded.tables import text_columns
+from judgekit.stats.decide import cluster_mean
 from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error
+from judgekit.stats.proportions import newcombe_paired
 
 
 def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
@@ -26,6 +29,7 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     humans = [c for c in roles.get("human", "").split(",") if c]
     items: list[JSONObject] = []
     unread = 0
+    texts = text_columns(list(rows[0]) if rows else [], roles)
     for i, r in enumerate(rows):
         v = label_of(r.get(roles["judge"]), cfg.pass_threshold)
         people = [label_of(r.get(c), cfg.pass_threshold) for c in humans
@@ -39,7 +43,8 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                       if "question_id" in roles else None,
                       "system": str(r.get(roles["system"])) if "system" in roles else None,
                       "verdict": v, "human": h, "humans": people,
-                      **({"explanation": r["explanation"]} if r.get("explanation") else {})})
+                      **{k: str(r[c]) for k, c in texts.items()
+                         if r.get(c) not in (None, "")}})
     groups = [x["question_id"] or x["id"] for x in items]
     out = [rate_measure("pass_rate", "the judge's pass rate", [x["verdict"] == 1 for x in items],
                  groups, cfg.level)]
@@ -53,6 +58,7 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     if repeated is not None:
         out.append(repeated)
     out += _corrected(items, cfg)
+    out += _leniency(items, cfg)
     out += _paired(items, cfg)
     return out, items, unread
 
@@ -87,16 +93,18 @@ def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
         if cfg.label_error is not None:
             c = with_label_error(c, cfg.label_error)
         key = "corrected_pass_rate" if name is None else f"corrected_pass_rate[{name}]"
+        need = c.labels_for_halfwidth(cfg.target_halfwidth)
+        need = None if need is None else min(need, len(mine) - len(lab))
         out.append(Measure(key=key, what="pass rate corrected by human labels "
                            f"(prediction-powered){'' if name is None else f', {name}'}",
                            estimate=c.estimate, ci=list(c.ci), n=c.n_items,
                            decision=f"{c.n_labelled} human labels",
                            labelled=c.n_labelled,
-                           labels_for_target=c.labels_for_halfwidth(cfg.target_halfwidth),
+                           labels_for_target=need,
                            note=f"human labels alone: {c.human_only:.3f} "
                                 f"[{c.human_only_ci[0]:.3f}, {c.human_only_ci[1]:.3f}]; "
-                                + _plan(c.labels_for_halfwidth(cfg.target_halfwidth),
-                                        cfg.target_halfwidth) + label_error_note(cfg)))
+                                + _plan(need, cfg.target_halfwidth,
+                                        len(mine) - len(lab)) + label_error_note(cfg)))
     return out
 
 
@@ -108,11 +116,56 @@ def label_error_note(cfg: VerdictsConfig) -> str:
     return f"; corrected for annotators flipping {cfg.label_error:.1%} of labels (stated)"
 
 
-def _plan(labels: int | None, halfwidth: float) -> str:
-    """The label plan: human labels for an interval of +/- ``halfwidth`` (same design)."""
+def _plan(labels: int | None, halfwidth: float, left: int | None = None) -> str:
+    """The label plan: human labels for an interval of +/- ``halfwidth`` (same design),
+    never more than the ``left`` items still unlabelled."""
     if labels is None:
         return f"the interval is already within +/- {halfwidth:g}"
-    return f"about {labels} human labels for +/- {halfwidth:g} (same design)"
+    if left is not None and labels >= left:
+        return (f"labelling all {left} remaining items is the most that can be done "
+                f"(+/- {halfwidth:g} may not be reached)")
+    return f"about {labels} more human labels for +/- {halfwidth:g} (same design)"
+
+
+def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
+    """Leniency (severity when negative): the judge's pass rate minus people's corrected
+    pass rate, overall and per system. With the prediction-powered correction at
+    lambda = 1 it is the mean of (verdict - human label) over the labelled items, a
+    paired difference (Newcombe's interval; clustered by question where questions
+    repeat, a cluster-robust t interval); with --label-error, the judge's rate minus
+    the corrected rate that accounts for it."""
+    out = []
+    systems = sorted({x["system"] for x in items if x["system"] is not None})
+    for name in [None, *systems]:
+        mine = [x for x in items if name is None or x["system"] == name]
+        lab = [x for x in mine if x["human"] is not None]
+        if len(lab) < 2:
+            continue
+        v = [float(x["verdict"]) for x in lab]
+        h = [float(x["human"]) for x in lab]
+        groups = [x["question_id"] or x["id"] for x in lab]
+        if cfg.label_error is not None:
+            c = with_label_error(ppi_mean([float(x["verdict"]) for x in mine], v, h,
+                                          level=cfg.level), cfg.label_error)
+            judge = float(np.mean([x["verdict"] for x in mine]))
+            est, ci, how = judge - c.estimate, [judge - c.ci[1], judge - c.ci[0]], (
+                "the judge's pass rate minus the label-error-corrected rate")
+        elif len(set(groups)) < len(groups):
+            m = cluster_mean([a - b for a, b in zip(v, h)], groups, cfg.level)
+            est, ci, how = m.estimate, m.ci, "paired, clustered by question"
+        else:
+            d = newcombe_paired(v, h, cfg.level)
+            est, ci, how = d.diff, d.ci, "paired (Newcombe)"
+        shown = ci[0] > 0 or ci[1] < 0
+        key = "leniency" if name is None else f"leniency[{name}]"
+        out.append(Measure(
+            key=key, what="the judge's pass rate minus people's (corrected) on the same "
+            "items" + ("" if name is None else f", {name}"), estimate=est, ci=ci,
+            n=len(lab), baseline=0.0, units="difference of shares",
+            decision=("lenient" if ci[0] > 0 else "severe" if ci[1] < 0 else
+                      "no leniency shown") + f" ({len(lab)} human labels)",
+            finding=shown, labelled=len(lab), note=how + label_error_note(cfg)))
+    return out
 
 
 MAX_SYSTEMS = 6  # every pair of up to this many systems is compared (15 comparisons)

@@ -11,7 +11,7 @@ from judgekit.core.jsontypes import JSONObject
 from judgekit.methods.verdicts import pairwise, pointwise
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import JudgeVerdicts, Measure, VerdictsPayload
-from judgekit.recorded.tables import Table, read
+from judgekit.recorded.tables import Table, read, unused_people_columns
 
 
 def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
@@ -29,6 +29,11 @@ def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
     first, items = judged[0]
     if cfg.labels_file:
         _active_measures(cfg, path, first)
+    unused = unused_people_columns(list(table.rows[0]) if table.rows else [], table.roles)
+    if unused:
+        first.notes.append(f"column(s) {', '.join(map(repr, unused))} look like people's "
+                           "labels but were not used; name one with --map human=COLUMN "
+                           "(pairwise: --map label=COLUMN)")
     others = [JudgeVerdicts(judge=j.judge, column=c, unreadable=j.unreadable,
                             measures=j.measures, notes=j.notes)
               for c, (j, _) in zip(columns[1:], judged[1:])]
@@ -100,7 +105,8 @@ def _ci(ci: list[float] | None) -> str:
 
 def _with_labels(table: Table, labels_path: Path) -> Table:
     """The rows with a ``_labels`` column from the labels file, as the human role."""
-    from judgekit.labelling.store import values
+    from judgekit.labelling.store import unknown_ids, values
+    from judgekit.recorded.tables import source_aliases
 
     if table.shape not in ("pointwise", "pairwise"):
         raise DataError(f"{labels_path}: labels apply to pointwise or pairwise verdicts, not "
@@ -115,15 +121,15 @@ def _with_labels(table: Table, labels_path: Path) -> Table:
         base = str(r.get(col, i)) if col else str(i)
         times[base] = times.get(base, 0) + 1  # a repeat (or the other order): "ID#2", ...
         item = base if times[base] == 1 else f"{base}#{times[base]}"
-        v = labels.get(item)
-        seen.add(item)
+        names = [item, *source_aliases(item)]
+        v = next((labels[n] for n in names if n in labels), None)
+        seen.update(names)
         label = None if v not in (0.0, 1.0) else (int(v) if table.shape == "pointwise"
                                                    else ("first" if v == 1.0 else "second"))
         rows.append({**r, "_labels": label})
     unknown = sorted(set(labels) - seen)
     if unknown:
-        raise DataError(f"{labels_path}: id {unknown[0]!r} is not a row of the verdicts "
-                        f"({len(unknown)} such); map the id column with --map {key}=COLUMN")
+        raise DataError(unknown_ids(labels_path, unknown, key))
     role = "human" if table.shape == "pointwise" else "label"
     return Table(table.shape, rows, {**table.roles, role: "_labels"})
 

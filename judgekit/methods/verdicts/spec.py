@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from judgekit.core.errors import ConfigError
 from judgekit.core.results import RunResult
-from judgekit.core.spec import CardRow, MethodSpec, PlanTable, RunItems, TableRow
+from judgekit.core.spec import CardRow, MethodSpec, Paired, PlanTable, RunItems, TableRow
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import VerdictsPayload
 from judgekit.methods.verdicts.report import report
 from judgekit.methods.verdicts.runner import execute, headline
+from judgekit.report.paired import agreement, paired_rate
 
 
 def _rows(p: VerdictsPayload) -> list[TableRow]:
@@ -20,8 +23,8 @@ def _judge(result: RunResult[VerdictsPayload]) -> str | None:
     return None if p is None else " | ".join([p.judge, *(o.judge for o in p.others or [])])
 
 
-SECTIONS = {"position_bias": "bias", "length_preference": "bias",
-            "order_consistency": "consistency"}
+SECTIONS = {"position_bias": "bias", "length_preference": "bias", "leniency": "bias",
+            "order_consistency": "consistency", "pass_rate": "verdicts"}
 
 
 def _card_rows(p: VerdictsPayload, src: str) -> list[CardRow]:
@@ -29,11 +32,12 @@ def _card_rows(p: VerdictsPayload, src: str) -> list[CardRow]:
     (one card per judge, side by side)."""
     judges = [(p.judge, p.measures), *((o.judge, o.measures) for o in p.others or [])]
     several = len(judges) > 1
-    return [CardRow(key=m.key, section=SECTIONS.get(m.key, "people"), measure=m.what,
+    return [CardRow(key=m.key, section=SECTIONS.get(m.key.split("[")[0], "people"), measure=m.what,
                     estimate=m.estimate, ci=m.ci, n=m.n, decision=m.decision, units=m.units,
                     source=src, finding=m.finding, baseline=m.baseline,
-                    judge=judge if several else None)
-            for judge, measures in judges for m in measures if m.key != "pass_rate"]
+                    judge=judge if several else None, labelled=m.labelled,
+                    labels_for_target=m.labels_for_target)
+            for judge, measures in judges for m in measures]
 
 
 def _plan(result: RunResult[VerdictsPayload], power: float, effects: tuple[float, ...]
@@ -56,6 +60,61 @@ def _plan(result: RunResult[VerdictsPayload], power: float, effects: tuple[float
                                               "labels now", "labels needed"], rows)
 
 
+def _key(x: dict, by: str) -> str:
+    if by == "id":
+        return str(x.get("id") if "id" in x else f"{x.get('pair_id')}|{x.get('first')}")
+    return str(x.get("question_id"))
+
+
+def _paired(ra: RunResult[VerdictsPayload], rb: RunResult[VerdictsPayload], level: float
+            ) -> Paired:
+    """Two analyses on the same items (two judges of one file, or one judge run twice):
+    the judge's pass rate (pairwise: the first-shown answer chosen), paired by item id;
+    or one judge on two systems, paired by question (the mean verdict of each question's
+    rows). Accuracy against people where both runs' items carry labels, and the two
+    runs' agreement."""
+    pa, pb = ra.payload, rb.payload
+    if pa is None or pb is None or pa.shape != pb.shape or pa.shape == "alpaca_eval":
+        raise ConfigError("compare reads two pointwise or two pairwise analyses")
+    a_rows, b_rows = list(pa.items.rows()), list(pb.items.rows())
+    ids_a, ids_b = {_key(x, "id") for x in a_rows}, {_key(x, "id") for x in b_rows}
+    by = "id" if len(ids_a & ids_b) >= 2 else "question_id"
+    value = "verdict" if pa.shape == "pointwise" else "winner"
+
+    def outcome(x: dict) -> float:
+        return float(x[value] == 1) if value == "verdict" else float(x[value] == "first")
+
+    def table(rows: list[dict]) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
+        for x in rows:
+            if by == "question_id" and x.get("question_id") is None:
+                continue
+            out.setdefault(_key(x, by), []).append(x)
+        return out
+
+    ta, tb = table(a_rows), table(b_rows)
+    keys = [k for k in ta if k in tb]
+    if by == "question_id" and len(keys) < 2:
+        raise ConfigError("the two analyses share fewer than 2 item ids or question ids: "
+                          "compare needs the same items (or the same questions)")
+    a = [float(np.mean([outcome(x) for x in ta[k]])) for k in keys]
+    b = [float(np.mean([outcome(x) for x in tb[k]])) for k in keys]
+    binary = all(v in (0.0, 1.0) for v in a + b)
+    human = "human" if pa.shape == "pointwise" else "label"
+    right = [(float(all(outcome(x) == float(x[human] in (1, "first")) for x in ta[k])),
+              float(all(outcome(x) == float(x[human] in (1, "first")) for x in tb[k])))
+             for k in keys if by == "id" and ta[k][0].get(human) is not None
+             and tb[k][0].get(human) is not None]
+    secondary = [paired_rate("accuracy against people's labels", right, level)] if right else []
+    both = [k for k in keys if len(ta[k]) == len(tb[k]) == 1]
+    measure = ("pass rate" if pa.shape == "pointwise" else "share choosing the first-shown "
+               "answer") + (" (paired by item)" if by == "id" else " (paired by question)")
+    return Paired(measure, keys, a, b, secondary,
+                  agreement([outcome(ta[k][0]) for k in both],
+                            [outcome(tb[k][0]) for k in both], level, ra.seed or 0)
+                  if by == "id" else None, (len(a_rows), len(b_rows)), binary=binary)
+
+
 def _items(result: RunResult[VerdictsPayload]) -> RunItems:
     """The analysed items as they are (pointwise: id, verdict; pairwise: pair_id, first,
     second, winner), with their texts."""
@@ -68,4 +127,5 @@ def _items(result: RunResult[VerdictsPayload]) -> RunItems:
 SPEC: MethodSpec[VerdictsConfig, VerdictsPayload] = MethodSpec(
     name="verdicts", config=VerdictsConfig, payload=VerdictsPayload, execute=execute,
     report=report, headline=headline, title="Recorded verdicts", uses_client=False,
-    rows=_rows, judge=_judge, card_rows=_card_rows, plan=_plan, items=_items)
+    rows=_rows, judge=_judge, card_rows=_card_rows, plan=_plan, items=_items,
+    compare=_paired)

@@ -1,0 +1,192 @@
+"""Decisions on recorded verdicts that hold at the edges: skewed labels, questions with
+several items, ties, pairs judged in both orders.
+
+- :func:`cluster_mean`: the mean of per-unit values (a pair's position score, a judge's
+  error minus an uninformed judge's) with a cluster-robust (CR1) variance and Student's
+  t on clusters - 1 degrees of freedom. Units of one question are one cluster; nothing
+  floors the design effect at 1, so the negative correlation of a pair's two orders
+  narrows the interval as it should (Cameron & Miller 2015, "A practitioner's guide to
+  cluster-robust inference", sections IIB and VIC).
+- :func:`versus_uninformed`: the judge's accuracy against the best uninformed judge's,
+  paired on the same items (the majority label, and random verdicts at the judge's own
+  rate). The baseline is estimated on the same items, so its uncertainty is in the
+  paired difference. "Above" needs both differences above 0 (an intersection-union
+  test, level kept); "no better" needs one shown below 0 (a union of two one-sided
+  tests at (1 - level) / 2 each: at most 1 - level when the judge is at least as good).
+- :func:`beyond_chance`: agreement above what a judge independent of people scores, a
+  permutation test of the observed agreement minus its expectation under independence
+  (the numerator of kappa, which AC1's and alpha's decisions share); clusters of one
+  size are permuted whole. A random judge meets the null exactly, whatever the skew.
+
+Pure numpy/scipy; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from judgekit.core.errors import StatsError
+
+__all__ = ["Chance", "MeanCI", "Uninformed", "beyond_chance", "cluster_mean",
+           "random_ac1", "versus_uninformed"]
+
+
+class MeanCI(NamedTuple):
+    estimate: float
+    ci: list[float]
+    n: int  # units
+    clusters: int
+    p_value: float  # two-sided, against 0
+
+
+def cluster_mean(values: Sequence[float], groups: Sequence[Hashable] | None = None,
+                 level: float = 0.95, bounds: tuple[float, float] = (-1.0, 1.0)
+                 ) -> MeanCI:
+    """The mean of ``values`` with a CR1 cluster-robust interval (Student t, clusters - 1
+    degrees of freedom), clipped to ``bounds``; each value its own cluster when
+    ``groups`` is None. The ratio estimator sum(y_g) / sum(m_g) over clusters g, its
+    variance G / (G - 1) * sum((y_g - mean * m_g)^2) / n^2."""
+    from scipy.stats import t as student
+
+    y = np.asarray(values, float)
+    if y.ndim != 1 or y.size == 0:
+        raise StatsError("a mean needs at least one value")
+    if not 0.0 < level < 1.0:
+        raise StatsError(f"confidence level {level} must lie in (0, 1)")
+    if groups is None:
+        codes = np.arange(y.size)
+    else:
+        if len(groups) != y.size:
+            raise StatsError("groups and values differ in length")
+        codes = np.unique(np.asarray([str(g) for g in groups]), return_inverse=True)[1]
+    k = int(codes.max()) + 1
+    tot = np.bincount(codes, weights=y, minlength=k)
+    m = np.bincount(codes, minlength=k).astype(float)
+    n = float(y.size)
+    est = float(tot.sum() / n)
+    if k < 2:
+        return MeanCI(est, [bounds[0], bounds[1]], int(n), k, 1.0)
+    var = k / (k - 1) * float(np.sum((tot - est * m) ** 2)) / n ** 2
+    se = math.sqrt(max(var, 0.0))
+    q = float(student.ppf(0.5 + level / 2, k - 1))
+    lo, hi = max(bounds[0], est - q * se), min(bounds[1], est + q * se)
+    p = 1.0 if se == 0 else float(2 * student.sf(abs(est) / se, k - 1))
+    if se == 0 and est != 0:
+        p = 0.0
+    return MeanCI(est, [min(lo, est), max(hi, est)], int(n), k, p)
+
+
+class Uninformed(NamedTuple):
+    accuracy: float
+    majority: float  # the majority label's accuracy on the same items
+    random: float  # random verdicts at the judge's own rates, expected accuracy
+    vs_majority: MeanCI  # judge - majority label, paired per item
+    vs_random: MeanCI  # judge - random at its rates, paired per item
+    decision: str  # above | no better | not distinguishable
+
+
+def versus_uninformed(judge: Sequence[Hashable], human: Sequence[Hashable],
+                      groups: Sequence[Hashable] | None = None, level: float = 0.95
+                      ) -> Uninformed:
+    """The judge's accuracy against the best uninformed judge's, paired on the same items
+    (see the module's docstring)."""
+    j, h = [str(x) for x in judge], [str(x) for x in human]
+    if len(j) != len(h) or not j:
+        raise StatsError("judge and human labels must be equal, non-empty lists")
+    classes = sorted(set(j) | set(h))
+    hc = {c: h.count(c) for c in classes}
+    top = max(classes, key=lambda c: (hc[c], c))
+    jr = {c: j.count(c) / len(j) for c in classes}
+    correct = np.array([a == b for a, b in zip(j, h)], float)
+    maj = np.array([b == top for b in h], float)
+    rnd = np.array([jr[b] for b in h], float)
+    d1 = cluster_mean(correct - maj, groups, level)
+    d2 = cluster_mean(correct - rnd, groups, level)
+    if d1.ci[0] > 0 and d2.ci[0] > 0:
+        decision = "above"
+    elif d1.ci[1] < 0 or d2.ci[1] < 0:
+        decision = "no better"
+    else:
+        decision = "not distinguishable"
+    return Uninformed(float(correct.mean()), float(maj.mean()), float(rnd.mean()), d1, d2,
+                      decision)
+
+
+class Chance(NamedTuple):
+    observed: float  # observed agreement
+    expected: float  # its expectation for a judge independent of people (same margins)
+    p_value: float  # one-sided permutation p of observed - expected
+    permutations: int
+
+
+def _excess(j: np.ndarray, h: np.ndarray, k: int) -> float:
+    pa = float(np.mean(j == h))
+    pj = np.bincount(j, minlength=k) / j.size
+    ph = np.bincount(h, minlength=k) / h.size
+    return pa - float(pj @ ph)
+
+
+def beyond_chance(judge: Sequence[Hashable], human: Sequence[Hashable],
+                  groups: Sequence[Hashable] | None = None, seed: int = 0,
+                  permutations: int = 2000) -> Chance:
+    """A permutation test of agreement beyond chance: observed agreement minus its
+    expectation under independence (margins kept), against the same statistic with
+    people's labels permuted over items (whole clusters among clusters of one size when
+    ``groups`` is given). p = (1 + #{T* >= T}) / (1 + B)."""
+    js, hs = [str(x) for x in judge], [str(x) for x in human]
+    if len(js) != len(hs) or len(js) < 2:
+        raise StatsError("agreement beyond chance needs two equal lists of 2 or more")
+    code = {c: i for i, c in enumerate(sorted(set(js) | set(hs)))}
+    j = np.array([code[x] for x in js])
+    h = np.array([code[x] for x in hs])
+    k = len(code)
+    t0 = _excess(j, h, k)
+    pj = np.bincount(j, minlength=k) / j.size
+    ph = np.bincount(h, minlength=k) / h.size
+    expected = float(pj @ ph)
+    rng = np.random.default_rng(seed)
+    by_size: dict[int, list[np.ndarray]] | None = None
+    if groups is not None:
+        g = np.unique(np.asarray([str(x) for x in groups]), return_inverse=True)[1]
+        by_size = {}
+        for c in range(int(g.max()) + 1):
+            mem = np.flatnonzero(g == c)
+            by_size.setdefault(mem.size, []).append(mem)
+    hits = 0
+    for _ in range(permutations):
+        hp = h.copy()
+        if by_size is None:
+            hp = h[rng.permutation(h.size)]
+        else:
+            for mems in by_size.values():
+                if len(mems) < 2:
+                    continue
+                order = rng.permutation(len(mems))
+                src = np.concatenate([mems[i] for i in order])
+                dst = np.concatenate(mems)
+                hp[dst] = h[src]
+        if _excess(j, hp, k) >= t0 - 1e-12:
+            hits += 1
+    return Chance(float(np.mean(j == h)), expected, (1 + hits) / (1 + permutations),
+                  permutations)
+
+
+def random_ac1(judge: Sequence[Hashable], human: Sequence[Hashable]) -> float:
+    """Gwet's AC1 that a judge independent of people, with the judge's own rates, scores
+    on these items in expectation (plug-in): (sum_c pj_c ph_c - pe) / (1 - pe), pe =
+    sum_c pi_c (1 - pi_c) / (K - 1), pi_c the mean of the two rates. With skewed labels
+    it is far above 0 (0.895 at 95/5 for both), which is why AC1 is never tested
+    against 0."""
+    js, hs = [str(x) for x in judge], [str(x) for x in human]
+    classes = sorted(set(js) | set(hs))
+    if len(classes) < 2:
+        return float("nan")
+    pj = np.array([js.count(c) / len(js) for c in classes])
+    ph = np.array([hs.count(c) / len(hs) for c in classes])
+    pi = (pj + ph) / 2
+    pe = float(np.sum(pi * (1 - pi)) / (len(classes) - 1))
+    return (float(pj @ ph) - pe) / (1 - pe)
