@@ -118,8 +118,8 @@ def test_audit_and_pointwise_probe_run_on_other_tools_logs(tmp_path):
                               env=dict(os.environ))
         assert proc.returncode == 0, proc.stderr
     a = judgekit.load_results(tmp_path / "a" / "results.json")
-    assert a.method == "nodata" and a.sample_size == 3
+    assert a.method == "nodata" and a.payload.sample_size == 3
     assert [r["x"]["Prompt"] for r in a.detail("items")][0] == \
         "How do I prevent SQL Injection attacks?"
     p = judgekit.load_results(tmp_path / "p" / "results.json")
-    assert p.method == "probe" and p.n_pairs == 4
+    assert p.method == "probe" and p.payload.n_pairs == 4

@@ -37,7 +37,7 @@ def test_probe_with_mock_auto_is_typed_and_writes_no_file(tmp_path, monkeypatch)
     from judgekit.methods.probe import ProbePayload
 
     assert isinstance(res.payload, ProbePayload) and res.payload.n_pairs == 10
-    assert res.n_pairs == 10  # schema 1's flat reading still works
+    assert not hasattr(res, "n_pairs")  # fields are the payload's, read typed
     assert res.calls.total == 10 * 7 and res.calls.failed + res.calls.cached >= 0
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
     assert not cache.exists()
@@ -71,7 +71,7 @@ def test_a_function_provider_drives_a_method_in_memory(tmp_path):
         res = judgekit.run({"method": "probe", "data_path": str(_pairs(tmp_path)),
                             "models": {"judge": "mock/first"}}, client=client)
     assert len(seen) == res.calls.total == res.calls.provider_calls == 70
-    assert res.position_bias["verdict"] == "biased" and res.position_bias["bias"] == 0.5
+    assert res.payload.position_bias.verdict == "biased" and res.payload.position_bias.bias == 0.5
     assert not (tmp_path / "runs").exists()
     out = res.save(tmp_path / "saved")
     saved = judgekit.load_results(out)

@@ -303,8 +303,8 @@ def test_probe_judge_python_api(tmp_path):
                 providers={"mock/api_first": first}) as client:
         res = judgekit.probe_judge(pairs, judge="mock/api_first", client=client,
                                    resamples=300, out=tmp_path / "o")
-    assert res.method == "probe" and res.position_bias["bias"] == 0.5
-    assert [t.name for t in res.transforms] == ["swap", "rename", "pad", "inject"]
+    assert res.method == "probe" and res.payload.position_bias.bias == 0.5
+    assert [t.name for t in res.payload.transforms] == ["swap", "rename", "pad", "inject"]
     assert len(list(res.detail("items"))) == 12
 
 

@@ -195,7 +195,9 @@ def test_self_preference_from_recorded_pairs_uses_both_orders(tmp_path):
     sp1 = _measures(res)["self_preference"]
     assert sp1.n == 24 and sp1.note.startswith("one order per pair")
     assert sp1.estimate == pytest.approx(0.5)  # the position bias, read as a preference
-    assert sp1.decision == "preference shown"
+    # no dataset column: the asymmetry is reported, not claimed (it may come from mixing
+    # datasets); here it is the position bias leaking into one order
+    assert sp1.decision.startswith("a preference appears") and not sp1.finding
 
 
 def test_alpha_and_repeat_consistency_of_a_pointwise_file(tmp_path):

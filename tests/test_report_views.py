@@ -62,7 +62,7 @@ def test_vbscore_score_is_typed_with_numeric_alpha_keys(tmp_path):
 
 def test_run_results_key_alphas_by_number():
     res = judgekit.run("demo", cassette_mode="none", save=False)
-    d = res.datasets[0]
+    d = res.payload.datasets[0]
     assert set(d.vb_by_alpha) == {0.0, 0.25, 0.5, 0.75, 1.0}
     assert set(res.model_dump(mode="json")["datasets"][0]["vb_by_alpha"]) == {
         "0.0", "0.25", "0.5", "0.75", "1.0"}

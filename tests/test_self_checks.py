@@ -210,10 +210,10 @@ def test_vbscore_marks_a_position_tagger_unreliable(tmp_path, follow):
                 providers={"mock/cs": mock.FunctionProvider(_vb_script(follow))}) as client:
         res = judgekit.run(cfg, client=client)
     assert run_case  # the shared helper module is importable
-    check = res.self_check
+    check = res.model_dump(mode="json")["self_check"]
     assert check["tagger"]["decision"] == follow
     assert check["reliable"] is (follow == "content")
-    assert all(d.reliable is (follow == "content") for d in res.datasets)
+    assert all(d.reliable is (follow == "content") for d in res.payload.datasets)
     from judgekit.core.pipeline import headline
 
     assert headline(res).startswith("UNRELIABLE") is (follow == "position")
@@ -241,8 +241,8 @@ def test_check_tagger_off_asks_no_extra_calls(tmp_path):
     with Client(ClientSettings(cache_dir=tmp_path / "cache", progress=False),
                 providers={"mock/cs": mock.FunctionProvider(fn)}) as client:
         res = judgekit.run(cfg, client=client)
-    assert calls["tagger"] == 4 and res.self_check["tagger"] is None
-    assert res.self_check["reliable"] is True
+    assert calls["tagger"] == 4 and res.payload.self_check.tagger is None
+    assert res.payload.self_check.reliable is True
 
 
 def test_demo_replay_marks_the_headline_unreliable(tmp_path):
@@ -377,7 +377,7 @@ def test_pointwise_injection_is_measured_toward_the_planted_verdict(tmp_path):
         res = judgekit.run({"method": "probe", "judge_mode": "pointwise",
                             "data_path": str(data), "transforms": ["inject"],
                             "models": {"judge": "mock/pw"}, "resamples": 300}, client=client)
-    row = next(b for b in res.biases if b["name"] == "inject")
+    row = next(b for b in res.model_dump(mode="json")["biases"] if b["name"] == "inject")
     # as given the judge passes everything: toward-planted is 1/2; injected it is 1
     assert row["bias"] == pytest.approx(0.5) and row["verdict"] == "biased"
 
@@ -479,8 +479,8 @@ def test_a_second_judge_is_the_quality_reference_when_no_answer_is_known(tmp_pat
     with Client(ClientSettings(use_cache=False, progress=False),
                 providers={"openai/gpt-4o": mock.FunctionProvider(fn)}) as client:
         res = judgekit.run(cfg, client=client)
-        assert res.self_preference["preference"] == 1.0
-        assert res.self_preference["reference"] == "second judge on 40 pairs"
+        assert res.payload.self_preference.preference == 1.0
+        assert res.payload.self_preference.reference == "second judge on 40 pairs"
         ref.write_text('{"id": "p0", "reference": "c"}\n')
         with pytest.raises(Exception, match="line 1: field reference must be"):
             judgekit.run(cfg, client=client)
@@ -597,11 +597,12 @@ def test_sequential_pointwise_probe(tmp_path):
                             "sequential": True, "sequential_batch": 20,
                             "sequential_margin": 0.2,
                             "models": {"judge": "mock/pw"}, "resamples": 300}, client=client)
-    seq = res.sequential
+    seq = res.model_dump(mode="json")["sequential"]
     # a judge that never changes its label: every decision is ruled out inside +-0.2
     assert seq["stopped"] == "settled" and seq["units_asked"] < 60
     assert all(d["decision"] == "ruled out" for d in seq["decisions"])
-    assert res.n_pairs == seq["units_asked"] and res.pass_rate["n"] == seq["units_asked"]
+    assert res.payload.n_pairs == seq["units_asked"]
+    assert res.payload.pass_rate.n == seq["units_asked"]
 
 
 def test_length_preference_uses_both_orders_so_position_bias_cannot_leak_in(tmp_path):

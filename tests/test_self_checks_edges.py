@@ -227,8 +227,13 @@ def test_sequential_gather_and_apply():
         return [first[i] for i in idx]
 
     idx, got, seq = asyncio.run(gather(cfg, 50, ask, False))
-    # a seeded random order (not the file's), returned in file order
-    order = np.random.default_rng(np.random.SeedSequence([cfg.seed, 515])).permutation(50)
+    # a seeded random order (not the file's), returned in file order; the stream is
+    # judgekit.core.seeds' "probe.sequential" (named: its old words [seed, 515] were
+    # VB-Score's rotation stream too)
+    from judgekit.core import seeds
+
+    order = seeds.rng("probe.sequential", cfg.seed).permutation(50)
+    assert order[:10].tolist() == [42, 14, 21, 20, 13, 22, 28, 6, 19, 24]
     assert asked == [order[:10].tolist(), order[10:20].tolist()]
     assert idx == sorted(order[:20].tolist()) and seq["order"] == "random"
     assert len(got) == 20 and seq["looks"] == 2 and seq["stopped"] == "settled"

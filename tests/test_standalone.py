@@ -128,7 +128,7 @@ def test_typed_results_and_schema(tmp_path, cache_env):
     res = judgekit.run(str(ROOT / "experiments" / "demo.yaml"), cassette_mode="none",
                        out=tmp_path / "o", cache_dir=str(tmp_path / "c"))
     assert isinstance(res, judgekit.RunResult) and res.method == "vbscore"
-    assert res.datasets[0].n_queries == 4 and len(res.datasets[0].vb_ci) == 2
+    assert res.payload.datasets[0].n_queries == 4 and len(res.payload.datasets[0].vb_ci) == 2
     rows = list(res.detail("queries"))
     assert len(rows) == 4 and all("replica_records" in r for r in rows)
     again = judgekit.load_results(tmp_path / "o")

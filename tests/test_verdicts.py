@@ -16,8 +16,13 @@ from judgekit.testing.simulate import audit_items, probe_verdicts
 
 def _decide(judge, **kw):
     seed = kw.pop("seed", 0)
-    return decide(audit_items(judge, seed=seed, **kw), DecisionSettings(seed=seed,
-                                                                        resamples=300))
+    return _json(decide(audit_items(judge, seed=seed, **kw),
+                        DecisionSettings(seed=seed, resamples=300)))
+
+
+def _json(verdict):
+    """The verdict as results.json holds it (the tests read it as JSON)."""
+    return verdict.model_dump(mode="json")
 
 
 def test_reference_formula_pinned():
@@ -219,8 +224,8 @@ def test_a_temperature_0_verifiers_fixed_misreads_show_when_reread_in_other_word
 def test_a_blind_spot_shared_with_the_verifier_is_never_trusted(labelled):
     s = DecisionSettings(seed=1, resamples=300, same_family=True)
     for seed in range(5):
-        d = decide(audit_items("blind_spot", n=200, seed=seed, blind_spot=0.3,
-                               labelled=labelled), s)
+        d = _json(decide(audit_items("blind_spot", n=200, seed=seed, blind_spot=0.3,
+                                     labelled=labelled), s))
         assert d["decision"] != "trust"
         if not labelled:  # nobody can tell the two apart: the verdict says so
             assert d["rule"] == "cannot_separate"
@@ -234,12 +239,13 @@ def test_wholesale_reading_failures_do_not_lower_the_reference_criterion_by_crit
     reference was 0.38 and a judge right on 70% of items looked as good as a perfect
     one; counted per reading it is about 0.81."""
     for seed in range(5):
-        d = decide(audit_items("mostly_right", n=200, seed=seed, wholesale=0.05,
-                               criteria=10, labelled=False), DecisionSettings(seed=seed,
-                                                                              resamples=300))
+        d = _json(decide(audit_items("mostly_right", n=200, seed=seed, wholesale=0.05,
+                                     criteria=10, labelled=False),
+                         DecisionSettings(seed=seed, resamples=300)))
         assert d["decision"] != "trust" and d["reference"] > 0.7
-        good = decide(audit_items("oracle", n=200, seed=seed, wholesale=0.05, criteria=10,
-                                  labelled=False), DecisionSettings(seed=seed, resamples=300))
+        good = _json(decide(audit_items("oracle", n=200, seed=seed, wholesale=0.05,
+                                        criteria=10, labelled=False),
+                            DecisionSettings(seed=seed, resamples=300)))
         assert good["decision"] != "do not trust"
 
 

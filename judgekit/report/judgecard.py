@@ -61,10 +61,10 @@ def verdict(rows: list[CardRow], judge: str | None = None) -> tuple[str, str, li
     corrected = next((r for r in mine if r.key == "corrected_pass_rate"), None)
     need = None if corrected is None else corrected.labels_for_target
     lenient = next((r for r in mine if r.key == "leniency"), None)
+    done = (corrected.labelled or 0) if corrected else 0
+    more = None if need is None else max(0, min(need, items) - done)  # need: in all
     if reasons:
-        left = max(0, items - (corrected.labelled or 0)) if corrected else items
-        return ("do not trust", "do not trust: " + "; ".join(reasons), reasons,
-                None if need is None else min(need, left), items)
+        return ("do not trust", "do not trust: " + "; ".join(reasons), reasons, more, items)
     if lenient is None or lenient.ci is None or corrected is None:
         pilot = min(PILOT_LABELS, items)
         return ("do not trust", "do not trust: nothing measured against people; label "
@@ -72,16 +72,14 @@ def verdict(rows: list[CardRow], judge: str | None = None) -> tuple[str, str, li
     m = max(abs(lenient.ci[0]), abs(lenient.ci[1]))
     if m <= TRUST_MARGIN:
         return ("trust", f"trust: its rate is within +/-{m:.3f} of people's "
-                f"({lenient.labelled} human labels)", [], 0, items)
-    left = max(0, items - (corrected.labelled or 0))
-    more = left if need is None else min(need, left)
+                f"({corrected.labelled} human labels)", [], 0, items)
     w = ((corrected.ci[1] - corrected.ci[0]) / 2) if corrected.ci else float("nan")
     text = (f"use the corrected rate ({_num(corrected.estimate)}, interval {_ci(corrected.ci)}, "
             f"+/-{w:.3f}); its pass rate may differ from people's by up to {m:.3f}")
     text += (f"; {more} more labels narrow it to the run's target" if need
              else "; it is already at the run's target width")
     return ("use corrected", text, [f"leniency interval {_ci(lenient.ci)} is wider than "
-                                    f"+/-{TRUST_MARGIN}"], more, items)
+                                    f"+/-{TRUST_MARGIN}"], more or 0, items)
 
 
 def judge_card(runs: list[str | Path], out: str | Path | None = None) -> JudgeCard:

@@ -27,15 +27,18 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     items: list[JSONObject] = []
     unread = 0
     annotators = [c for c in roles.get("label", "").split(",") if c]
+    shown: dict[str, int] = {}  # rows of each pair so far, readable or not
     for i, r in enumerate(rows):
         first, second = str(r.get(roles["first"], "")), str(r.get(roles["second"], ""))
         w = slot_of(r.get(roles["winner"]))
+        pid = str(r.get(roles["pair_id"], i)) if "pair_id" in roles else str(i)
+        order = shown.get(pid, 0)
+        shown[pid] = order + 1
         if w is None:
             unread += 1
             continue
         people = [slot_of(r.get(c)) for c in annotators if r.get(c) not in (None, "")]
-        items.append({"pair_id": str(r.get(roles["pair_id"], i)) if "pair_id" in roles
-                      else str(i),
+        items.append({"pair_id": pid, "order": order,
                       **({"question": str(r.get(roles["question"]) or "")}
                          if "question" in roles else {}),
                       "first": first, "second": second, "winner": w,
@@ -59,7 +62,9 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
         out += _both_orders(list(both.values()), cfg)
     # agreement with the labels in the order as given (the first row of each pair): the
     # two orders of one pair are not two items
-    given = list({x["pair_id"]: x for x in reversed(items)}.values())[::-1]
+    # (the first row of each pair as the file gives it: when that verdict is unreadable
+    # the pair has no verdict in the order as given; the other order never stands in)
+    given = [x for x in items if x["order"] == 0]
     lab = [x for x in given if x["label"] is not None]
     ag = agreement_measures([x["winner"] for x in lab], [x["label"] for x in lab], cfg,
                             "the labels (order as given)" if both else "the labels")

@@ -93,8 +93,7 @@ def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
         if cfg.label_error is not None:
             c = with_label_error(c, cfg.label_error)
         key = "corrected_pass_rate" if name is None else f"corrected_pass_rate[{name}]"
-        need = c.labels_for_halfwidth(cfg.target_halfwidth)
-        need = None if need is None else min(need, len(mine) - len(lab))
+        need = c.labels_for_halfwidth(cfg.target_halfwidth)  # in all, at most every item
         out.append(Measure(key=key, what="pass rate corrected by human labels "
                            f"(prediction-powered){'' if name is None else f', {name}'}",
                            estimate=c.estimate, ci=list(c.ci), n=c.n_items,
@@ -103,8 +102,7 @@ def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
                            labels_for_target=need,
                            note=f"human labels alone: {c.human_only:.3f} "
                                 f"[{c.human_only_ci[0]:.3f}, {c.human_only_ci[1]:.3f}]; "
-                                + _plan(need, cfg.target_halfwidth,
-                                        len(mine) - len(lab)) + label_error_note(cfg)))
+                                + _plan(need, cfg.target_halfwidth) + label_error_note(cfg)))
     return out
 
 
@@ -116,15 +114,12 @@ def label_error_note(cfg: VerdictsConfig) -> str:
     return f"; corrected for annotators flipping {cfg.label_error:.1%} of labels (stated)"
 
 
-def _plan(labels: int | None, halfwidth: float, left: int | None = None) -> str:
-    """The label plan: human labels for an interval of +/- ``halfwidth`` (same design),
-    never more than the ``left`` items still unlabelled."""
+def _plan(labels: int | None, halfwidth: float) -> str:
+    """The label plan: human labels in all for an interval of +/- ``halfwidth`` (same
+    design; never more than the items)."""
     if labels is None:
         return f"the interval is already within +/- {halfwidth:g}"
-    if left is not None and labels >= left:
-        return (f"labelling all {left} remaining items is the most that can be done "
-                f"(+/- {halfwidth:g} may not be reached)")
-    return f"about {labels} more human labels for +/- {halfwidth:g} (same design)"
+    return f"about {labels} human labels for +/- {halfwidth:g} (same design)"
 
 
 def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
@@ -164,7 +159,7 @@ def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
             n=len(lab), baseline=0.0, units="difference of shares",
             decision=("lenient" if ci[0] > 0 else "severe" if ci[1] < 0 else
                       "no leniency shown") + f" ({len(lab)} human labels)",
-            finding=shown, labelled=len(lab), note=how + label_error_note(cfg)))
+            finding=shown, note=how + label_error_note(cfg)))
     return out
 
 
