@@ -297,17 +297,21 @@ def test_litellm_provider_over_http(fake_api, make_client):
     assert body["response_format"]["type"] == "json_schema"
 
 
-def test_import_is_fast_and_offline():
+def test_import_is_light_and_offline():
+    """Importing judgekit and its command line makes no connection and loads none of the
+    heavy pieces (they load on first use); no wall-clock assertion (a loaded machine
+    would fail it)."""
     import subprocess
     import sys
 
-    code = ("import sys, time, socket\n"
+    code = ("import sys, socket\n"
             "def deny(*a, **k): raise RuntimeError('network at import')\n"
             "socket.socket.connect = deny\n"
-            "t = time.perf_counter(); import judgekit, judgekit.cli.commands; "
-            "print(time.perf_counter() - t)")
+            "import judgekit, judgekit.cli.commands\n"
+            "heavy = ('matplotlib', 'litellm', 'openai', 'anthropic', 'sklearn', 'pandas')\n"
+            "print(sorted(m for m in heavy if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert float(out.stdout.strip()) < 1.0
+    assert out.stdout.strip() == "[]"
 
 
 def _call(q: str):
