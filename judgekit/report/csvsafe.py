@@ -61,7 +61,10 @@ def _delimiter(fh: IO[str], name: str) -> str:
     if name.lower().endswith(".tsv"):
         return "\t"
     start = fh.tell()
-    head = fh.readline()
+    try:
+        head = fh.readline()
+    except UnicodeDecodeError:  # the reader names the line below
+        head = ""
     fh.seek(start)
     counts = {d: head.count(d) for d in DELIMITERS}
     best = max(DELIMITERS, key=lambda d: (counts[d], d == ","))

@@ -19,11 +19,10 @@ from pydantic import BaseModel, ValidationError
 from judgekit.core.errors import ConfigError, DataError, describe_validation
 from judgekit.core.methods import find
 from judgekit.core.payload import DetailFile, Json
+from judgekit.core.results import RunResult
 from judgekit.core.spec import RunItems
-from judgekit.runs.names import RESULTS
 from judgekit.report.document import Doc, to_markdown
 from judgekit.report.html import write_report_html
-from judgekit.core.results import RunResult
 from judgekit.runs.io import (
     prepare_out,
     record_outputs,
@@ -32,6 +31,7 @@ from judgekit.runs.io import (
     write_lines,
     write_text,
 )
+from judgekit.runs.names import RESULTS
 
 __all__ = ["attach", "load_results", "report_doc", "write", "write_folder"]
 
