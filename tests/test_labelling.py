@@ -307,4 +307,6 @@ def test_llmbar_pairs_in_both_orders_are_labelled_and_analysed(tmp_path):
     assert r.returncode == 0, r.stderr
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     keys = {m["key"]: m for m in res["measures"]}
-    assert keys["corrected_pass_rate"]["labelled"] == 30
+    # the labels file's labels replace the file's (the ID#2 ones name the second order):
+    # accuracy in the order as given reads the 15 labelled first rows
+    assert res["roles"]["label"] == "_labels" and keys["accuracy"]["n"] == 15
