@@ -21,8 +21,8 @@ from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.recorded.base import FORMATS, Table, label_of
 
-__all__ = ["FIELDS", "JudgedInput", "formats", "judged_from_table", "label_of",
-           "read_records", "read_table"]
+__all__ = ["FIELDS", "JudgedInput", "formats", "judged_from_rows", "judged_from_table",
+           "label_of", "read_records", "read_table"]
 
 FIELDS = ("prompt", "output", "label", "reason", "source")
 
@@ -112,6 +112,19 @@ def judged_from_table(path: Path, table: Table, threshold: float = 0.5) -> list[
                     "Reason": r.get("explanation"),
                     "Source": str(r[roles["id"]]) if "id" in roles else f"{path.name}:{i}"})
     return out
+
+
+def judged_from_rows(path: Path, fmt: str, spec: JudgedInput,
+                     table: Any) -> list[JSONObject]:
+    """Judged items of a CSV / JSONL-like table: by the ``columns`` mapping when the
+    config gives one, else from its detected roles (``table(path, {})``)."""
+    if spec.columns:
+        return read_table(path, fmt, spec.columns, spec.pass_threshold)
+    try:
+        return judged_from_table(path, table(path, {}), spec.pass_threshold)
+    except DataError as exc:  # nothing detected: say what the mapping is
+        raise DataError(f"{path}: data_format {fmt} needs columns: {{prompt: COLUMN, "
+                        f"output: COLUMN, label: COLUMN?}} ({exc})") from None
 
 
 def read_records(path: Path, spec: JudgedInput | None) -> list[Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict
+
 from judgekit.core.payload import DetailFile, Figures, Payload, Rate, Record, absent
 
 
@@ -58,6 +60,23 @@ class SelfCheck(Record):
     headline: str
     tagger: TaggerCheck | None = None
     interpretations: Stability | None = None
+
+
+class QueryFigures(BaseModel):
+    """What the report and figures read of one line of queries.jsonl (the rest of the
+    line, the replica records included, is left as it is)."""
+
+    model_config = ConfigDict(extra="ignore")
+    dataset: str
+    query_id: str
+    replicas: int
+    replicas_agree: bool | None = None
+    es: float | None = None
+    vb: dict[str, float | None]
+    vb_ci: dict[str, list[float | None]]
+    vb_of_mean_es: dict[str, float | None] = {}
+    accuracy: float | None = None
+    response_diversity: float | None = None
 
 
 class VBScorePayload(Payload):

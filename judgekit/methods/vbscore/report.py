@@ -6,11 +6,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from judgekit.core.payload import Json, Rate
+from judgekit.core.payload import Rate
 from judgekit.core.results import RunResult
 from judgekit.llm.ledger import CallSummary
 from judgekit.methods.vbscore.config import VBScoreConfig
-from judgekit.methods.vbscore.payload import SelfCheck, Stability, VBDataset, VBScorePayload
+from judgekit.methods.vbscore.payload import (
+    QueryFigures,
+    SelfCheck,
+    Stability,
+    VBDataset,
+    VBScorePayload,
+)
 from judgekit.report.document import Doc
 from judgekit.report.figures import pyplot, save
 
@@ -27,10 +33,10 @@ def draw(cfg: VBScoreConfig, result: RunResult[VBScorePayload], out: Path) -> No
     figures(cfg, result.payload, _queries(result.payload), out)
 
 
-def _queries(p: VBScorePayload) -> list[Json]:
-    """The per-query records without their replica records (the report and figures read
-    the queries' figures; the records stay in queries.jsonl), read once for both."""
-    return p.queries.rows_without("replica_records")
+def _queries(p: VBScorePayload) -> list[QueryFigures]:
+    """The per-query figures the report and figures read (the replica records stay in
+    queries.jsonl), read once for both."""
+    return [QueryFigures.model_validate(q) for q in p.queries.rows_without("replica_records")]
 
 
 def _ci(ci: Sequence[float | None]) -> str:
@@ -42,7 +48,7 @@ def _f(v: float | None) -> str:
 
 
 def build(cfg: VBScoreConfig, p: VBScorePayload, calls: CallSummary,
-          queries: list[Json]) -> Doc:
+          queries: list[QueryFigures]) -> Doc:
     a = cfg.alpha
     t1 = [[d.name, _f(d.vb), _ci(d.vb_ci), _f(d.es), _ci(d.es_ci or [None, None]),
            _f(d.accuracy), _ci(d.accuracy_ci or [None, None]),
@@ -52,16 +58,16 @@ def build(cfg: VBScoreConfig, p: VBScorePayload, calls: CallSummary,
     grid = [[d.name, *[_f((d.vb_by_alpha or {}).get(x)) for x in cfg.alphas]]
             for d in p.datasets]
     shown, hidden = forest_rows(queries, repr(a))
-    pq = [[q["dataset"], q["query_id"],
-           f"{q['replicas']}" + (" (all agree: no spread seen)" if q.get("replicas_agree")
-                                 else ""),
-           _f(q["es"]), _f(q["vb"][repr(a)]), _ci(q["vb_ci"][repr(a)]),
-           _f(q["vb_of_mean_es"][repr(a)]), _f(q["accuracy"]),
-           _f(q["response_diversity"])] for q in shown]
+    key = repr(a)
+    pq = [[q.dataset, q.query_id,
+           f"{q.replicas}" + (" (all agree: no spread seen)" if q.replicas_agree else ""),
+           _f(q.es), _f(q.vb[key]), _ci(q.vb_ci[key]),
+           _f(q.vb_of_mean_es.get(key)), _f(q.accuracy),
+           _f(q.response_diversity)] for q in shown]
     stage_rows = [[name, s.calls, s.provider_calls, s.cached, s.failed,
                    s.attempts, s.prompt_tokens, s.completion_tokens]
                   for name, s in calls.per_stage.items()]
-    n_rep = sum(q["replicas"] for q in queries) or 1
+    n_rep = sum(q.replicas for q in queries) or 1
     doc = Doc("VB-Score case study")
     doc.h(1, "VB-Score case study")
     check = p.self_check
@@ -145,7 +151,8 @@ def _self_check(doc: Doc, check: SelfCheck, level: float) -> None:
     doc.table(["step", "what", "rate", f"{level:.0%} CI", "n", "clusters"], rows, "self_check")
 
 
-def figures(cfg: VBScoreConfig, p: VBScorePayload, queries: list[Json], out: Path) -> None:
+def figures(cfg: VBScoreConfig, p: VBScorePayload, queries: list[QueryFigures], out: Path
+            ) -> None:
     rows = [d for d in p.datasets if d.vb is not None]
     if not rows:
         return
@@ -170,30 +177,30 @@ def figures(cfg: VBScoreConfig, p: VBScorePayload, queries: list[Json], out: Pat
 FOREST_ROWS = 15  # per end: the figure's size does not grow with the collection
 
 
-def forest_rows(qs: list[Json], key: str, per_end: int = FOREST_ROWS
-                ) -> tuple[list[Json], int]:
+def forest_rows(qs: list[QueryFigures], key: str, per_end: int = FOREST_ROWS
+                ) -> tuple[list[QueryFigures], int]:
     """The queries a forest plot shows: all of them when few, else the ``per_end`` lowest
     and highest VB (the extremes a reader looks for) and how many were left out."""
     if len(qs) <= 2 * per_end:
         return list(qs), 0
-    order = sorted(qs, key=lambda q: (q["vb"][key], q["dataset"], q["query_id"]))
+    order = sorted(qs, key=lambda q: (q.vb[key], q.dataset, q.query_id))
     return order[:per_end] + order[-per_end:], len(qs) - 2 * per_end
 
 
-def _forest(plt: Any, qs: list[Json], cfg: VBScoreConfig, out: Path) -> None:
+def _forest(plt: Any, qs: list[QueryFigures], cfg: VBScoreConfig, out: Path) -> None:
     import numpy as np
 
     key = repr(cfg.alpha)
     shown, hidden = forest_rows(qs, key)
     fig, ax = plt.subplots(figsize=(7, max(3, 0.3 * (len(shown) + 2) + 1)))
     for i, q in enumerate(shown):
-        lo, hi = q["vb_ci"][key]
+        lo, hi = q.vb_ci[key]
         ax.plot([lo, hi], [i, i], color="tab:blue")
-        ax.plot(q["vb"][key], i, "o", color="tab:blue")
-        ax.plot(q["es"], i, "x", color="tab:orange")
-    labels = [f"{q['dataset']}:{q['query_id']}"[:40] for q in shown]
+        ax.plot(q.vb[key], i, "o", color="tab:blue")
+        ax.plot(q.es, i, "x", color="tab:orange")
+    labels = [f"{q.dataset}:{q.query_id}"[:40] for q in shown]
     if hidden:
-        vb = np.array([q["vb"][key] for q in qs])
+        vb = np.array([q.vb[key] for q in qs])
         y = len(shown) + 1
         ax.boxplot(vb, positions=[y], vert=False, widths=0.8)
         labels += ["", f"all {len(qs)} queries"]
@@ -255,7 +262,7 @@ def _alpha(ax: Any, rows: list[VBDataset], cfg: VBScoreConfig) -> None:
 def _abandoned(calls: CallSummary) -> str:
     """Calls the client gave up on (its deadline): the provider may still answer and
     bill them, and reports no usage to this run, so the cost cannot include them."""
-    n = int(calls.failed_by_kind.get("timeout", 0))
+    n = sum(v for k, v in calls.failed_by_kind.items() if k == "timeout")
     return "" if not n else (f" (not counting {n} call(s) abandoned at the deadline, which "
                              "a provider may still bill: their usage never reached the run)")
 

@@ -78,16 +78,25 @@ def _repeats(items: list[JSONObject], cfg: VerdictsConfig) -> Measure | None:
                              f"{max(map(len, again))} times (rows sharing an id)")
 
 
+def _by_system(items: list[JSONObject]
+               ) -> list[tuple[str | None, list[JSONObject], list[JSONObject]]]:
+    """(system, its items, those people labelled), overall first (None), for every
+    system with at least 2 labelled items."""
+    systems = sorted({x["system"] for x in items if x["system"] is not None})
+    out = []
+    for name in [None, *systems]:
+        mine = [x for x in items if name is None or x["system"] == name]
+        lab = [x for x in mine if x["human"] is not None]
+        if len(lab) >= 2:
+            out.append((name, mine, lab))
+    return out
+
+
 def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
     """The pass rate corrected for the judge's errors by the human labels (PPI++), over
     every item and per system; the labelled items must be a random sample of them."""
     out = []
-    systems = sorted({x["system"] for x in items if x["system"] is not None})
-    for name in [None, *systems]:
-        mine = [x for x in items if name is None or x["system"] == name]
-        lab = [x for x in mine if x["human"] is not None]
-        if len(lab) < 2:
-            continue
+    for name, mine, lab in _by_system(items):
         c = ppi_mean([float(x["verdict"]) for x in mine], [float(x["verdict"]) for x in lab],
                      [float(x["human"]) for x in lab], level=cfg.level)
         if cfg.label_error is not None:
@@ -130,12 +139,7 @@ def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
     repeat, a cluster-robust t interval); with --label-error, the judge's rate minus
     the corrected rate that accounts for it."""
     out = []
-    systems = sorted({x["system"] for x in items if x["system"] is not None})
-    for name in [None, *systems]:
-        mine = [x for x in items if name is None or x["system"] == name]
-        lab = [x for x in mine if x["human"] is not None]
-        if len(lab) < 2:
-            continue
+    for name, mine, lab in _by_system(items):
         v = [float(x["verdict"]) for x in lab]
         h = [float(x["human"]) for x in lab]
         groups = [x["question_id"] or x["id"] for x in lab]
