@@ -30,8 +30,10 @@ def doc(card: Any) -> Doc:
         "than an uninformed judge was shown.") +
         " Each row: estimate, interval at its run's level, n, and the decision taken on it.")
     d.h(2, f"Verdict: {card.decision}").p(
-        card.verdict + (f" Labels needed: {card.labels_needed} of {card.items} items."
-                        if card.labels_needed else ""))
+        card.verdict + "." + (f" Labels needed: {card.labels_needed} of {card.items} items."
+                              if card.labels_needed else ""))
+    if card.verdicts:
+        d.table(["judge", "verdict"], [[j, v] for j, v in card.verdicts.items()], "verdicts")
     judges = card.judges or []
     if judges:
         d.h(2, "The judges side by side")

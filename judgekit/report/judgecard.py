@@ -38,6 +38,8 @@ class JudgeCard(BaseModel):
     reasons: list[str] = []
     labels_needed: int | None = None  # more human labels the verdict asks for
     items: int = 0  # items the judge gave verdicts on (labels_needed never exceeds it)
+    # several judges: each one's verdict (the top-level one is the first judge's)
+    verdicts: dict[str, str] | None = None
 
 
 # A judge is trusted when its pass rate is shown within this margin of people's
@@ -134,9 +136,11 @@ def build(paths: list[str | Path]) -> JudgeCard:
                 + f"; {r.source})" for r in rows if r.finding]
     side = list(dict.fromkeys(r.judge for r in rows if r.judge is not None))
     decision, text, reasons, need, items = verdict(rows, side[0] if side else None)
+    each = {j: verdict(rows, j)[1] for j in side} if len(side) > 1 else None
     return JudgeCard(judge=next(iter(judges.values())), runs=names, rows=rows,
                      findings=findings, judges=side or None, decision=decision,  # type: ignore[arg-type]
-                     verdict=text, reasons=reasons, labels_needed=need, items=items)
+                     verdict=text, reasons=reasons, labels_needed=need, items=items,
+                     verdicts=each)
 
 
 def _num(v: float | None) -> str:
