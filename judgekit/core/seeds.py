@@ -76,6 +76,9 @@ STREAMS: dict[str, Stream] = {s.name: s for s in (
            "the joint estimator's repeats"),
     Stream("ondemand.draw", 30005, "index", ("ondemand/simulation", "ondemand/label"),
            "each sampling call, keyed by the draw count and the system's name"),
+    # labelling
+    Stream("labelling.present", 517, "named", ("labelling",),
+           "the order people's labels already in a file enter the estimate"),
     # simulated judges (judgekit.testing: tests and benchmarks)
     Stream("testing.judges", 1818, "id", ("testing",), "simulated judge and verifier"),
     Stream("testing.fixed", 77, "index_id", ("testing",),

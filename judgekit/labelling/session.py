@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import stats as sps
 
+from judgekit.core import seeds
 from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.labelling import store
@@ -90,6 +91,29 @@ def estimate(source: Path | Source, target_width: float = 0.1, level: float = 0.
     return _estimate(src, _state(src, which), target_width, level)
 
 
+def _uniform_first(src: Source, state: _State, drawn: set[str]) -> list[JSONObject]:
+    """People's labels already in the source, as draws of a uniform first sample (each
+    item with probability 1/N, the verdict as the prediction, so each term is the
+    estimand's value on that item): they enter every estimate before the active draws.
+    The file's labelled items are assumed a random sample of its items; items the
+    labels file drew are counted there, not twice. Order: a seeded shuffle
+    (judgekit.core.seeds' "labelling.present")."""
+    given = present_labels(src)
+    ids = [str(x["id"]) for x in src.items if str(x["id"]) in given
+           and str(x["id"]) not in drawn and str(x["id"]) in state.y]
+    if not ids:
+        return []
+    n = len(src.items)
+    f = state.pop.verdict.astype(float)
+    every = active.estimands_for(state.pop)
+    means = {e.name: float(e.const + e.weights @ f) for e in every}
+    var = {e.name: float(n * np.sum(e.weights ** 2) * 0.25) for e in every}
+    index = {str(x["id"]): i for i, x in enumerate(src.items)}
+    order = seeds.rng("labelling.present", 0).permutation(len(ids))
+    return [{"id": ids[k], "probability": 1.0 / n, "prediction": float(f[index[ids[k]]]),
+             "means": means, "expected_var": var} for k in order]
+
+
 def _estimate(src: Source, state: _State, target_width: float, level: float) -> Status:
     labels, ests, y = state.labels, state.estimands, state.y
     alpha = 1 - level
@@ -106,9 +130,10 @@ def _estimate(src: Source, state: _State, target_width: float, level: float) -> 
     index = {str(x["id"]): i for i, x in enumerate(src.items)}
     horizon = float(labels.draws[0].get("horizon", 100)) if labels.draws else 100.0
     rho = active.cs_rho(horizon, alpha)
+    first = _uniform_first(src, state, {str(d["id"]) for d in prefix})
     figures = []
     for e in ests:
-        rows = [d for d in prefix if e.name in d.get("means", {})]
+        rows = [d for d in first + prefix if e.name in d.get("means", {})]
         if not rows:
             figures.append(Figure(e.name, None, None, None, None, None))
             continue
@@ -121,6 +146,7 @@ def _estimate(src: Source, state: _State, target_width: float, level: float) -> 
         need = active.draws_needed(float(r.sd[-1]), len(rows), target_width / 2, alpha, rho)
         if len(rows) < active.MIN_DRAWS:
             need = max(need, active.MIN_DRAWS - len(rows))
+        need = min(need, len(src.items) - len(y))  # never more than the items left
         figures.append(Figure(e.name, round(float(np.clip(r.estimate[-1], e.low, e.high)), 6),
                               [round(float(r.cs_low[-1]), 6), round(float(r.cs_high[-1]), 6)],
                               [round(float(r.fixed_low[-1]), 6),

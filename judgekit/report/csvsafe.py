@@ -80,8 +80,10 @@ def read_dicts(source: str | object, path: object = None
     :class:`DataError` naming the line."""
     import io
     import os
+    from pathlib import Path
 
     from judgekit.core.errors import DataError
+    from judgekit.core.progress import track
 
     if isinstance(source, str) and path is not None:
         name, size = path, len(source)
@@ -102,7 +104,7 @@ def read_dicts(source: str | object, path: object = None
         reader = csv.DictReader(fh, strict=True, delimiter=_delimiter(fh, str(name)))
         rows: list[dict[str, str]] = []
         try:
-            for row in reader:
+            for row in track(reader, f"reading {Path(str(name)).name}", unit="rows"):
                 n = reader.line_num
                 extra = row.get(None)  # type: ignore[call-overload]
                 if extra is not None or any(v is None for v in row.values()):

@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from judgekit.core.errors import StatsError
+from judgekit.core.progress import track
 
 __all__ = ["Chance", "MeanCI", "Uninformed", "beyond_chance", "cluster_mean",
            "random_ac1", "versus_uninformed"]
@@ -157,7 +158,8 @@ def beyond_chance(judge: Sequence[Hashable], human: Sequence[Hashable],
             mem = np.flatnonzero(g == c)
             by_size.setdefault(mem.size, []).append(mem)
     hits = 0
-    for _ in range(permutations):
+    for _ in track(range(permutations), "agreement beyond chance", permutations,
+                   "permutations"):
         hp = h.copy()
         if by_size is None:
             hp = h[rng.permutation(h.size)]

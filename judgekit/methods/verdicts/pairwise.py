@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.progress import track
 from judgekit.methods.verdicts.analysis import (
     agreement_measures,
     fleiss_measure,
@@ -28,7 +29,7 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     unread = 0
     annotators = [c for c in roles.get("label", "").split(",") if c]
     shown: dict[str, int] = {}  # rows of each pair so far, readable or not
-    for i, r in enumerate(rows):
+    for i, r in enumerate(track(rows, "reading verdicts", len(rows), "rows")):
         first, second = str(r.get(roles["first"], "")), str(r.get(roles["second"], ""))
         w = slot_of(r.get(roles["winner"]))
         pid = str(r.get(roles["pair_id"], i)) if "pair_id" in roles else str(i)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.progress import track
 from judgekit.methods.verdicts.analysis import (
     agreement_measures,
     fleiss_measure,
@@ -30,7 +31,7 @@ def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     items: list[JSONObject] = []
     unread = 0
     texts = text_columns(list(rows[0]) if rows else [], roles)
-    for i, r in enumerate(rows):
+    for i, r in enumerate(track(rows, "reading verdicts", len(rows), "rows")):
         v = label_of(r.get(roles["judge"]), cfg.pass_threshold)
         people = [label_of(r.get(c), cfg.pass_threshold) for c in humans
                   if r.get(c) not in (None, "")]
