@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from judgekit.core.errors import ConfigError
+
 console = Console(markup=False, highlight=False, soft_wrap=True)
 
 
@@ -127,6 +129,59 @@ def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of on
     folder = write(c, out, overwrite=overwrite)
     console.print(f"judge {c.judge}: {len(c.rows)} measures from {len(c.runs)} run(s); "
                   f"{len(c.findings)} finding(s)" + "".join(f"\n  {f}" for f in c.findings))
+    console.print(f"wrote {folder}")
+
+
+def choose(sources: list[Path] = typer.Argument(..., help="`judgekit analyse` runs or verdict "
+                                              "files (one file may hold several judge "
+                                              "columns)"),
+           out: Path = typer.Option(..., "--out", help="folder for choice.json and "
+                                    "report.html"),
+           price: list[str] = typer.Option([], "--price", help="JUDGE=USD per item "
+                                           "(repeat); the cheapest good-enough judge wins"),
+           margin: float = typer.Option(0.05, "--margin", min=0.0, max=0.5,
+                                        help="agreement a cheaper judge may lose"),
+           level: float = typer.Option(0.95, "--level", min=0.5, max=0.999,
+                                       help="interval level (before the Bonferroni "
+                                       "adjustment over the comparisons)"),
+           target_agreement: float | None = typer.Option(
+               None, "--target-agreement", min=0.0, max=1.0,
+               help="pick the cheapest judge whose agreement with people is shown at "
+               "least this (with --selective: the guarantee's target)"),
+           max_leniency: float | None = typer.Option(
+               None, "--max-leniency", min=0.0, max=1.0,
+               help="only judges shown within +/- this of people's pass rate"),
+           selective: bool = typer.Option(False, "--selective", help="calibrate a "
+                                          "confidence threshold: trust the judge above it, "
+                                          "escalate the rest to people"),
+           risk: float = typer.Option(0.1, "--risk", min=0.001, max=0.5,
+                                      help="with --selective: the guarantee's risk"),
+           seed: int = typer.Option(0, "--seed", help="seed of the bootstrap intervals"),
+           overwrite: bool = typer.Option(False, "--overwrite",
+                                          help="replace a previous choice in --out")
+           ) -> None:
+    """Choose a judge or a jury: paired comparisons with people's labels, juries, and
+    selective evaluation with a guarantee (no model call)."""
+    from judgekit.report.choice import choose as decide
+    from judgekit.report.choice import load_judges, write
+
+    prices = {}
+    for item in price:
+        name, sep, value = item.partition("=")
+        try:
+            prices[name] = float(value)
+        except ValueError:
+            raise ConfigError(f"--price {item!r}: use JUDGE=USD, e.g. gpt-4o=0.002") from None
+        if not sep or prices[name] < 0:
+            raise ConfigError(f"--price {item!r}: use JUDGE=USD, e.g. gpt-4o=0.002")
+    judges = load_judges([str(x) for x in sources], prices)
+    c = decide(judges, level=level, margin=margin, target_agreement=target_agreement,
+               max_leniency=max_leniency, selective=selective, risk=risk, seed=seed)
+    folder = write(c, out, overwrite=overwrite)
+    console.print(f"{len(c.judges)} judges: {c.decision}")
+    if c.selective is not None:
+        console.print(f"selective: threshold {c.selective.threshold}, coverage "
+                      f"{c.selective.coverage:.3f}")
     console.print(f"wrote {folder}")
 
 

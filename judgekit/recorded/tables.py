@@ -43,7 +43,8 @@ TEXTS = {"input": ("input", "question", "prompt", "instruction", "query"),
          "output": ("output", "answer", "response", "completion", "generation"),
          "reference": ("reference", "target", "expected", "ideal", "gold_answer"),
          "explanation": ("explanation", "reason", "rationale", "critique", "feedback"),
-         "grader": ("grader",)}
+         "grader": ("grader",),
+         "confidence": ("confidence", "judge_confidence")}
 
 
 def source_aliases(item: str) -> list[str]:

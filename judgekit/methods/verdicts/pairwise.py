@@ -16,6 +16,7 @@ from judgekit.methods.verdicts.analysis import (
 )
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
+from judgekit.recorded.tables import text_columns
 from judgekit.stats.agreement import agreement
 from judgekit.stats.bootstrap import derive_seed, percentile_interval
 from judgekit.stats.decide import cluster_mean
@@ -29,6 +30,7 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     unread = 0
     annotators = [c for c in roles.get("label", "").split(",") if c]
     shown: dict[str, int] = {}  # rows of each pair so far, readable or not
+    conf = text_columns(list(rows[0]) if rows else [], roles).get("confidence")
     for i, r in enumerate(track(rows, "reading verdicts", len(rows), "rows")):
         first, second = str(r.get(roles["first"], "")), str(r.get(roles["second"], ""))
         w = slot_of(r.get(roles["winner"]))
@@ -46,6 +48,8 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                       "label": majority(people),
                       **({"humans": people} if len(annotators) >= 2 else {}),
                       "chosen": {"first": first, "second": second}.get(w),
+                      **({"confidence": r[conf]} if conf and r.get(conf) not in (None, "")
+                         else {}),
                       **({"dataset": str(r.get(roles["dataset"]))} if "dataset" in roles
                          else {}),
                       **({"models": [str(r.get(roles["model_first"])),

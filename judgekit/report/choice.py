@@ -1,0 +1,508 @@
+"""Choose a judge, or a jury (``judgekit choose``): several judges' recorded verdicts on
+the same items, aligned by item id, compared pairwise, combined into juries, and,
+with ``selective``, a confidence threshold under which the judge's verdicts agree with
+people at the target with a guarantee. No model call.
+
+Every paired difference is at a Bonferroni-adjusted level (the run's level spread over
+all the comparisons made), so the decision's error rate holds across them: a judge is
+"not worse within the margin" when the adjusted interval of (best - it) lies below the
+margin, "worse" when it lies above 0. The choice is the cheapest judge not worse than
+the best (by agreement with people) within the margin, or, with a target, the cheapest
+whose agreement's lower limit reaches it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from judgekit.core.errors import ConfigError
+
+__all__ = ["Choice", "JudgeItems", "choose", "load_judges", "write"]
+
+
+class JudgeItems(NamedTuple):
+    name: str
+    shape: str  # pointwise | pairwise
+    verdict: dict[str, str]  # item key -> its readable verdict ("1"/"0", "first"/...)
+    human: dict[str, str]  # item key -> people's label
+    confidence: dict[str, float]  # item key -> the judge's confidence (0.5 to 1)
+    cluster: dict[str, str]  # item key -> its question (or pair)
+    uninformed: str | None  # the analysis's accuracy decision
+    cost: float | None  # per item, where known
+
+
+class Estimate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    estimate: float | None
+    ci: list[float] | None
+    n: int
+
+
+class JudgeRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    n: int
+    shape: str
+    agreement: Estimate | None = None  # accuracy against people's labels
+    kappa: Estimate | None = None
+    leniency: Estimate | None = None  # pass rate minus people's, paired (pointwise)
+    position_bias: Estimate | None = None  # pairwise
+    cost_per_item: float | None = None
+    uninformed: str | None = None
+
+
+class PairRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    a: str
+    b: str
+    measure: str  # agreement | kappa | leniency | position_bias
+    difference: float | None  # a - b
+    ci: list[float] | None  # at the adjusted level
+    n: int
+
+
+class JuryRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agreement: Estimate | None
+    effective_judges: float
+    ties: int = 0
+    no_verdict: int = 0
+
+
+class Selective(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    judge: str
+    confidence: str  # where the confidence came from
+    threshold: float | None
+    coverage: float
+    agreement: Estimate | None
+    target: float
+    risk: float
+    calibration_items: int
+    guarantee: str
+
+
+class Choice(BaseModel):
+    """choice.json."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = 1
+    level: float
+    adjusted_level: float
+    margin: float
+    judges: list[JudgeRow]
+    pairs: list[PairRow]
+    decision: str
+    chosen: str | None
+    jury: dict[str, JuryRow]
+    selective: Selective | None = None
+
+
+# ---- reading -----------------------------------------------------------------------------
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if np.isfinite(v) and 0 <= v <= 1 else None
+
+
+def _from_payload(src: str, p: Any, prices: dict[str, float]) -> list[JudgeItems]:
+    if p.shape not in ("pointwise", "pairwise"):
+        raise ConfigError(f"{src}: choose compares pointwise or pairwise verdicts, not "
+                          f"{p.shape}")
+    names = [p.judge, *(o.judge for o in p.others or [])]
+    measures = [p.measures, *(o.measures for o in p.others or [])]
+    rows = list(p.items.rows())
+    out = []
+    for name, ms in zip(names, measures):
+        mine = [r for r in rows if r.get("judge", names[0]) == name] if p.others else rows
+        verdict, human, conf, cluster = {}, {}, {}, {}
+        for r in mine:
+            if p.shape == "pointwise":
+                key = str(r["id"])
+                verdict[key] = str(r["verdict"])
+                if r.get("human") is not None:
+                    human[key] = str(r["human"])
+                cluster[key] = str(r.get("question_id") or key)
+            else:
+                key = f"{r['pair_id']}#{r.get('order', 0)}"
+                verdict[key] = str(r["winner"])
+                if r.get("label") is not None:
+                    human[key] = str(r["label"])
+                cluster[key] = str(r["pair_id"])
+            c = _num(r.get("confidence"))
+            if c is not None:
+                conf[key] = c
+        acc = next((m for m in ms if m.key == "accuracy"), None)
+        label = name if not p.others and name not in ("judge", "winner", "verdict") \
+            else name
+        if label in ("judge", "winner", "verdict"):
+            label = src
+        out.append(JudgeItems(label, p.shape, verdict, human, conf, cluster,
+                              acc.decision if acc is not None else None,
+                              prices.get(label, prices.get(name))))
+    return out
+
+
+def load_judges(sources: list[str | Path], prices: dict[str, float] | None = None
+                ) -> list[JudgeItems]:
+    """Every judge of ``sources``: `judgekit analyse` run folders, or verdict files
+    (analysed in memory, one judge per judge column)."""
+    import judgekit
+    from judgekit.runs.folder import is_run, load_results
+
+    prices = prices or {}
+    out: list[JudgeItems] = []
+    for s in sources:
+        path = Path(s)
+        if path.is_dir() and is_run(path):
+            res = load_results(path)
+        elif path.is_file():
+            res = judgekit.run({"method": "verdicts", "data_path": str(path)}, save=False)
+        else:
+            raise ConfigError(f"{s}: no such analyse run or verdicts file")
+        if res.method != "verdicts" or res.payload is None:
+            raise ConfigError(f"{s}: choose reads `judgekit analyse` runs or verdict files, "
+                              f"not a {res.method} run")
+        out += _from_payload(path.stem if path.is_file() else path.name, res.payload, prices)
+    names = [j.name for j in out]
+    if len(set(names)) < len(names):  # two files of one judge name: name them by source
+        seen: dict[str, int] = {}
+        fixed = []
+        for j in out:
+            seen[j.name] = seen.get(j.name, 0) + 1
+            fixed.append(j._replace(name=j.name if names.count(j.name) == 1
+                                    else f"{j.name}#{seen[j.name]}"))
+        out = fixed
+    if len(out) < 2:
+        raise ConfigError("choose compares at least 2 judges: give several runs or files, "
+                          "or one file with several judge columns")
+    shapes = {j.shape for j in out}
+    if len(shapes) > 1:
+        raise ConfigError("choose compares judges of one shape (pointwise or pairwise)")
+    return out
+
+
+# ---- measures ----------------------------------------------------------------------------
+def _rate(flags: list[float], level: float) -> Estimate:
+    from judgekit.stats.proportions import wilson_interval
+
+    if not flags:
+        return Estimate(estimate=None, ci=None, n=0)
+    k, n = int(sum(flags)), len(flags)
+    iv = wilson_interval(k, n, level)
+    return Estimate(estimate=k / n, ci=[iv.lo, iv.hi], n=n)
+
+
+def _kappa(a: list[str], b: list[str], level: float, seed: int) -> Estimate:
+    from judgekit.stats.agreement import cohen_kappa, item_bootstrap
+
+    if len(a) < 2:
+        return Estimate(estimate=None, ci=None, n=len(a))
+    code = {c: i for i, c in enumerate(sorted(set(a) | set(b)))}
+    x = np.array([code[v] for v in a])
+    y = np.array([code[v] for v in b])
+    value = cohen_kappa(x, y)
+    iv = item_bootstrap(lambda idx: cohen_kappa(x[idx], y[idx]), len(x), seed, 1000, level)
+    ok = np.isfinite(value) and np.isfinite(iv.lo)
+    return Estimate(estimate=float(value) if np.isfinite(value) else None,
+                    ci=[float(iv.lo), float(iv.hi)] if ok else None, n=len(a))
+
+
+def _judge_row(j: JudgeItems, level: float, seed: int) -> JudgeRow:
+    keys = [k for k in j.verdict if k in j.human]
+    row = JudgeRow(name=j.name, n=len(j.verdict), shape=j.shape, cost_per_item=j.cost,
+                   uninformed=j.uninformed)
+    if keys:
+        row.agreement = _rate([float(j.verdict[k] == j.human[k]) for k in keys], level)
+        row.kappa = _kappa([j.verdict[k] for k in keys], [j.human[k] for k in keys], level,
+                           seed)
+    if j.shape == "pointwise" and len(keys) >= 2:
+        from judgekit.stats.proportions import newcombe_paired
+
+        d = newcombe_paired([float(j.verdict[k] == "1") for k in keys],
+                            [float(j.human[k] == "1") for k in keys], level)
+        row.leniency = Estimate(estimate=d.diff, ci=d.ci, n=len(keys))
+    if j.shape == "pairwise":
+        from judgekit.stats.decide import cluster_mean
+
+        dec = [k for k in j.verdict if j.verdict[k] != "tie"]
+        if dec:
+            m = cluster_mean([float(j.verdict[k] == "first") - 0.5 for k in dec],
+                             [j.cluster[k] for k in dec], level, bounds=(-0.5, 0.5))
+            row.position_bias = Estimate(estimate=m.estimate, ci=m.ci, n=m.n)
+    return row
+
+
+def _pairs(judges: list[JudgeItems], level: float, seed: int) -> list[PairRow]:
+    from judgekit.stats.decide import cluster_mean
+    from judgekit.stats.proportions import newcombe_paired
+
+    out = []
+    for i, a in enumerate(judges):
+        for b in judges[i + 1:]:
+            lab = [k for k in a.verdict if k in b.verdict and k in a.human]
+            if lab:
+                ca = [float(a.verdict[k] == a.human[k]) for k in lab]
+                cb = [float(b.verdict[k] == a.human[k]) for k in lab]
+                d = newcombe_paired(ca, cb, level)
+                out.append(PairRow(a=a.name, b=b.name, measure="agreement",
+                                   difference=d.diff, ci=d.ci, n=len(lab)))
+                ka = _kappa([a.verdict[k] for k in lab], [a.human[k] for k in lab], level,
+                            seed)
+                kb = _kappa([b.verdict[k] for k in lab], [a.human[k] for k in lab], level,
+                            seed)
+                out.append(_kappa_difference(a, b, lab, level, seed, ka, kb))
+            shared = [k for k in a.verdict if k in b.verdict]
+            if a.shape == "pointwise" and shared:
+                d = newcombe_paired([float(a.verdict[k] == "1") for k in shared],
+                                    [float(b.verdict[k] == "1") for k in shared], level)
+                out.append(PairRow(a=a.name, b=b.name, measure="leniency",
+                                   difference=d.diff, ci=d.ci, n=len(shared)))
+            if a.shape == "pairwise":
+                dec = [k for k in shared if "tie" not in (a.verdict[k], b.verdict[k])]
+                if len(dec) >= 2:
+                    m = cluster_mean([float(a.verdict[k] == "first")
+                                      - float(b.verdict[k] == "first") for k in dec],
+                                     [a.cluster[k] for k in dec], level)
+                    out.append(PairRow(a=a.name, b=b.name, measure="position_bias",
+                                       difference=m.estimate, ci=m.ci, n=m.n))
+    return out
+
+
+def _kappa_difference(a: JudgeItems, b: JudgeItems, lab: list[str], level: float,
+                      seed: int, ka: Estimate, kb: Estimate) -> PairRow:
+    """Kappa of a minus kappa of b on the same labelled items, paired percentile
+    bootstrap over items."""
+    from judgekit.stats.agreement import cohen_kappa, item_bootstrap
+
+    code = {c: i for i, c in enumerate(sorted({a.verdict[k] for k in lab} |
+                                              {b.verdict[k] for k in lab} |
+                                              {a.human[k] for k in lab}))}
+    x = np.array([code[a.verdict[k]] for k in lab])
+    y = np.array([code[b.verdict[k]] for k in lab])
+    h = np.array([code[a.human[k]] for k in lab])
+    if ka.estimate is None or kb.estimate is None or len(lab) < 2:
+        return PairRow(a=a.name, b=b.name, measure="kappa", difference=None, ci=None,
+                       n=len(lab))
+    iv = item_bootstrap(lambda idx: cohen_kappa(x[idx], h[idx]) - cohen_kappa(y[idx], h[idx]),
+                        len(lab), seed, 1000, level)
+    ok = np.isfinite(iv.lo) and np.isfinite(iv.hi)
+    return PairRow(a=a.name, b=b.name, measure="kappa", difference=ka.estimate - kb.estimate,
+                   ci=[float(iv.lo), float(iv.hi)] if ok else None, n=len(lab))
+
+
+# ---- juries ------------------------------------------------------------------------------
+def _juries(judges: list[JudgeItems], level: float) -> dict[str, JuryRow]:
+    from judgekit.stats.jury import dawid_skene, effective_judges, majority_vote
+
+    keys = sorted(set().union(*(j.verdict for j in judges)))
+    classes = sorted({v for j in judges for v in j.verdict.values()} |
+                     {v for j in judges for v in j.human.values()})
+    code = {c: i for i, c in enumerate(classes)}
+    votes = np.array([[code[j.verdict[k]] if k in j.verdict else -1 for j in judges]
+                      for k in keys], int)
+    people = {}
+    for j in judges:
+        people.update(j.human)
+    truth = np.array([code[people[k]] if k in people else -1 for k in keys], int)
+    lab = truth != -1
+    errors = np.where(votes[lab] == -1, np.nan,
+                      (votes[lab] != truth[lab][:, None]).astype(float))
+    eff = effective_judges(errors) if lab.sum() >= 3 else float(len(judges))
+    out = {}
+    maj = majority_vote(votes, len(classes))
+    # the weighted vote learns each judge's reliability from the verdicts and people's
+    # labels; its agreement with people is measured cross-fitted (each half of the
+    # labelled items predicted by a fit that saw only the other half's labels)
+    ds = dawid_skene(votes, len(classes), truth)
+    crossed = ds.labels.copy()
+    fold = np.zeros(len(keys), bool)
+    fold[np.flatnonzero(lab)[::2]] = True
+    for held in (fold, lab & ~fold):
+        seen = truth.copy()
+        seen[held] = -1
+        crossed[held] = dawid_skene(votes, len(classes), seen).labels[held]
+    for name, vote, got in (("majority", maj, maj.labels), ("weighted", ds, crossed)):
+        decided = lab & (got != -1)
+        agree = [float(v == t) for v, t in zip(got[decided], truth[decided])]
+        out[name] = JuryRow(agreement=_rate(agree, level) if agree else None,
+                            effective_judges=round(eff, 3), ties=vote.ties,
+                            no_verdict=int(np.sum(vote.labels == -1)))
+    return out
+
+
+# ---- selective ---------------------------------------------------------------------------
+def _selective(judges: list[JudgeItems], best: str, target: float, risk: float,
+               level: float) -> Selective:
+    """The chosen judge's verdicts kept where its confidence clears a calibrated
+    threshold. Confidence: the judge's own (a confidence column), else the share of
+    the judges agreeing with its verdict."""
+    from judgekit.stats.selective import calibrate_threshold
+
+    j = next(x for x in judges if x.name == best)
+    if j.confidence:
+        conf, source = dict(j.confidence), "the judge's own confidence column"
+    else:
+        conf = {k: float(np.mean([o.verdict.get(k) == v for o in judges if k in o.verdict]))
+                for k, v in j.verdict.items()}
+        source = f"agreement among the {len(judges)} judges"
+    lab = [k for k in j.verdict if k in j.human and k in conf]
+    sel = calibrate_threshold(np.array([conf[k] for k in lab]),
+                              np.array([float(j.verdict[k] == j.human[k]) for k in lab]),
+                              target, risk)
+    keys = [k for k in j.verdict if k in conf]
+    if sel.threshold is None:
+        return Selective(judge=best, confidence=source, threshold=None, coverage=0.0,
+                         agreement=None, target=target, risk=risk, calibration_items=len(lab),
+                         guarantee=f"no threshold reaches agreement {target:g} with risk "
+                         f"{risk:g} on these {len(lab)} labelled items: escalate every item "
+                         "to people (judgekit label), or label more")
+    kept = [k for k in keys if conf[k] >= sel.threshold]
+    kept_lab = [k for k in kept if k in j.human]
+    agree = _rate([float(j.verdict[k] == j.human[k]) for k in kept_lab], level)
+    return Selective(judge=best, confidence=source, threshold=sel.threshold,
+                     coverage=len(kept) / max(len(keys), 1), agreement=agree, target=target,
+                     risk=risk, calibration_items=len(lab),
+                     guarantee=f"on items with confidence >= {sel.threshold:.3g} ({source}), "
+                     f"agreement with people is at least {target:g} with probability at "
+                     f"least {1 - risk:g}: the threshold is the lowest that fixed-sequence "
+                     f"exact binomial tests accepted at {risk:g} on {len(lab)} labelled "
+                     "items (Trust or Escalate, ICLR 2025), valid for items drawn like them; "
+                     "the rest go to people (judgekit label)")
+
+
+# ---- the decision ------------------------------------------------------------------------
+def choose(judges: list[JudgeItems], *, level: float = 0.95, margin: float = 0.05,
+           target_agreement: float | None = None, max_leniency: float | None = None,
+           selective: bool = False, risk: float = 0.1, seed: int = 0) -> Choice:
+    """Compare, combine and choose (see the module docstring)."""
+    rows = [_judge_row(j, level, seed) for j in judges]
+    n_pairs = len(judges) * (len(judges) - 1) // 2
+    per_pair = 4
+    adjusted = 1 - (1 - level) / max(1, n_pairs * per_pair)
+    pairs = _pairs(judges, adjusted, seed)
+    jury = _juries(judges, level)
+    chosen, decision = _decide(rows, pairs, margin, target_agreement, max_leniency)
+    out = Choice(level=level, adjusted_level=round(adjusted, 6), margin=margin, judges=rows,
+                 pairs=pairs, decision=decision, chosen=chosen, jury=jury)
+    if selective:
+        if target_agreement is None:
+            raise ConfigError("--selective needs --target-agreement (e.g. 0.8)")
+        out.selective = _selective(judges, chosen or rows[0].name, target_agreement, risk,
+                                   level)
+    return out
+
+
+def _diff(pairs: list[PairRow], x: str, y: str, measure: str) -> tuple[float, list[float]] | None:
+    """x - y on ``measure`` with its adjusted interval."""
+    for p in pairs:
+        if p.measure != measure or p.difference is None or p.ci is None:
+            continue
+        if (p.a, p.b) == (x, y):
+            return p.difference, list(p.ci)
+        if (p.a, p.b) == (y, x):
+            return -p.difference, [-p.ci[1], -p.ci[0]]
+    return None
+
+
+def _agreement(r: JudgeRow) -> float:
+    return -1.0 if r.agreement is None or r.agreement.estimate is None else \
+        r.agreement.estimate
+
+
+def _decide(rows: list[JudgeRow], pairs: list[PairRow], margin: float,
+            target: float | None, max_leniency: float | None) -> tuple[str | None, str]:
+    rated = [r for r in rows if r.agreement is not None and r.agreement.estimate is not None]
+    if not rated:
+        return None, ("no human labels: no judge can be chosen by its agreement with "
+                      "people; label a random sample of items (judgekit label) and run again")
+    best = max(rated, key=lambda r: (r.agreement.estimate, -(r.cost_per_item or 0)))  # type: ignore[union-attr]
+    notes, ok = [], [best]
+    for r in rated:
+        if r is best:
+            continue
+        d = _diff(pairs, best.name, r.name, "agreement")
+        if d is None:
+            continue
+        if d[1][1] < margin:
+            ok.append(r)
+            notes.append(f"{r.name} is not worse than {best.name} within margin {margin:g}")
+        elif d[1][0] > 0:
+            notes.append(f"{r.name} agrees less with people than {best.name}")
+    if target is not None:
+        ok = [r for r in rated if r.agreement.ci and r.agreement.ci[0] >= target]  # type: ignore[union-attr]
+        if not ok:
+            return None, (f"no judge's agreement with people is shown at least {target:g} "
+                          f"(the best: {best.name}, {best.agreement.estimate:.3f}); label "  # type: ignore[union-attr]
+                          "more items, or escalate to people")
+    if max_leniency is not None:
+        ok = [r for r in ok if r.leniency is None or (
+            r.leniency.ci is not None and max(abs(r.leniency.ci[0]),
+                                              abs(r.leniency.ci[1])) <= max_leniency)]
+        if not ok:
+            return None, f"no judge is shown within +/-{max_leniency:g} of people's pass rate"
+    priced = [r for r in ok if r.cost_per_item is not None]
+    if priced and len(priced) == len(ok):
+        pick = min(priced, key=lambda r: float(r.cost_per_item or 0.0))
+    else:
+        pick = best if best in ok else max(ok, key=lambda r: _agreement(r))
+    text = f"use {pick.name}"
+    if pick is not best and pick.cost_per_item and best.cost_per_item:
+        text += (f"; it is not worse than {best.name} within margin {margin:g} and costs "
+                 f"{best.cost_per_item / pick.cost_per_item:.3g}x less")
+    elif pick is best:
+        text += f" (highest agreement with people, {best.agreement.estimate:.3f})"  # type: ignore[union-attr]
+    bad = [r.name for r in rows if (r.uninformed or "").startswith("no better")]
+    if bad:
+        text += f"; {', '.join(bad)} no better than an uninformed judge"
+    rest = [n for n in notes if not n.startswith(pick.name)]
+    return pick.name, text + ("; " + "; ".join(rest) if rest else "")
+
+
+def write(choice: Choice, out: str | Path, *, overwrite: bool = False) -> Path:
+    """choice.json, report.md and report.html in ``out``."""
+    from judgekit.report.document import Doc
+    from judgekit.runs.folder import write_folder
+    from judgekit.runs.io import prepare_out, record_outputs
+
+    folder = Path(out)
+    before = prepare_out(folder, overwrite=overwrite, kind="choice")
+    d = Doc("Choosing a judge")
+    d.h(1, "Choosing a judge").p(f"Decision: {choice.decision}.")
+
+    def est(e: Estimate | None) -> str:
+        if e is None or e.estimate is None:
+            return "n/a"
+        ci = "" if not e.ci else f" [{e.ci[0]:.3f}, {e.ci[1]:.3f}]"
+        return f"{e.estimate:.3f}{ci} (n = {e.n})"
+
+    d.h(2, "Judges").table(
+        ["judge", "items", "agreement with people", "kappa", "leniency", "position bias",
+         "cost per item", "uninformed"],
+        [[r.name, r.n, est(r.agreement), est(r.kappa), est(r.leniency), est(r.position_bias),
+          "n/a" if r.cost_per_item is None else f"${r.cost_per_item:.5g}",
+          r.uninformed or "n/a"] for r in choice.judges], "judges")
+    d.h(2, f"Paired differences (A - B; {choice.adjusted_level:.4g} intervals, Bonferroni "
+        f"over the comparisons at {choice.level:g})").table(
+        ["A", "B", "measure", "difference", "interval", "n"],
+        [[p.a, p.b, p.measure, "n/a" if p.difference is None else f"{p.difference:+.3f}",
+          "n/a" if not p.ci else f"[{p.ci[0]:+.3f}, {p.ci[1]:+.3f}]", p.n]
+         for p in choice.pairs], "pairs")
+    d.h(2, "Juries").table(
+        ["jury", "agreement with people", "effective judges", "ties", "no verdict"],
+        [[k, est(j.agreement), f"{j.effective_judges:.2f}", j.ties, j.no_verdict]
+         for k, j in choice.jury.items()], "jury")
+    if choice.selective is not None:
+        s = choice.selective
+        d.h(2, "Selective evaluation").p(
+            f"{s.judge}: threshold {s.threshold}, coverage {s.coverage:.3f}, agreement on "
+            f"the kept labelled items {est(s.agreement)}. {s.guarantee}.")
+    write_folder(folder, d, json_files={"choice.json": choice})
+    record_outputs(folder, before, "choice")
+    return folder
