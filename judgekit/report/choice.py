@@ -14,92 +14,21 @@ whose agreement's lower limit reaches it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from judgekit.core.errors import ConfigError
+from judgekit.report.choice_types import (
+    Choice,
+    Estimate,
+    JudgeItems,
+    JudgeRow,
+    PairRow,
+    rate,
+)
 
 __all__ = ["Choice", "JudgeItems", "choose", "load_judges", "write"]
-
-
-class JudgeItems(NamedTuple):
-    name: str
-    shape: str  # pointwise | pairwise
-    verdict: dict[str, str]  # item key -> its readable verdict ("1"/"0", "first"/...)
-    human: dict[str, str]  # item key -> people's label
-    confidence: dict[str, float]  # item key -> the judge's confidence (0.5 to 1)
-    cluster: dict[str, str]  # item key -> its question (or pair)
-    uninformed: str | None  # the analysis's accuracy decision
-    cost: float | None  # per item, where known
-
-
-class Estimate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    estimate: float | None
-    ci: list[float] | None
-    n: int
-
-
-class JudgeRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    n: int
-    shape: str
-    agreement: Estimate | None = None  # accuracy against people's labels
-    kappa: Estimate | None = None
-    leniency: Estimate | None = None  # pass rate minus people's, paired (pointwise)
-    position_bias: Estimate | None = None  # pairwise
-    cost_per_item: float | None = None
-    uninformed: str | None = None
-
-
-class PairRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    a: str
-    b: str
-    measure: str  # agreement | kappa | leniency | position_bias
-    difference: float | None  # a - b
-    ci: list[float] | None  # at the adjusted level
-    n: int
-
-
-class JuryRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    agreement: Estimate | None
-    effective_judges: float
-    ties: int = 0
-    no_verdict: int = 0
-
-
-class Selective(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    judge: str
-    confidence: str  # where the confidence came from
-    threshold: float | None
-    coverage: float
-    agreement: Estimate | None
-    target: float
-    risk: float
-    calibration_items: int
-    guarantee: str
-
-
-class Choice(BaseModel):
-    """choice.json."""
-
-    model_config = ConfigDict(extra="forbid")
-    schema_version: int = 1
-    level: float
-    adjusted_level: float
-    margin: float
-    judges: list[JudgeRow]
-    pairs: list[PairRow]
-    decision: str
-    chosen: str | None
-    jury: dict[str, JuryRow]
-    selective: Selective | None = None
 
 
 # ---- reading -----------------------------------------------------------------------------
@@ -166,9 +95,9 @@ def load_judges(sources: list[str | Path], prices: dict[str, float] | None = Non
             res = judgekit.run({"method": "verdicts", "data_path": str(path)}, save=False)
         else:
             raise ConfigError(f"{s}: no such analyse run or verdicts file")
-        if res.method != "verdicts" or res.payload is None:
-            raise ConfigError(f"{s}: choose reads `judgekit analyse` runs or verdict files, "
-                              f"not a {res.method} run")
+        if getattr(res.payload, "shape", None) not in ("pointwise", "pairwise"):
+            raise ConfigError(f"{s}: choose reads `judgekit analyse` runs of pointwise or "
+                              f"pairwise verdicts (or their files), not a {res.method} run")
         out += _from_payload(path.stem if path.is_file() else path.name, res.payload, prices)
     names = [j.name for j in out]
     if len(set(names)) < len(names):  # two files of one judge name: name them by source
@@ -189,17 +118,8 @@ def load_judges(sources: list[str | Path], prices: dict[str, float] | None = Non
 
 
 # ---- measures ----------------------------------------------------------------------------
-def _rate(flags: list[float], level: float) -> Estimate:
-    from judgekit.stats.proportions import wilson_interval
-
-    if not flags:
-        return Estimate(estimate=None, ci=None, n=0)
-    k, n = int(sum(flags)), len(flags)
-    iv = wilson_interval(k, n, level)
-    return Estimate(estimate=k / n, ci=[iv.lo, iv.hi], n=n)
-
-
-def _kappa(a: list[str], b: list[str], level: float, seed: int) -> Estimate:
+def _kappa(a: list[str], b: list[str], level: float, seed: int,
+           resamples: int = 1000) -> Estimate:
     from judgekit.stats.agreement import cohen_kappa, item_bootstrap
 
     if len(a) < 2:
@@ -208,20 +128,21 @@ def _kappa(a: list[str], b: list[str], level: float, seed: int) -> Estimate:
     x = np.array([code[v] for v in a])
     y = np.array([code[v] for v in b])
     value = cohen_kappa(x, y)
-    iv = item_bootstrap(lambda idx: cohen_kappa(x[idx], y[idx]), len(x), seed, 1000, level)
+    iv = item_bootstrap(lambda idx: cohen_kappa(x[idx], y[idx]), len(x), seed, resamples,
+                        level)
     ok = np.isfinite(value) and np.isfinite(iv.lo)
     return Estimate(estimate=float(value) if np.isfinite(value) else None,
                     ci=[float(iv.lo), float(iv.hi)] if ok else None, n=len(a))
 
 
-def _judge_row(j: JudgeItems, level: float, seed: int) -> JudgeRow:
+def _judge_row(j: JudgeItems, level: float, seed: int, resamples: int) -> JudgeRow:
     keys = [k for k in j.verdict if k in j.human]
     row = JudgeRow(name=j.name, n=len(j.verdict), shape=j.shape, cost_per_item=j.cost,
                    uninformed=j.uninformed)
     if keys:
-        row.agreement = _rate([float(j.verdict[k] == j.human[k]) for k in keys], level)
+        row.agreement = rate([float(j.verdict[k] == j.human[k]) for k in keys], level)
         row.kappa = _kappa([j.verdict[k] for k in keys], [j.human[k] for k in keys], level,
-                           seed)
+                           seed, resamples)
     if j.shape == "pointwise" and len(keys) >= 2:
         from judgekit.stats.proportions import newcombe_paired
 
@@ -239,7 +160,8 @@ def _judge_row(j: JudgeItems, level: float, seed: int) -> JudgeRow:
     return row
 
 
-def _pairs(judges: list[JudgeItems], level: float, seed: int) -> list[PairRow]:
+def _pairs(judges: list[JudgeItems], level: float, seed: int, resamples: int
+           ) -> list[PairRow]:
     from judgekit.stats.decide import cluster_mean
     from judgekit.stats.proportions import newcombe_paired
 
@@ -254,10 +176,10 @@ def _pairs(judges: list[JudgeItems], level: float, seed: int) -> list[PairRow]:
                 out.append(PairRow(a=a.name, b=b.name, measure="agreement",
                                    difference=d.diff, ci=d.ci, n=len(lab)))
                 ka = _kappa([a.verdict[k] for k in lab], [a.human[k] for k in lab], level,
-                            seed)
+                            seed, resamples)
                 kb = _kappa([b.verdict[k] for k in lab], [a.human[k] for k in lab], level,
-                            seed)
-                out.append(_kappa_difference(a, b, lab, level, seed, ka, kb))
+                            seed, resamples)
+                out.append(_kappa_difference(a, b, lab, level, seed, ka, kb, resamples))
             shared = [k for k in a.verdict if k in b.verdict]
             if a.shape == "pointwise" and shared:
                 d = newcombe_paired([float(a.verdict[k] == "1") for k in shared],
@@ -276,7 +198,7 @@ def _pairs(judges: list[JudgeItems], level: float, seed: int) -> list[PairRow]:
 
 
 def _kappa_difference(a: JudgeItems, b: JudgeItems, lab: list[str], level: float,
-                      seed: int, ka: Estimate, kb: Estimate) -> PairRow:
+                      seed: int, ka: Estimate, kb: Estimate, resamples: int) -> PairRow:
     """Kappa of a minus kappa of b on the same labelled items, paired percentile
     bootstrap over items."""
     from judgekit.stats.agreement import cohen_kappa, item_bootstrap
@@ -291,111 +213,34 @@ def _kappa_difference(a: JudgeItems, b: JudgeItems, lab: list[str], level: float
         return PairRow(a=a.name, b=b.name, measure="kappa", difference=None, ci=None,
                        n=len(lab))
     iv = item_bootstrap(lambda idx: cohen_kappa(x[idx], h[idx]) - cohen_kappa(y[idx], h[idx]),
-                        len(lab), seed, 1000, level)
+                        len(lab), seed, resamples, level)
     ok = np.isfinite(iv.lo) and np.isfinite(iv.hi)
     return PairRow(a=a.name, b=b.name, measure="kappa", difference=ka.estimate - kb.estimate,
                    ci=[float(iv.lo), float(iv.hi)] if ok else None, n=len(lab))
 
 
-# ---- juries ------------------------------------------------------------------------------
-def _juries(judges: list[JudgeItems], level: float) -> dict[str, JuryRow]:
-    from judgekit.stats.jury import dawid_skene, effective_judges, majority_vote
-
-    keys = sorted(set().union(*(j.verdict for j in judges)))
-    classes = sorted({v for j in judges for v in j.verdict.values()} |
-                     {v for j in judges for v in j.human.values()})
-    code = {c: i for i, c in enumerate(classes)}
-    votes = np.array([[code[j.verdict[k]] if k in j.verdict else -1 for j in judges]
-                      for k in keys], int)
-    people = {}
-    for j in judges:
-        people.update(j.human)
-    truth = np.array([code[people[k]] if k in people else -1 for k in keys], int)
-    lab = truth != -1
-    errors = np.where(votes[lab] == -1, np.nan,
-                      (votes[lab] != truth[lab][:, None]).astype(float))
-    eff = effective_judges(errors) if lab.sum() >= 3 else float(len(judges))
-    out = {}
-    maj = majority_vote(votes, len(classes))
-    # the weighted vote learns each judge's reliability from the verdicts and people's
-    # labels; its agreement with people is measured cross-fitted (each half of the
-    # labelled items predicted by a fit that saw only the other half's labels)
-    ds = dawid_skene(votes, len(classes), truth)
-    crossed = ds.labels.copy()
-    fold = np.zeros(len(keys), bool)
-    fold[np.flatnonzero(lab)[::2]] = True
-    for held in (fold, lab & ~fold):
-        seen = truth.copy()
-        seen[held] = -1
-        crossed[held] = dawid_skene(votes, len(classes), seen).labels[held]
-    for name, vote, got in (("majority", maj, maj.labels), ("weighted", ds, crossed)):
-        decided = lab & (got != -1)
-        agree = [float(v == t) for v, t in zip(got[decided], truth[decided])]
-        out[name] = JuryRow(agreement=_rate(agree, level) if agree else None,
-                            effective_judges=round(eff, 3), ties=vote.ties,
-                            no_verdict=int(np.sum(vote.labels == -1)))
-    return out
-
-
-# ---- selective ---------------------------------------------------------------------------
-def _selective(judges: list[JudgeItems], best: str, target: float, risk: float,
-               level: float) -> Selective:
-    """The chosen judge's verdicts kept where its confidence clears a calibrated
-    threshold. Confidence: the judge's own (a confidence column), else the share of
-    the judges agreeing with its verdict."""
-    from judgekit.stats.selective import calibrate_threshold
-
-    j = next(x for x in judges if x.name == best)
-    if j.confidence:
-        conf, source = dict(j.confidence), "the judge's own confidence column"
-    else:
-        conf = {k: float(np.mean([o.verdict.get(k) == v for o in judges if k in o.verdict]))
-                for k, v in j.verdict.items()}
-        source = f"agreement among the {len(judges)} judges"
-    lab = [k for k in j.verdict if k in j.human and k in conf]
-    sel = calibrate_threshold(np.array([conf[k] for k in lab]),
-                              np.array([float(j.verdict[k] == j.human[k]) for k in lab]),
-                              target, risk)
-    keys = [k for k in j.verdict if k in conf]
-    if sel.threshold is None:
-        return Selective(judge=best, confidence=source, threshold=None, coverage=0.0,
-                         agreement=None, target=target, risk=risk, calibration_items=len(lab),
-                         guarantee=f"no threshold reaches agreement {target:g} with risk "
-                         f"{risk:g} on these {len(lab)} labelled items: escalate every item "
-                         "to people (judgekit label), or label more")
-    kept = [k for k in keys if conf[k] >= sel.threshold]
-    kept_lab = [k for k in kept if k in j.human]
-    agree = _rate([float(j.verdict[k] == j.human[k]) for k in kept_lab], level)
-    return Selective(judge=best, confidence=source, threshold=sel.threshold,
-                     coverage=len(kept) / max(len(keys), 1), agreement=agree, target=target,
-                     risk=risk, calibration_items=len(lab),
-                     guarantee=f"on items with confidence >= {sel.threshold:.3g} ({source}), "
-                     f"agreement with people is at least {target:g} with probability at "
-                     f"least {1 - risk:g}: the threshold is the lowest that fixed-sequence "
-                     f"exact binomial tests accepted at {risk:g} on {len(lab)} labelled "
-                     "items (Trust or Escalate, ICLR 2025), valid for items drawn like them; "
-                     "the rest go to people (judgekit label)")
-
-
 # ---- the decision ------------------------------------------------------------------------
 def choose(judges: list[JudgeItems], *, level: float = 0.95, margin: float = 0.05,
            target_agreement: float | None = None, max_leniency: float | None = None,
-           selective: bool = False, risk: float = 0.1, seed: int = 0) -> Choice:
+           selective: bool = False, risk: float = 0.1, seed: int = 0,
+           resamples: int = 1000) -> Choice:
     """Compare, combine and choose (see the module docstring)."""
-    rows = [_judge_row(j, level, seed) for j in judges]
+    from judgekit.report.jury import juries, selective_evaluation
+
+    rows = [_judge_row(j, level, seed, resamples) for j in judges]
     n_pairs = len(judges) * (len(judges) - 1) // 2
     per_pair = 4
     adjusted = 1 - (1 - level) / max(1, n_pairs * per_pair)
-    pairs = _pairs(judges, adjusted, seed)
-    jury = _juries(judges, level)
+    pairs = _pairs(judges, adjusted, seed, resamples)
+    jury = juries(judges, level)
     chosen, decision = _decide(rows, pairs, margin, target_agreement, max_leniency)
     out = Choice(level=level, adjusted_level=round(adjusted, 6), margin=margin, judges=rows,
                  pairs=pairs, decision=decision, chosen=chosen, jury=jury)
     if selective:
         if target_agreement is None:
             raise ConfigError("--selective needs --target-agreement (e.g. 0.8)")
-        out.selective = _selective(judges, chosen or rows[0].name, target_agreement, risk,
-                                   level)
+        out.selective = selective_evaluation(judges, chosen or rows[0].name,
+                                             target_agreement, risk, level)
     return out
 
 

@@ -1,0 +1,99 @@
+"""The records of ``judgekit choose``: the judges as read, the rows of choice.json."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Choice", "Estimate", "JudgeItems", "JudgeRow", "JuryRow", "PairRow", "Selective",
+           "rate"]
+
+
+class JudgeItems(NamedTuple):
+    name: str
+    shape: str  # pointwise | pairwise
+    verdict: dict[str, str]  # item key -> its readable verdict ("1"/"0", "first"/...)
+    human: dict[str, str]  # item key -> people's label
+    confidence: dict[str, float]  # item key -> the judge's confidence (0.5 to 1)
+    cluster: dict[str, str]  # item key -> its question (or pair)
+    uninformed: str | None  # the analysis's accuracy decision
+    cost: float | None  # per item, where known
+
+
+class Estimate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    estimate: float | None
+    ci: list[float] | None
+    n: int
+
+
+class JudgeRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    n: int
+    shape: str
+    agreement: Estimate | None = None  # accuracy against people's labels
+    kappa: Estimate | None = None
+    leniency: Estimate | None = None  # pass rate minus people's, paired (pointwise)
+    position_bias: Estimate | None = None  # pairwise
+    cost_per_item: float | None = None
+    uninformed: str | None = None
+
+
+class PairRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    a: str
+    b: str
+    measure: str  # agreement | kappa | leniency | position_bias
+    difference: float | None  # a - b
+    ci: list[float] | None  # at the adjusted level
+    n: int
+
+
+class JuryRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    agreement: Estimate | None
+    effective_judges: float
+    ties: int = 0
+    no_verdict: int = 0
+
+
+class Selective(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    judge: str
+    confidence: str  # where the confidence came from
+    threshold: float | None
+    coverage: float
+    agreement: Estimate | None
+    target: float
+    risk: float
+    calibration_items: int
+    guarantee: str
+
+
+class Choice(BaseModel):
+    """choice.json."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = 1
+    level: float
+    adjusted_level: float
+    margin: float
+    judges: list[JudgeRow]
+    pairs: list[PairRow]
+    decision: str
+    chosen: str | None
+    jury: dict[str, JuryRow]
+    selective: Selective | None = None
+
+
+
+def rate(flags: list[float], level: float) -> Estimate:
+    from judgekit.stats.proportions import wilson_interval
+
+    if not flags:
+        return Estimate(estimate=None, ci=None, n=0)
+    k, n = int(sum(flags)), len(flags)
+    iv = wilson_interval(k, n, level)
+    return Estimate(estimate=k / n, ci=[iv.lo, iv.hi], n=n)
