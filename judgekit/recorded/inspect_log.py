@@ -177,6 +177,8 @@ def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[JSONO
         out.append({"Prompt": prompt, "Output": str(answer),
                     "Label": label_of(sc.get("value"), threshold),
                     "Reason": sc.get("explanation"),
+                    **({"Reference": text_of(s["target"]) if not isinstance(s["target"], list)
+                        else "\n".join(map(str, s["target"]))} if s.get("target") else {}),
                     "Source": f"inspect:{task}:{s.get('id')}:{s.get('epoch', 1)}:{name}",
                     **_grader(header, name, sc)})
     return out

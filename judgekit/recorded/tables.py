@@ -180,7 +180,8 @@ def table_from_judged(items: list[Any], cluster: int,
         rows.append({"id": source, "question_id": sample, "grader": grader(parts),
                      "judge": "" if it.get("Label") is None else it["Label"],
                      "explanation": it.get("Reason"), "prompt": it.get("Prompt"),
-                     "output": it.get("Output")})
+                     "output": it.get("Output"),
+                     **({"reference": it["Reference"]} if it.get("Reference") else {})})
     return Table("pointwise", rows, {"id": "id", "judge": "judge",
                                      "question_id": "question_id"})
 
