@@ -6,7 +6,7 @@ import json
 import os
 
 from judgekit.core.errors import ProviderError
-from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.providers.base import PROVIDERS, Provider
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param
 
@@ -66,7 +66,7 @@ def parse_messages_response(data: JSONObject) -> Completion:
                       refusal=(text or "stop_reason refusal") if stop == "refusal" else None)
 
 
-@register
+@PROVIDERS.register
 class AnthropicProvider(Provider):
     name = "anthropic"
     key_env = "ANTHROPIC_API_KEY"

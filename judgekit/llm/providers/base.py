@@ -311,9 +311,8 @@ def _finite(raw: Any) -> float | None:
 PROVIDERS: Registry[type[Provider]] = Registry("provider")
 
 
-def register(cls: type[Provider]) -> type[Provider]:
-    """Class decorator: register a provider under its ``name``."""
-    return PROVIDERS.add(cls.name, cls)
+# class decorator: register a provider under its ``name`` (``@PROVIDERS.register``)
+register = PROVIDERS.register
 
 
 def parse_model_string(model: str) -> tuple[str, str]:

@@ -7,10 +7,10 @@ from typing import Any
 
 from judgekit.core.errors import MissingDependencyError, ProviderError
 from judgekit.llm.providers.base import (
+    PROVIDERS,
     RETRYABLE_STATUS,
     Provider,
     Requirement,
-    register,
     run_wide,
 )
 from judgekit.llm.providers.openai import mean_entropy_bits
@@ -29,7 +29,7 @@ def import_litellm() -> Any:
     return litellm
 
 
-@register
+@PROVIDERS.register
 class LiteLLMProvider(Provider):
     name = "litellm"
     requires = (Requirement("litellm", "litellm", "1.40", "litellm"),)

@@ -20,7 +20,7 @@ from typing import ClassVar
 import aiohttp
 
 from judgekit.core.errors import ProviderError
-from judgekit.llm.providers.base import Requirement, register
+from judgekit.llm.providers.base import PROVIDERS, Requirement
 from judgekit.llm.providers.openai import OpenAIProvider
 from judgekit.llm.served import served_ids, serves, stem
 from judgekit.llm.types import Completion, ProviderRequest
@@ -28,7 +28,7 @@ from judgekit.llm.types import Completion, ProviderRequest
 MANAGED_MODELS = {"gemma-3-270m"}
 
 
-@register
+@PROVIDERS.register
 class LocalProvider(OpenAIProvider):
     name = "local"
     key_env: ClassVar[str | None] = None

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from judgekit.core.errors import ConfigError
 from judgekit.core.registry import Registry
-from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.providers.base import PROVIDERS, Provider
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage
 
 Output = Union[str, dict, BaseModel, BaseException, Completion]
@@ -52,7 +52,7 @@ def unregister_script(name: str) -> None:
         SCRIPTS.remove(name)
 
 
-@register
+@PROVIDERS.register
 class MockProvider(Provider):
     name = "mock"
 

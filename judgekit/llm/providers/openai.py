@@ -12,7 +12,7 @@ import os
 from typing import Any, ClassVar
 
 from judgekit.core.errors import ProviderError
-from judgekit.llm.providers.base import Provider, register
+from judgekit.llm.providers.base import PROVIDERS, Provider
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param
 
@@ -82,7 +82,7 @@ def mean_entropy_bits(logprobs: Any) -> float | None:
     return sum(ents) / len(ents) if ents else None
 
 
-@register
+@PROVIDERS.register
 class OpenAIProvider(Provider):
     name = "openai"
     key_env: ClassVar[str | None] = "OPENAI_API_KEY"
