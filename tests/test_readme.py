@@ -43,4 +43,7 @@ def test_the_quickstart_commands_run_in_order(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "judgekit.cli", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, f"{line}\n{proc.stderr[-2000:]}"
-    assert (tmp_path / "card" / "card.json").exists()
+    assert (tmp_path / "runs" / "card" / "card.json").exists()
+    # everything the quickstart writes is under runs/ (ignored by git in a clone)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "runs"] or \
+        sorted(p.name for p in tmp_path.iterdir() if p.name not in ("cache", "data")) == ["runs"]
