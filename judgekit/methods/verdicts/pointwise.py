@@ -19,7 +19,7 @@ from judgekit.recorded.base import label_of
 from judgekit.recorded.tables import text_columns
 from judgekit.stats.decide import cluster_mean
 from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error
-from judgekit.stats.proportions import newcombe_paired
+from judgekit.stats.proportions import newcombe_paired, unconditional_mcnemar
 
 
 def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
@@ -144,6 +144,7 @@ def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
         v = [float(x["verdict"]) for x in lab]
         h = [float(x["human"]) for x in lab]
         groups = [x["question_id"] or x["id"] for x in lab]
+        mid: float | None = None
         if cfg.label_error is not None:
             c = with_label_error(ppi_mean([float(x["verdict"]) for x in mine], v, h,
                                           level=cfg.level), cfg.label_error)
@@ -155,8 +156,12 @@ def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
             est, ci, how = m.estimate, m.ci, "paired, clustered by question"
         else:
             d = newcombe_paired(v, h, cfg.level)
-            est, ci, how = d.diff, d.ci, "paired (Newcombe)"
-        shown = ci[0] > 0 or ci[1] < 0
+            est, ci, how = d.diff, d.ci, ("paired (Newcombe's interval; exact "
+                                          "unconditional test)")
+            mid = unconditional_mcnemar(d.only_first, d.only_second, d.n)
+            how += f"; p = {mid:.3g}"
+        shown = (ci[0] > 0 or ci[1] < 0) and (mid < 1 - cfg.level if mid is not None
+                                              else True)
         key = "leniency" if name is None else f"leniency[{name}]"
         out.append(Measure(
             key=key, what="the judge's pass rate minus people's (corrected) on the same "
