@@ -249,3 +249,26 @@ def test_inspect_labels_keyed_by_sample_id_and_unknown_ids_one_line(tmp_path):
     r = _cli("analyse", str(log), "--labels", str(labels), "--out", "x", cwd=tmp_path)
     assert r.returncode == 2 and "id 'nope' matches no item" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unconditional_paired_test_pinned_and_at_most_nominal():
+    from scipy.special import gammaln
+    from scipy.stats import norm
+
+    from judgekit.stats.proportions import unconditional_mcnemar
+
+    assert unconditional_mcnemar(5, 0, 50) == pytest.approx(0.032782, abs=1e-5)
+    assert unconditional_mcnemar(4, 0, 50) == pytest.approx(0.047843, abs=1e-5)
+    assert unconditional_mcnemar(3, 3, 50) == 1.0 and unconditional_mcnemar(0, 0, 9) == 1.0
+    # above 300 items: the normal test of the same statistic
+    assert unconditional_mcnemar(10, 2, 400) == pytest.approx(2 * norm.sf(8 / math.sqrt(12)))
+    # its size: for n = 20, at every share of discordant items, rejecting at p <= 0.05
+    # happens with probability at most 0.05 (the whole table space enumerated)
+    n = 20
+    tables = [(b, c) for b in range(n + 1) for c in range(n + 1 - b)]
+    reject = [(b, c) for b, c in tables if unconditional_mcnemar(b, c, n) <= 0.05]
+    for pi in np.linspace(0.01, 0.99, 50):
+        size = sum(math.exp(gammaln(n + 1) - gammaln(b + 1) - gammaln(c + 1)
+                            - gammaln(n - b - c + 1) + (b + c) * math.log(pi / 2)
+                            + (n - b - c) * math.log(1 - pi)) for b, c in reject)
+        assert size <= 0.05 + 1e-9
