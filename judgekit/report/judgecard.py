@@ -36,7 +36,7 @@ class JudgeCard(BaseModel):
     decision: Literal["trust", "use corrected", "do not trust"] = "do not trust"
     verdict: str = ""  # the decision in one sentence, with its reasons
     reasons: list[str] = []
-    labels_needed: int | None = None  # more human labels the verdict asks for
+    labels_needed: int = 0  # more human labels the verdict asks for (at most the items)
     items: int = 0  # items the judge gave verdicts on (labels_needed never exceeds it)
     # several judges: each one's verdict (the top-level one is the first judge's)
     verdicts: dict[str, str] | None = None
@@ -50,7 +50,7 @@ PILOT_LABELS = 60
 
 
 def verdict(rows: list[CardRow], judge: str | None = None) -> tuple[str, str, list[str],
-                                                                     int | None, int]:
+                                                                     int, int]:
     """The card's decision for one judge (``judge``: its rows on a card of several):
     "do not trust" with the findings as reasons; "trust" when its pass rate is within
     +/- TRUST_MARGIN of people's (the leniency interval); otherwise "use corrected",
@@ -64,7 +64,9 @@ def verdict(rows: list[CardRow], judge: str | None = None) -> tuple[str, str, li
     need = None if corrected is None else corrected.labels_for_target
     lenient = next((r for r in mine if r.key == "leniency"), None)
     done = (corrected.labelled or 0) if corrected else 0
-    more = None if need is None else max(0, min(need, items) - done)  # need: in all
+    # need counts labels in all; none measured against people: a pilot to plan from
+    more = max(0, min(need, items) - done) if need is not None else \
+        0 if corrected is not None else min(PILOT_LABELS, items)
     if reasons:
         return ("do not trust", "do not trust: " + "; ".join(reasons), reasons, more, items)
     if lenient is None or lenient.ci is None or corrected is None:
