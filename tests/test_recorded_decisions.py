@@ -272,3 +272,16 @@ def test_unconditional_paired_test_pinned_and_at_most_nominal():
                             - gammaln(n - b - c + 1) + (b + c) * math.log(pi / 2)
                             + (n - b - c) * math.log(1 - pi)) for b, c in reject)
         assert size <= 0.05 + 1e-9
+
+
+def test_sign_flip_test_is_exact_for_few_clusters():
+    from judgekit.stats.decide import sign_flip_p
+
+    # three values 0.5, 0.5, 1: of the 8 sign patterns, 2 reach |T| >= 2
+    assert sign_flip_p([0.5, 0.5, 1.0]) == 0.25
+    # three clusters with totals 1, 1, 1: likewise 2 of 8 reach |T| >= 3
+    assert sign_flip_p([1.0, 0.0, 1.0, 0.0, 1.0], ["a", "a", "b", "b", "c"]) == 0.25
+    assert sign_flip_p([0.0, 0.0]) == 1.0
+    # LLaMA-2 on LLMBar Natural: 19 + 7 pairs of +-1/2, near the exact sign test's 0.029
+    p = sign_flip_p([0.5] * 19 + [-0.5] * 7 + [0.0] * 74, seed=0)
+    assert 0.02 < p < 0.05

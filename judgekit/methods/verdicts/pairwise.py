@@ -19,7 +19,7 @@ from judgekit.methods.verdicts.payload import Measure
 from judgekit.recorded.tables import text_columns
 from judgekit.stats.agreement import agreement
 from judgekit.stats.bootstrap import derive_seed, percentile_interval
-from judgekit.stats.decide import cluster_mean
+from judgekit.stats.decide import cluster_mean, sign_flip_p
 from judgekit.stats.preference import feature_preference
 
 
@@ -104,15 +104,16 @@ def _position(items: list[JSONObject], cfg: VerdictsConfig) -> Measure:
     questions = {x.get("question") for x in decided}
     by_question = None not in questions and "" not in questions and len(questions) < len(pairs)
     groups = [str(x["question"]) if by_question else x["pair_id"] for x in decided]
-    m = cluster_mean([float(x["winner"] == "first") - 0.5 for x in decided], groups,
-                     cfg.level, bounds=(-0.5, 0.5))
-    shown = m.ci[0] > 0 or m.ci[1] < 0
+    values = [float(x["winner"] == "first") - 0.5 for x in decided]
+    m = cluster_mean(values, groups, cfg.level, bounds=(-0.5, 0.5))
+    p = sign_flip_p(values, groups, seed=derive_seed(cfg.seed, 61))
+    shown = (m.ci[0] > 0 or m.ci[1] < 0) and p < 1 - cfg.level
     return Measure(key="position_bias", what=what, estimate=m.estimate, ci=m.ci, n=m.n,
                    clusters=m.clusters, baseline=0.0, units="difference of shares",
                    decision="biased" if shown else "no bias shown", finding=shown,
                    note=f"cluster-robust interval, clustered by "
                         f"{'question' if by_question else 'pair'} ({m.clusters} clusters); "
-                        f"p = {m.p_value:.3g}")
+                        f"sign-flip test over clusters p = {p:.3g}")
 
 
 def _win_rates(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
