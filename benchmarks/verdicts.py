@@ -110,7 +110,8 @@ def audit_table() -> tuple[list[list[str]], dict[str, float]]:
         for s in range(RUNS):
             d = decide(audit_items(judge, n=200, pass_rate=rate, noise=noise, seed=s,
                                    **kw),  # type: ignore[arg-type]
-                       DecisionSettings(seed=s, resamples=500, same_family=same_family))
+                       DecisionSettings(seed=s, resamples=500, same_family=same_family)
+                       ).model_dump(mode="json")
             c[d["decision"]] += 1
             rules[d["rule"]] += 1
         trust, no, inc = (c[k] / RUNS for k in ("trust", "do not trust", "inconclusive"))
