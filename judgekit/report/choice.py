@@ -68,10 +68,8 @@ def _from_payload(src: str, p: Any, prices: dict[str, float]) -> list[JudgeItems
             if c is not None:
                 conf[key] = c
         acc = next((m for m in ms if m.key == "accuracy"), None)
-        label = name if not p.others and name not in ("judge", "winner", "verdict") \
-            else name
-        if label in ("judge", "winner", "verdict"):
-            label = src
+        # a judge named only by its generic column is named by its file or run
+        label = src if name in ("judge", "winner", "verdict") else name
         out.append(JudgeItems(label, p.shape, verdict, human, conf, cluster,
                               acc.decision if acc is not None else None,
                               prices.get(label, prices.get(name))))
