@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgekit.core.errors import ConfigError, DataError
+from judgekit.core.errors import ConfigError, DataError, StatsError
 from judgekit.labelling import session, store
 from judgekit.stats import active
 
@@ -56,36 +56,117 @@ def test_probabilities_follow_the_predictor_uncertainty():
     assert q[0] > 3 * q[2]
 
 
-def test_confidence_sequence_boundary_pinned():
-    # Robbins' normal mixture: sd * sqrt(2 (t r^2 + 1) / (t^2 r^2) log(sqrt(t r^2 + 1) / a))
-    rho = active.cs_rho(100, 0.1)
-    a = -2 * math.log(0.1) + math.log(-2 * math.log(0.1) + 1)
-    assert math.isclose(rho, math.sqrt(a / 100))
-    hw = active.cs_halfwidth(1.0, 100, 0.1, rho)
-    r2 = rho * rho
-    assert math.isclose(hw, math.sqrt(2 * (100 * r2 + 1) / (1e4 * r2)
-                                      * math.log(math.sqrt(100 * r2 + 1) / 0.1)))
-    assert 0.25 < hw < 0.3  # wider than the fixed-n 1.645 / 10
-    need = active.draws_needed(1.0, 100, 0.05, 0.1, rho)
-    assert active.cs_halfwidth(1.0, 100 + need, 0.1, rho) <= 0.05
-    assert active.cs_halfwidth(1.0, 99 + need, 0.1, rho) > 0.05
+def test_a_draw_without_replacement_is_unbiased_given_the_past():
+    """des Raj's ordered term: E[Z_t | past] = theta exactly over the undrawn items, for
+    any m and q, with the drawn items' labels known (a wrong sign or a missing known
+    part breaks it)."""
+    pop = _pop()
+    y = np.array([1, 0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 1], float)
+    rng = np.random.default_rng(4)
+    m = rng.random(pop.n)
+    undrawn = np.ones(pop.n, bool)
+    undrawn[[0, 3, 7]] = False  # drawn before, labels known
+    for e in active.estimands_for(pop):
+        q = np.where(undrawn, rng.random(pop.n) + 0.1, 0.0)
+        q /= q.sum()
+        base, lo, hi = active.frame(e, m, q, undrawn)
+        known = float(e.weights[~undrawn] @ y[~undrawn])
+        z = base + known + e.weights * (y - m) / np.where(q > 0, q, 1)
+        theta = e.const + float(e.weights @ y)
+        assert math.isclose(float(q[undrawn] @ z[undrawn]), theta, abs_tol=1e-12), e.name
+        assert lo <= float((z - base - known)[undrawn].min())
+        assert hi >= float((z - base - known)[undrawn].max())
+    # the known part counts each item once, from its first draw on
+    np.testing.assert_allclose(active.known_before(np.array([2, 5, 2, 1]),
+                                                   np.array([0, 10, 100, 0, 0, 1000.0])),
+                               [0, 100, 1100, 1100])
 
 
-def test_running_intervals_pinned():
-    z = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0])
-    pv = np.full(8, 0.25)
-    r = active.running(z, pv, 0.9, active.cs_rho(8, 0.1))
-    assert math.isclose(r.estimate[-1], 0.625)
-    ss = float(np.sum((z - 0.625) ** 2))
-    # the observed spread (0.268) is above the blend with the predictor's (0.255): kept
-    sd = math.sqrt(max((ss + active.PRIOR_DRAWS * 0.25) / (7 + active.PRIOR_DRAWS), ss / 7))
-    assert math.isclose(r.sd[-1], sd) and math.isclose(r.sd[-1] ** 2, 1.875 / 7)
-    # after one draw (no observed spread) the predictor's spread is the spread
-    assert math.isclose(r.sd[0] ** 2, 0.25)
-    assert r.cs_low[-1] <= r.fixed_low[-1] <= 0.625 <= r.fixed_high[-1] <= r.cs_high[-1]
-    assert 0 <= r.cs_low.min() and r.cs_high.max() <= 1
-    # the sequence only narrows (running intersection)
-    assert np.all(np.diff(r.cs_low) >= 0) and np.all(np.diff(r.cs_high) <= 0)
+def test_betting_sequence_pinned_and_valid():
+    z = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0] * 5)
+    lo, hi = np.zeros(z.size), np.ones(z.size)
+    iv = active.betting_cs(z, lo, hi, 0.9)
+    assert iv.low <= iv.estimate == 0.625 <= iv.high and 0 <= iv.low and iv.high <= 1
+    # pinned (hedged capital, predictable plug-in bets, grid of 2001)
+    assert (round(iv.low, 4), round(iv.high, 4)) == (0.414, 0.812)
+
+    def capital(theta):  # the two capital processes, written out draw by draw
+        up = down = 1.0
+        mu, dev = 0.5, 0.0
+        for t, x in enumerate(z, start=1):
+            var = 0.25 if t == 1 else (0.25 + dev) / t
+            lam = math.sqrt(2 * math.log(2 / 0.1) / (var * t * math.log(1 + t)))
+            up *= 1 + min(lam, 0.5 / max(theta, 1e-12)) * (x - theta)
+            down *= 1 - min(lam, 0.5 / max(1 - theta, 1e-12)) * (x - theta)
+            dev += (x - mu) ** 2
+            mu = (0.5 + z[:t].sum()) / (t + 1)
+        return max(up, down)
+
+    assert capital(0.40) >= 20 > capital(0.42) and capital(0.62) < 20
+    assert capital(0.82) >= 20 > capital(0.80)
+    # wider than the fixed-n interval at the same n, narrower than the trivial [0, 1]
+    fixed = active.fixed_interval(z, 0.9)
+    assert iv.low < fixed.low < 0.625 < fixed.high < iv.high
+    # anytime coverage of the mean by simulation: checked after every draw
+    rng = np.random.default_rng(0)
+    misses = 0
+    for _ in range(200):
+        x = (rng.random(300) < 0.3).astype(float)
+        path = active.betting_cs_path(x, np.zeros(300), np.ones(300), 0.9, grid=401)
+        misses += any(not (p.low <= 0.3 <= p.high) for p in path)
+    assert misses / 200 <= 0.1
+    with pytest.raises(StatsError, match="empty"):  # terms far outside their bounds
+        active.betting_cs(np.full(200, 5.0), np.zeros(200), np.ones(200), 0.9)
+
+
+def test_fixed_interval_and_the_draws_it_needs_agree():
+    z = np.random.default_rng(2).normal(0.4, 0.3, 60)
+    iv = active.fixed_interval(z, 0.9)
+    assert iv.low < iv.estimate < iv.high and iv.estimate == pytest.approx(float(z.mean()))
+    need = active.draws_needed(z, 0.9, 0.02)
+    grown = np.resize(z, z.size + need)  # the same spread and mean at T + need
+    grown = (grown - grown.mean()) / grown.std(ddof=1) * z.std(ddof=1) + z.mean()
+    wide = active.fixed_interval(grown, 0.9)
+    assert (wide.high - wide.low) / 2 <= 0.02 + 1e-9
+    short = grown[:-1]
+    short = (short - short.mean()) / short.std(ddof=1) * z.std(ddof=1) + z.mean()
+    assert (lambda w: (w.high - w.low) / 2)(active.fixed_interval(short, 0.9)) > 0.02
+    assert active.draws_needed(z, 0.9, 0.5) == 0
+    # a share never leaves [0, 1], and the estimate stays inside
+    edge = active.fixed_interval(np.array([1.0, 1.0, 1.0, 1.2]), 0.9)
+    assert edge.high == 1.0 and edge.low <= edge.estimate <= edge.high
+    assert active.expected_new_labels(np.full(10, 0.1), np.arange(4), 10 ** 6) == 6
+
+
+def test_label_error_correction_pinned():
+    e = active.Estimand("pass_rate", 0.0, np.full(4, 0.25))
+    iv = active.label_error_map(active.Interval(0.6, 0.5, 0.7), e, 0.1)
+    assert iv == pytest.approx(active.Interval(0.625, 0.5, 0.75))  # (x - e) / (1 - 2e)
+    # a difference: the error cancels in the numerator
+    d = active.Estimand("difference", 0.0, np.array([0.5, 0.5, -0.5, -0.5]), -1.0, 1.0)
+    assert active.label_error_map(active.Interval(0.2, 0.1, 0.3), d, 0.1) == \
+        pytest.approx(active.Interval(0.25, 0.125, 0.375))
+    # an estimated error widens both limits
+    wide = active.label_error_map(active.Interval(0.6, 0.45, 0.7), e, 0.1, [0.05, 0.15])
+    assert wide.low < 0.4375 and wide.high > 0.75 and wide.estimate == pytest.approx(0.625)
+
+
+def test_steering_only_where_it_pays():
+    n = 400
+    e = active.Estimand("pass_rate", 0.0, np.full(n, 1 / n))
+    rng = np.random.default_rng(5)
+    drawn = rng.choice(n, 60, replace=False)
+    q_drawn = np.full(60, 1 / n)
+    sure = np.where(np.arange(n) < 300, 0.01, 0.5)  # most items certain
+    # residuals as the items' uncertainty says: steering pays
+    resid = np.where(drawn < 300, 0.05, 0.5)
+    q, share, ratio = active.steer(sure, [e], drawn, q_drawn, resid)
+    assert share < 1 and ratio <= active.STEER_GAIN and q[350] > q[10]
+    # the same predictor, but residuals even everywhere (it was overconfident): uniform
+    q, share, ratio = active.steer(sure, [e], drawn, q_drawn, np.full(60, 0.5))
+    assert share == 1.0 and np.allclose(q, 1 / n)
+    # fewer labels than the pilot: uniform
+    assert active.steer(sure, [e], drawn[:10], q_drawn[:10], resid[:10])[1] == 1.0
 
 
 def _file(tmp_path: Path, n=300, seed=1, with_prob=True) -> tuple[Path, dict[str, int]]:
@@ -241,8 +322,14 @@ def test_self_contradiction_draws_more_often(tmp_path):
     src = load(path)
     pop = population(src.items)
     assert pop.unstable is not None and int(pop.unstable.sum()) == 20
-    m = active.fit_predictor(pop, np.array([], int), np.array([]))
-    np.testing.assert_allclose(m[pop.unstable == 1], 0.5)
+    # nothing is trusted before it is checked: no labels, no lean
+    np.testing.assert_allclose(active.fit_predictor(pop, np.array([], int), np.array([])),
+                               0.5)
+    # labels that agree with the stable verdicts and split on the unstable ones
+    labelled = np.arange(pop.n)
+    y = np.where(pop.unstable == 1, np.arange(pop.n) % 2, pop.verdict).astype(float)
+    m = active.fit_predictor(pop, labelled, y)
+    assert abs(m[pop.unstable == 1] - 0.5).max() < 0.15
     q = active.sampling_probabilities(m, active.estimands_for(pop))
     assert q[pop.unstable == 1].min() > 1.15 * q[pop.unstable == 0].max()
 

@@ -18,8 +18,10 @@ def _line(f: object) -> str:
     if f.estimate is None:
         return f"{f.name}: no labelled draw yet"
     lo, hi = f.ci or [0.0, 0.0]
-    need = "target met" if f.draws_needed == 0 else f"about {f.draws_needed} more draws"
-    return f"{f.name}: {f.estimate:.3f} [{lo:.3f}, {hi:.3f}] ({need})"
+    need = "target met" if f.draws_needed == 0 else f"about {f.labels_needed} more labels"
+    seq = f.sequential_ci or [0.0, 0.0]
+    return (f"{f.name}: {f.estimate:.3f} [{lo:.3f}, {hi:.3f}] (n={f.draws} draws; {need}); "
+            f"anytime-valid [{seq[0]:.3f}, {seq[1]:.3f}]")
 
 
 def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run folder or a "
@@ -35,20 +37,47 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
                                    "difference (each system's minus the first's) or all"),
           level: float = typer.Option(0.95, "--level", min=0.5, max=0.999),
           seed: int = typer.Option(0, "--seed", help="seed of the draws"),
+          design: str = typer.Option("planned", "--design", help="planned (default: a "
+                                     "uniform pilot, then draws steered where it pays, "
+                                     "until the fixed-n interval meets the target; check "
+                                     "it only when told the target is met) or sequential "
+                                     "(stop on the anytime-valid interval, which may be "
+                                     "checked after every label)"),
+          label_error: str | None = typer.Option(None, "--label-error", help="the chance "
+                                                 "an annotator flips a label (e.g. 0.1), "
+                                                 "or 'repeats': measured from items two "
+                                                 "annotators labelled; the figures are "
+                                                 "corrected for it"),
           ) -> None:
     """Propose the items a person should label next so that the corrected estimates
     narrow fastest, and report them with intervals that stay valid however often they
     are checked. Labels go to the run's labels.jsonl (judgekit view, or append
     {"id", "label", "annotator"} lines yourself); run again for the next items."""
-    from judgekit.labelling.session import propose
+    from judgekit.core.errors import ConfigError
+    from judgekit.labelling.session import DESIGNS, INTERVALS, parse_label_error, propose
     from judgekit.runs.folder import label_source
     from judgekit.runs.io import write_text
 
+    if design not in DESIGNS:
+        raise ConfigError(f"--design {design!r}: use {' or '.join(DESIGNS)}")
     st = propose(label_source(source), batch=batch, seed=seed, target_width=target_width,
-                 level=level, which=for_)
+                 level=level, which=for_, design=design,
+                 label_error=parse_label_error(label_error))
     n_items = len(st.source.items)
     console.print(f"{st.source.name}: {st.labels} of {n_items} items labelled, "
-                  f"{st.draws} draws counted (level {st.level:g})")
+                  f"{st.draws} draws counted (level {st.level:g}); intervals: "
+                  f"{INTERVALS[st.design]}")
+    if st.label_error is not None:
+        ci = f" [{st.label_error_ci[0]:.3f}, {st.label_error_ci[1]:.3f}]" \
+            if st.label_error_ci else ""
+        console.print(f"corrected for annotators who flip a label at {st.label_error:.3f}"
+                      + ci)
+    if st.steering and st.steering.get("steered"):
+        console.print(f"draws steered to uncertain items ({1 - st.steering['uniform_share']:.0%}"
+                      f" steered; estimated variance {st.steering['variance_vs_uniform']:.2f}"
+                      " of uniform draws)")
+    elif st.draws:
+        console.print("draws uniform: steering would not pay on the labels so far")
     for f in st.figures:
         console.print("  " + _line(f))
     if st.done:

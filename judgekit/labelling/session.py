@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import stats as sps
 
 from judgekit.core import seeds
 from judgekit.core.errors import ConfigError, DataError
@@ -28,13 +27,28 @@ from judgekit.stats import active
 FOR = ("pass_rate", "agreement", "difference", "all")
 
 
+DESIGNS = ("planned", "sequential")
+INTERVALS = {"planned": "fixed-n interval (planned design: Wilson at the effective n of "
+                        "the cross-fitted estimate; stop at the target width, do not "
+                        "re-check afterwards)",
+             "sequential": "anytime-valid interval (betting confidence sequence: valid "
+                           "however often it is checked)"}
+MIN_REPEATS = 10  # items labelled twice needed to estimate the annotators' error
+
+
 class Figure(NamedTuple):
     name: str
     estimate: float | None
-    ci: list[float] | None  # the confidence sequence: valid however often it is checked
+    ci: list[float] | None  # the interval of the session's design (``interval`` says which)
     fixed_ci: list[float] | None  # the fixed-n interval (valid at a number set in advance)
     halfwidth: float | None
-    draws_needed: int | None
+    draws_needed: int | None  # further draws the design needs (draws of labelled items
+    # are free)
+    labels_needed: int | None = None  # further labels: at most the items still unlabelled
+    interval: str = INTERVALS["planned"]
+    sequential_ci: list[float] | None = None  # the anytime-valid interval
+    sequential_estimate: float | None = None  # the running mean, inside sequential_ci
+    draws: int = 0
 
 
 class Status(NamedTuple):
@@ -46,11 +60,22 @@ class Status(NamedTuple):
     target_width: float
     level: float
     done: bool
+    design: str = "planned"
+    label_error: float | None = None
+    label_error_ci: list[float] | None = None
+    steering: JSONObject | None = None  # the next batch's uniform share and its reason
+
+    @property
+    def labels_needed(self) -> int:
+        return max((f.labels_needed or 0 for f in self.figures), default=0)
 
     def as_json(self) -> JSONObject:
-        return {"run": self.source.name, "level": self.level,
+        return {"run": self.source.name, "level": self.level, "design": self.design,
+                "interval": INTERVALS[self.design],
                 "target_width": self.target_width, "draws": self.draws,
-                "labels": self.labels, "done": self.done,
+                "labels": self.labels, "items": len(self.source.items), "done": self.done,
+                "labels_needed": self.labels_needed, "label_error": self.label_error,
+                "label_error_ci": self.label_error_ci, "steering": self.steering,
                 "pending": [p["id"] for p in self.pending],
                 "figures": [f._asdict() for f in self.figures]}
 
@@ -85,38 +110,142 @@ def _state(src: Source, which: str) -> _State:
     return _State(labels, pop, chosen(pop, which), y)
 
 
+def parse_label_error(raw: object) -> float | str | None:
+    """``--label-error``: a rate in [0, 0.5), or "repeats" (measured from items two
+    annotators labelled); None: labels taken as error-free."""
+    if raw is None or raw == "":
+        return None
+    if str(raw).strip().casefold() == "repeats":
+        return "repeats"
+    try:
+        e = float(str(raw))
+    except ValueError:
+        raise ConfigError(f"--label-error {raw!r}: give a rate in [0, 0.5) or "
+                          "'repeats'") from None
+    if not 0.0 <= e < 0.5:
+        raise ConfigError(f"--label-error {raw!r}: give a rate in [0, 0.5) (the chance an "
+                          "annotator flips a label) or 'repeats'")
+    return e
+
+
+def _label_error(src: Source, labels: store.Labels, setting: float | str | None,
+                 level: float) -> tuple[float | None, list[float] | None]:
+    if setting is None:
+        return None, None
+    if setting != "repeats":
+        return float(setting), None
+    from judgekit.stats.ppi import label_error_from_repeats
+
+    firsts, seconds = [], []
+    for who in labels.by_item.values():
+        vals = [v for v in (human_value(x, src.shape) for x in who.values()) if v is not None]
+        if len(vals) >= 2:
+            firsts.append(vals[0])
+            seconds.append(vals[1])
+    if len(firsts) < MIN_REPEATS:
+        raise ConfigError(f"--label-error repeats: only {len(firsts)} item(s) of "
+                          f"{src.labels_path} have labels from two annotators; have at least "
+                          f"{MIN_REPEATS} labelled twice, or give a rate (e.g. 0.1)")
+    e, ci, _ = label_error_from_repeats(firsts, seconds, level)
+    return e, ci
+
+
 def estimate(source: Path | Source, target_width: float = 0.1, level: float = 0.95,
-             which: str = "pass_rate") -> Status:
+             which: str = "pass_rate", design: str = "planned",
+             label_error: float | str | None = None, seed: int = 0) -> Status:
+    """The figures from the labels so far (nothing is drawn)."""
     src = load(source) if isinstance(source, Path) else source
-    return _estimate(src, _state(src, which), target_width, level)
+    return _estimate(src, _state(src, which), target_width, level, design, label_error,
+                     seed)[0]
 
 
 def _uniform_first(src: Source, state: _State, drawn: set[str]) -> list[JSONObject]:
-    """People's labels already in the source, as draws of a uniform first sample (each
-    item with probability 1/N, the verdict as the prediction, so each term is the
-    estimand's value on that item): they enter every estimate before the active draws.
-    The file's labelled items are assumed a random sample of its items; items the
-    labels file drew are counted there, not twice. Order: a seeded shuffle
-    (judgekit.core.seeds' "labelling.present")."""
+    """People's labels already in the source, as the first draws of a simple random
+    sample (each drawn uniformly from the items not drawn before it, with the flat
+    prediction 0.5, so each term is the estimand's value on that item plus what is
+    known): they enter every estimate before the drawn ones. The file's labelled items
+    are assumed a random sample of its items; items the labels file drew are counted
+    there, not twice. Order: a seeded shuffle (judgekit.core.seeds' "labelling.present")."""
     given = present_labels(src)
     ids = [str(x["id"]) for x in src.items if str(x["id"]) in given
            and str(x["id"]) not in drawn and str(x["id"]) in state.y]
     if not ids:
         return []
     n = len(src.items)
-    f = state.pop.verdict.astype(float)
-    every = active.estimands_for(state.pop)
-    means = {e.name: float(e.const + e.weights @ f) for e in every}
-    var = {e.name: float(n * np.sum(e.weights ** 2) * 0.25) for e in every}
+    m = np.full(n, 0.5)
     index = {str(x["id"]): i for i, x in enumerate(src.items)}
+    every = active.estimands_for(state.pop)
+    undrawn = np.ones(n, bool)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))
-    return [{"id": ids[k], "probability": 1.0 / n, "prediction": float(f[index[ids[k]]]),
-             "means": means, "expected_var": var} for k in order]
+    rows = []
+    for k in order:
+        q = undrawn / undrawn.sum()
+        rows.append({"id": ids[k], "probability": float(q[index[ids[k]]]), "prediction": 0.5,
+                     "frame": "undrawn", **_draw_row(every, m, q, undrawn)})
+        undrawn[index[ids[k]]] = False
+    return rows
 
 
-def _estimate(src: Source, state: _State, target_width: float, level: float) -> Status:
+def _draw_row(every: list[active.Estimand], m: np.ndarray, q: np.ndarray,
+              undrawn: np.ndarray) -> JSONObject:
+    """What a draw line records of the predictor and probabilities it was drawn under:
+    c + sum over the undrawn items of w m, and the bounds of its own part."""
+    means, bounds = {}, {}
+    for e in every:
+        base, lo, hi = active.frame(e, m, q, undrawn)
+        means[e.name] = round(base, 12)
+        bounds[e.name] = [lo, hi]
+    return {"means": means, "bounds": bounds}
+
+
+def _bounds(d: JSONObject, e: active.Estimand, n: int) -> tuple[float, float]:
+    """A draw's term bounds before the labels known at its draw are added; a line of the
+    previous version (drawn with replacement, no bounds) was drawn with at least
+    UNIFORM_SHARE / N of uniform probability, which bounds its weight."""
+    got = d.get("bounds", {}).get(e.name)
+    if got is not None:
+        return float(d["means"][e.name]) + float(got[0]), \
+            float(d["means"][e.name]) + float(got[1])
+    reach = float(np.abs(e.weights).max()) * n / active.UNIFORM_SHARE
+    return float(d["means"][e.name]) - reach, float(d["means"][e.name]) + reach
+
+
+class _Fit(NamedTuple):
+    rows: list[JSONObject]  # the counted draws (people's labels first)
+    idx: np.ndarray  # each row's item index
+    yv: np.ndarray  # each row's label value
+    q: np.ndarray  # each row's draw probability
+    fold_of: dict[int, int]  # labelled item -> its fold
+    preds: list[np.ndarray]  # each fold's predictor
+    resid: np.ndarray  # each row's cross-fitted residual
+    yfull: np.ndarray  # every item's label value (0 where unlabelled)
+
+
+def _fit(src: Source, state: _State, rows: list[JSONObject], seed: int) -> _Fit:
+    index = {str(x["id"]): i for i, x in enumerate(src.items)}
+    idx = np.array([index[str(d["id"])] for d in rows], int)
+    yv = np.array([state.y[str(d["id"])] for d in rows], float)
+    q = np.array([float(d["probability"]) for d in rows], float)
+    yfull = np.zeros(len(src.items))
+    yfull[idx] = yv
+    items = np.unique(idx)
+    if items.size < 2:
+        return _Fit(rows, idx, yv, q, {}, [], np.zeros(idx.size), yfull)
+    yi = np.array([state.y[str(src.items[i]["id"])] for i in items], float)
+    fold, preds = active.crossfit(state.pop, items, yi, seed)
+    fold_of = {int(i): int(k) for i, k in zip(items, fold)}
+    resid = np.array([yv[t] - preds[fold_of[int(j)]][j] for t, j in enumerate(idx)])
+    return _Fit(rows, idx, yv, q, fold_of, preds, resid, yfull)
+
+
+def _estimate(src: Source, state: _State, target_width: float, level: float,
+              design: str = "planned", label_error: float | str | None = None,
+              seed: int = 0) -> tuple[Status, np.ndarray, np.ndarray]:
+    """The figures, and the next batch's probabilities and predictor."""
+    if design not in DESIGNS:
+        raise ConfigError(f"--design {design!r}: use {' or '.join(DESIGNS)}")
     labels, ests, y = state.labels, state.estimands, state.y
-    alpha = 1 - level
+    err, err_ci = _label_error(src, labels, label_error, level)
     prefix: list[JSONObject] = []
     pending: list[JSONObject] = []
     waiting: set[str] = set()
@@ -127,75 +256,152 @@ def _estimate(src: Source, state: _State, target_width: float, level: float) -> 
         elif item not in y and item not in waiting:
             waiting.add(item)
             pending.append(d)
-    index = {str(x["id"]): i for i, x in enumerate(src.items)}
-    horizon = float(labels.draws[0].get("horizon", 100)) if labels.draws else 100.0
-    rho = active.cs_rho(horizon, alpha)
-    first = _uniform_first(src, state, {str(d["id"]) for d in prefix})
+    n = len(src.items)
+    rows = _uniform_first(src, state, {str(d["id"]) for d in prefix}) + prefix
+    fit = _fit(src, state, rows, seed) if rows else None
+    labelled = np.array([i for i, x in enumerate(src.items) if str(x["id"]) in y], int)
+    m_next = active.fit_predictor(state.pop, labelled, np.array(
+        [y[str(src.items[i]["id"])] for i in labelled]))
+    if fit is not None and fit.preds:
+        q_next, share, ratio = active.steer(m_next, ests, fit.idx, fit.q, fit.resid)
+    else:
+        q_next, share, ratio = np.full(n, 1.0 / n), 1.0, 1.0
+    steering = {"uniform_share": share, "variance_vs_uniform": round(ratio, 4),
+                "steered": share < 1.0}
+    scale = 1.0 - 2.0 * (err or 0.0)
+    left = n - len(y)
     figures = []
     for e in ests:
-        rows = [d for d in first + prefix if e.name in d.get("means", {})]
-        if not rows:
-            figures.append(Figure(e.name, None, None, None, None, None))
+        if fit is None or fit.idx.size < 2:
+            need = max(active.PILOT - (0 if fit is None else fit.idx.size), 1)
+            figures.append(Figure(e.name, None, None, None, None, need,
+                                  active.expected_new_labels(q_next, labelled, need),
+                                  INTERVALS[design]))
             continue
-        z = np.array([d["means"][e.name] + e.weights[index[str(d["id"])]]
-                      * (y[str(d["id"])] - d["prediction"]) / d["probability"]
-                      for d in rows])
-        pv = np.array([d["expected_var"][e.name] for d in rows])
-        r = active.running(z, pv, level, rho, e.low, e.high)
-        half = float(r.cs_high[-1] - r.cs_low[-1]) / 2
-        need = active.draws_needed(float(r.sd[-1]), len(rows), target_width / 2, alpha, rho)
-        if len(rows) < active.MIN_DRAWS:
-            need = max(need, active.MIN_DRAWS - len(rows))
-        need = min(need, len(src.items) - len(y))  # never more than the items left
-        figures.append(Figure(e.name, round(float(np.clip(r.estimate[-1], e.low, e.high)), 6),
-                              [round(float(r.cs_low[-1]), 6), round(float(r.cs_high[-1]), 6)],
-                              [round(float(r.fixed_low[-1]), 6),
-                               round(float(r.fixed_high[-1]), 6)],
-                              round(half, 6), int(need)))
+        new = np.array([d.get("frame") == "undrawn" for d in fit.rows], float)
+        known = active.known_before(fit.idx, e.weights * fit.yfull)
+        means = np.array([float(d["means"][e.name]) for d in fit.rows])
+        pred = np.array([float(d["prediction"]) for d in fit.rows])
+        z_seq = means + new * known + e.weights[fit.idx] * (fit.yv - pred) / fit.q
+        bnd = np.array([_bounds(d, e, n) for d in fit.rows]) + (new * known)[:, None]
+        if fit.preds:
+            k = np.array([fit.fold_of[int(j)] for j in fit.idx])
+            base = np.empty(fit.idx.size)
+            m_cf = np.empty(fit.idx.size)
+            for kk, p in enumerate(fit.preds):
+                here = k == kk
+                rest = float(e.weights @ p) - new * active.known_before(fit.idx, e.weights * p)
+                base[here] = (e.const + new * known + rest)[here]
+                m_cf[here] = p[fit.idx[here]]
+            z_cf = base + e.weights[fit.idx] * (fit.yv - m_cf) / fit.q
+        else:
+            z_cf = z_seq
+        floor = float(np.mean((e.weights[fit.idx] / fit.q) ** 2)) / fit.idx.size
+        fixed = active.label_error_map(
+            active.fixed_interval(z_cf, level, e.low, e.high, floor), e, err or 0.0, err_ci)
+        seq = active.label_error_map(
+            active.betting_cs(z_seq, bnd[:, 0], bnd[:, 1], level, e.low, e.high), e,
+            err or 0.0, err_ci)
+        t = fit.idx.size
+        if design == "planned":
+            shown = fixed
+            need = active.draws_needed(z_cf, level, target_width / 2 * scale, e.low, e.high,
+                                       floor)
+        else:
+            shown = seq
+            need = _cs_draws_needed(seq, t, target_width / 2)
+        if t < active.PILOT:
+            need = max(need, active.PILOT - t)
+        lab = active.expected_new_labels(q_next, labelled, need)
+        if left == 0:
+            need, lab = 0, 0
+        figures.append(Figure(
+            e.name, round(shown.estimate, 6), [round(shown.low, 6), round(shown.high, 6)],
+            [round(fixed.low, 6), round(fixed.high, 6)], round((shown.high - shown.low) / 2, 6),
+            int(need), int(lab), INTERVALS[design], [round(seq.low, 6), round(seq.high, 6)],
+            round(seq.estimate, 6), t))
     done = bool(figures) and all(f.draws_needed == 0 for f in figures)
-    return Status(src, figures, len(prefix), len(y), pending, target_width, level, done)
+    st = Status(src, figures, len(prefix), len(y), pending, target_width, level, done,
+                design, err, err_ci, steering)
+    return st, q_next, m_next
+
+
+def _cs_draws_needed(seq: active.Interval, t: int, halfwidth: float) -> int:
+    """About how many more draws the confidence sequence needs: its half-width shrinks
+    like sqrt(log(1 + t) / t)."""
+    half = (seq.high - seq.low) / 2
+    if half <= halfwidth:
+        return 0
+    lo, hi = t, 2 * t
+
+    def at(u: int) -> float:
+        return half * math.sqrt(math.log1p(u) / u * t / math.log1p(t))
+
+    while at(hi) > halfwidth and hi < 10 ** 7:
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if at(mid) > halfwidth else (lo, mid)
+    return hi - t
 
 
 def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width: float = 0.1,
-            level: float = 0.95, which: str = "pass_rate") -> Status:
+            level: float = 0.95, which: str = "pass_rate", design: str = "planned",
+            label_error: float | str | None = None) -> Status:
     """The items to label next: the pending draws if some are unlabelled, else a new
-    batch of ``batch`` distinct unlabelled items (none once the target is met)."""
+    batch of at most ``batch`` distinct unlabelled items (no more than the design still
+    needs; none once the target is met)."""
     if batch < 1:
         raise ConfigError(f"--batch {batch}: give at least 1")
     src = load(source) if isinstance(source, Path) else source
-    state = _state(src, which)
-    st = _estimate(src, state, target_width, level)
-    if st.pending or st.done:
+    st, new = next_draws(src, _state(src, which), batch, seed, target_width, level, which,
+                         design, label_error)
+    if not new:
         return st
+    store.append(src.labels_path, new)
+    return estimate(src, target_width, level, which, design, label_error, seed)
+
+
+def next_draws(src: Source, state: _State, batch: int, seed: int, target_width: float,
+               level: float, which: str, design: str, label_error: float | str | None
+               ) -> tuple[Status, list[JSONObject]]:
+    """The session's status and the draw lines of its next batch (none while draws are
+    pending or once the target is met): what :func:`propose` appends to the labels
+    file."""
+    st, q, m = _estimate(src, state, target_width, level, design, label_error, seed)
+    if st.pending or st.done:
+        return st, []
     labels, pop, ests, y = state
     ids = [str(x["id"]) for x in src.items]
-    done_idx = np.array([i for i, k in enumerate(ids) if k in y], int)
-    m = active.fit_predictor(pop, done_idx, np.array([y[ids[i]] for i in done_idx]))
-    q = active.sampling_probabilities(m, ests)
-    every = active.estimands_for(pop)  # logged for all, so any of them can be estimated
-    means = {e.name: round(e.const + float(e.weights @ m), 12) for e in every}
-    var = {e.name: active.model_variance(e, m, q) for e in every}
+    every = active.estimands_for(pop)  # all estimands logged: any can be read
     b = 1 + max((int(d.get("batch", 0)) for d in labels.draws), default=0)
     t0 = len(labels.draws)
     head: JSONObject = {}
     if not labels.draws:
-        z = float(sps.norm.ppf(1 - (1 - level) / 2))
-        worst = max(var[e.name] for e in ests)
-        head = {"horizon": round(max((z * math.sqrt(worst) / (target_width / 2)) ** 2, 20.0), 1),
-                "seed": seed, "for": which, "level": level, "target_width": target_width}
+        head = {"seed": seed, "for": which, "level": level, "target_width": target_width,
+                "design": design, "label_error": label_error}
     rng = np.random.default_rng([seed, b])
-    unlabelled = len(ids) - len(y)
+    index = {k: i for i, k in enumerate(ids)}
+    undrawn = np.ones(len(ids), bool)
+    for d in labels.draws:
+        undrawn[index[str(d["id"])]] = False
+    for k in present_labels(src):
+        undrawn[index[k]] = False
+    want = min(batch, len(ids) - len(y), max(1, st.labels_needed))
     new: list[JSONObject] = []
     fresh: set[str] = set()
-    while len(fresh) < min(batch, unlabelled) and len(new) < 200 * batch:
-        j = int(rng.choice(len(ids), p=q))
+    while len(fresh) < want and undrawn.any():
+        qu = np.where(undrawn, q, 0.0)
+        qu = qu / qu.sum() if qu.sum() > 0 else undrawn / undrawn.sum()
+        j = int(rng.choice(len(ids), p=qu))
         new.append({"kind": "draw", "draw": t0 + len(new) + 1, "batch": b, "id": ids[j],
-                    "probability": float(q[j]), "prediction": float(m[j]), "means": means,
-                    "expected_var": var, **(head if not new and head else {})})
+                    "probability": float(qu[j]), "prediction": float(m[j]),
+                    "frame": "undrawn", "share": (st.steering or {}).get("uniform_share", 1.0),
+                    **_draw_row(every, m, qu, undrawn), **(head if not new and head else {})})
+        undrawn[j] = False
         if ids[j] not in y:
             fresh.add(ids[j])
-    store.append(src.labels_path, new)
-    return estimate(src, target_width, level, which)
+    return st, new
 
 
 def add_label(source: Path | Source, item: str, label: Any, annotator: str) -> None:
@@ -232,6 +438,8 @@ class Settings(NamedTuple):
     level: float = 0.95
     which: str = "pass_rate"
     seed: int = 0
+    design: str = "planned"
+    label_error: float | str | None = None
 
 
 def recorded(source: Path | Source) -> Settings:
@@ -243,4 +451,5 @@ def recorded(source: Path | Source) -> Settings:
     d = Settings()
     return Settings(float(head.get("target_width", d.target_width)),
                     float(head.get("level", d.level)), str(head.get("for", d.which)),
-                    int(head.get("seed", d.seed)))
+                    int(head.get("seed", d.seed)), str(head.get("design", d.design)),
+                    parse_label_error(head.get("label_error")))

@@ -1,24 +1,46 @@
-"""Active labelling: which items a person should label next, and the corrected
-estimates those labels give (active statistical inference; Zrnic and Candes 2024,
-with the defensive mixture of the on-demand seed, Chaganty et al. 2017).
+"""Labels that pay: which items a person should label next, and the corrected estimates
+(with intervals) those labels give.
 
 Every estimand is linear in the human labels y: theta = c + sum_i w_i y_i (a pass rate
 of one system, the judge's agreement with people, a difference of two systems). Items
-are drawn one at a time, with replacement, from probabilities q: a predictor m (the
-judge's verdict, its score and the item's system, calibrated on the labels so far) says
-how uncertain each item's label still is, v_i = m_i (1 - m_i), and q_i is proportional
-to sqrt(v_i * sum_e w_ei^2), mixed with the uniform distribution (``uniform_share``) so
-that no weight exceeds 1 / uniform_share whatever the judge. Draw t gives, for each
-estimand,
+are drawn with replacement from probabilities q that are fixed before each batch; a
+draw of an item already labelled reuses its label (no new work). Draw t gives
 
     Z_t = c + sum_i w_i m_i + w_j (y_j - m_j) / q_j      (j the item drawn)
 
-with m and q fixed before the draw, so E[Z_t | past] = theta exactly: the estimate is
-valid for any judge, and a wrong predictor only costs width. A draw of an item already
-labelled reuses its label (no new work). The estimate is the mean of the Z_t; the
-fixed-n interval is Student's t on their spread, and the interval that may be checked
-after every label is Robbins' normal-mixture confidence sequence (Waudby-Smith et al.
-2024, asymptotic confidence sequences), intersected over time.
+for any predictor m fixed independently of draw j, so E[Z_t] = theta exactly: the
+estimate is valid whatever the judge, and a poor predictor only costs width (active
+statistical inference, Zrnic & Candes 2024).
+
+The design (``judgekit label``'s default, "planned"):
+
+1. a **uniform pilot** (q = 1/N) of ``PILOT`` draws;
+2. the predictor: the judge's verdict, its score's logit, the item's system and whether
+   the judge contradicted itself, **calibrated** by a ridge logistic regression on the
+   labels so far (no prior trust in the score: an overconfident score is recalibrated,
+   an anti-correlated one turned round);
+3. **steering only when it pays**: the next batch's q is the uniform mixture
+   (1 - u) a + u / N, a_i proportional to |w_i| sqrt(m_i (1 - m_i)), with u chosen from
+   ``SHARES`` (u = 1 is uniform) by the variance each q *would give*, estimated from the
+   labels drawn so far with cross-fitted residuals (inverse-probability weighted), never
+   from the predictor's own variance; steering is kept only if that estimate is at most
+   ``STEER_GAIN`` of the uniform one;
+4. the **fixed-n interval** from the cross-fitted terms (each draw's m fitted on the
+   other folds' labels; Zrnic & Candes' cross-prediction), Wilson's interval at the
+   effective sample size (Student's t, half the continuity correction) as
+   ``judgekit analyse`` reports PPI++; labelling stops once it is at most the target
+   width (a fixed-width rule on the spread, Chow & Robbins 1965; its coverage is
+   checked by benchmarks/active_labels.py).
+
+For a user who checks after every label, the anytime-valid interval is a betting
+confidence sequence (Waudby-Smith & Ramdas 2024, hedged capital with the predictable
+plug-in bet) on the *predictable* terms (each batch's m fitted on earlier labels only),
+with each draw's bounds fixed before it was drawn. It needs no variance model and is
+valid for bounded terms at every time at once.
+
+Annotators who flip a label with probability e: observed labels have mean
+e + (1 - 2 e) y, so theta = c + (theta_obs - c - e sum w) / (1 - 2 e); estimate and
+limits are mapped through it (an estimated e's interval widens the limits).
 
 Pure functions and arrays: files, items and the command line are judgekit.labelling.
 """
@@ -30,14 +52,19 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats as sps
 
-__all__ = ["Estimand", "Population", "Running", "cs_halfwidth", "cs_rho", "draws_needed",
-           "estimands_for", "fit_predictor", "running", "sampling_probabilities", "terms"]
+from judgekit.core.errors import StatsError
 
-UNIFORM_SHARE = 0.25  # the defensive mixture: q_i >= UNIFORM_SHARE / N
-PRIOR_DRAWS = 20  # the predictor's variance counts as this many draws in the spread
-MIN_DRAWS = 20  # the stopping rule is not checked before this many draws
+__all__ = ["Estimand", "Interval", "Population", "betting_cs", "betting_cs_path", "crossfit",
+           "draws_needed", "estimands_for", "expected_new_labels", "fit_predictor",
+           "fixed_interval", "frame", "known_before", "label_error_map", "sampling_probabilities", "steer", "term_bounds", "terms"]
+
+UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without bounds)
+SHARES = (1.0, 0.5, 0.25, 0.1)  # uniform share candidates (1: no steering)
+STEER_GAIN = 0.9  # steer only if the estimated variance is at most this of uniform's
+PILOT = 30  # uniform draws before any steering or stopping
+FOLDS = 5
+CS_GRID = 2001
 
 
 class Population(NamedTuple):
@@ -65,6 +92,12 @@ class Estimand(NamedTuple):
     weights: np.ndarray
     low: float = 0.0
     high: float = 1.0
+
+
+class Interval(NamedTuple):
+    estimate: float
+    low: float
+    high: float
 
 
 def estimands_for(pop: Population) -> list[Estimand]:
@@ -98,42 +131,68 @@ def _features(pop: Population) -> np.ndarray:
         d = (pop.system == s).astype(float)
         cols += [d, d * f]
     if pop.unstable is not None and pop.unstable.any():
-        cols.append(pop.unstable.astype(float))
+        cols += [pop.unstable.astype(float), pop.unstable * f]
     return np.column_stack(cols)
+
+
+def _logistic(x: np.ndarray, xl: np.ndarray, yl: np.ndarray, ridge: float) -> np.ndarray:
+    beta = np.zeros(x.shape[1])
+    pen = ridge * np.eye(x.shape[1])
+    pen[0, 0] = 1e-6  # the intercept is not shrunk
+    for _ in range(30):
+        p = 1 / (1 + np.exp(-np.clip(xl @ beta, -30, 30)))
+        grad = xl.T @ (yl - p) - pen @ beta
+        hess = (xl * (p * (1 - p))[:, None]).T @ xl + pen
+        step = np.linalg.solve(hess, grad)
+        beta += step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    return np.asarray(1 / (1 + np.exp(-np.clip(x @ beta, -30, 30))))
 
 
 def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
                   ridge: float = 1.0) -> np.ndarray:
-    """P(label = 1) for every item: a ridge logistic regression of the labels so far on
-    the verdict, the score's logit, the system (with its interaction with the verdict)
-    and the judge's self-contradiction where known. The prior (no labels) trusts the
-    judge: the score where there is one, the verdict shrunk to 0.2/0.8 otherwise, no lean
-    where it contradicted itself. Labels chosen by an item's features do not bias
-    P(y | features), so no weighting is needed here."""
+    """P(label = 1) for every item: a ridge logistic regression of the labels so far
+    (``y``, each in [0, 1]: several annotators' mean) on the verdict, the score's logit,
+    the system (with its interaction with the verdict) and the judge's
+    self-contradiction. No labels: 0.5 everywhere (nothing is trusted before it is
+    checked). Labels chosen by an item's features do not bias P(y | features)."""
+    labelled = np.asarray(labelled, int)
+    if labelled.size == 0:
+        return np.full(pop.n, 0.5)
     x = _features(pop)
-    f = pop.verdict.astype(float)
-    prior = np.clip(pop.score.astype(float), 0.02, 0.98) if pop.score is not None \
-        else 0.2 + 0.6 * f
-    offset = np.log(prior / (1 - prior))
-    if pop.unstable is not None:  # the judge contradicted itself: no prior lean
-        offset = np.where(pop.unstable.astype(bool), 0.0, offset)
-    beta = np.zeros(x.shape[1])
-    if labelled.size:
-        xl, ol, yl = x[labelled], offset[labelled], y.astype(float)
-        for _ in range(25):
-            p = 1 / (1 + np.exp(-np.clip(xl @ beta + ol, -30, 30)))
-            grad = xl.T @ (yl - p) - ridge * beta
-            hess = (xl * (p * (1 - p))[:, None]).T @ xl + ridge * np.eye(x.shape[1])
-            step = np.linalg.solve(hess, grad)
-            beta += step
-            if float(np.abs(step).max()) < 1e-8:
-                break
-    return np.asarray(1 / (1 + np.exp(-np.clip(x @ beta + offset, -30, 30))))
+    yl = np.clip(np.asarray(y, float), 0.0, 1.0)
+    m = _logistic(x, x[labelled], yl, ridge)
+    # a linear recalibration on top (least squares of the labels on m): labels that
+    # annotators flip at a rate e have P(y = 1) in [e, 1 - e], a range the logistic
+    # curve cannot end in
+    ml = m[labelled]
+    var = float(ml.var())
+    if labelled.size < 10 or var <= 1e-9:
+        return m
+    beta = max(0.0, float(np.mean((ml - ml.mean()) * (yl - yl.mean()))) / var)
+    alpha = float(yl.mean()) - beta * float(ml.mean())
+    return np.asarray(np.clip(alpha + beta * m, 0.005, 0.995))
+
+
+def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0,
+             folds: int = FOLDS) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Cross-fitted predictors: the labelled items are split into ``folds`` folds (by a
+    seeded permutation); fold k's predictor is fitted on the other folds' labels.
+    Returns (fold of each labelled item, each fold's predictor over all items)."""
+    labelled = np.asarray(labelled, int)
+    k = max(2, min(folds, labelled.size))
+    order = np.random.default_rng([seed, 7]).permutation(labelled.size)
+    fold = np.empty(labelled.size, int)
+    fold[order] = np.arange(labelled.size) % k
+    preds = [fit_predictor(pop, labelled[fold != j], np.asarray(y, float)[fold != j])
+             for j in range(k)]
+    return fold, preds
 
 
 def sampling_probabilities(m: np.ndarray, estimands: Sequence[Estimand],
                            uniform_share: float = UNIFORM_SHARE) -> np.ndarray:
-    """q_i proportional to sqrt(m_i (1 - m_i) sum_e w_ei^2), mixed with uniform."""
+    """q_i proportional to sqrt(m_i (1 - m_i) sum_e (N w_ei)^2), mixed with uniform."""
     n = m.size
     w2 = np.sum([e.weights ** 2 for e in estimands], axis=0) * n * n
     score = np.sqrt(np.clip(m * (1 - m), 1e-4, None) * w2)
@@ -150,82 +209,229 @@ def terms(e: Estimand, m: np.ndarray, q: np.ndarray, drawn: np.ndarray, y: np.nd
     return np.asarray(base + e.weights[drawn] * (y - m[drawn]) / q[drawn])
 
 
+def term_bounds(e: Estimand, m: np.ndarray, q: np.ndarray) -> tuple[float, float]:
+    """The least and greatest value a draw's term can take under m and q (over every
+    item and label in [0, 1]): fixed before the draw, the confidence sequence's bounds."""
+    base = e.const + float(e.weights @ m)
+    a = e.weights * (0.0 - m) / q
+    b = e.weights * (1.0 - m) / q
+    return base + float(np.minimum(a, b).min()), base + float(np.maximum(a, b).max())
+
+
+def frame(e: Estimand, m: np.ndarray, q: np.ndarray, undrawn: np.ndarray
+          ) -> tuple[float, float, float]:
+    """A draw without replacement (des Raj's ordered estimator): the item is drawn from
+    the items not drawn before (``undrawn``) with probabilities q (over them), and its
+    term is
+
+        Z_t = c + sum_{drawn before} w_i y_i + sum_{undrawn} w_i m_i + w_j (y_j - m_j) / q_j
+
+    whose mean given the past is theta exactly; the spread shrinks as items are drawn
+    (the finite-population correction comes by itself). Returns c + sum_{undrawn} w m
+    and the least and greatest value of w_j (y - m_j) / q_j over undrawn j and y in
+    [0, 1] (fixed before the draw: the confidence sequence's bounds, once the labels
+    drawn before are added)."""
+    u = np.asarray(undrawn, bool) & (q > 0)
+    base = e.const + float(e.weights[u] @ m[u])
+    a = e.weights[u] * (0.0 - m[u]) / q[u]
+    b = e.weights[u] * (1.0 - m[u]) / q[u]
+    return base, float(np.minimum(a, b).min()), float(np.maximum(a, b).max())
+
+
+def known_before(idx: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """For draws of items ``idx`` (in order), the sum of ``values`` over the distinct
+    items drawn before each draw."""
+    seen: set[int] = set()
+    contrib = np.zeros(idx.size)
+    for t, j in enumerate(idx):
+        if int(j) not in seen:
+            seen.add(int(j))
+            contrib[t] = values[j]
+    return np.concatenate([[0.0], np.cumsum(contrib)[:-1]])
+
+
 def model_variance(e: Estimand, m: np.ndarray, q: np.ndarray) -> float:
-    """Var(Z) if the predictor were calibrated: sum w^2 m (1 - m) / q (an upper bound)."""
+    """Var(Z) if the predictor were calibrated: sum w^2 m (1 - m) / q (logged in draw
+    lines so that the previous version can still read a labels file)."""
     return float(np.sum(e.weights ** 2 * m * (1 - m) / q))
 
 
-def cs_rho(horizon: float, alpha: float) -> float:
-    """The mixture's rho that makes the confidence sequence tightest at ``horizon``
-    draws (Waudby-Smith et al., eq. for the two-sided normal mixture)."""
-    a = -2 * math.log(alpha) + math.log(-2 * math.log(alpha) + 1)
-    return math.sqrt(a / max(horizon, 1.0))
+def steer(m: np.ndarray, estimands: Sequence[Estimand], drawn: np.ndarray,
+          q_drawn: np.ndarray, resid: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """The next batch's probabilities: the mixture share u in ``SHARES`` whose variance,
+    estimated from the draws so far, is least; uniform unless that is at most
+    ``STEER_GAIN`` of uniform's. ``drawn`` are the draws' items, ``q_drawn`` the
+    probabilities they were drawn with, ``resid`` their cross-fitted residuals
+    y - m^(-k). For a candidate q', sum_i w_i^2 r_i^2 / q'_i (the part of Var(Z) that q'
+    changes) is estimated without bias by the mean over draws of
+    w_j^2 r_j^2 / (q'_j q_j); the binding (largest) estimand decides.
+    Returns (q, u, estimated variance ratio to uniform)."""
+    n = m.size
+    uniform = np.full(n, 1.0 / n)
+    if drawn.size < PILOT:
+        return uniform, 1.0, 1.0
+    r2 = np.asarray(resid, float) ** 2
+
+    def worst(q: np.ndarray) -> float:
+        return max(float(np.mean(e.weights[drawn] ** 2 * r2 / (q[drawn] * q_drawn)))
+                   for e in estimands)
+
+    base = worst(uniform)
+    if base <= 0:
+        return uniform, 1.0, 1.0
+    best = (1.0, uniform, 1.0)
+    for u in SHARES[1:]:
+        q = sampling_probabilities(m, estimands, u)
+        ratio = worst(q) / base
+        if ratio < best[2]:
+            best = (u, q, ratio)
+    if best[2] > STEER_GAIN:
+        return uniform, 1.0, best[2]
+    return best[1], best[0], best[2]
 
 
-def cs_halfwidth(sd: float, t: int, alpha: float, rho: float) -> float:
-    """Robbins' two-sided normal-mixture boundary divided by t."""
-    r2 = rho * rho
-    return sd * math.sqrt(2 * (t * r2 + 1) / (t * t * r2)
-                          * math.log(math.sqrt(t * r2 + 1) / alpha))
+def fixed_interval(z: np.ndarray, level: float, low: float = 0.0, high: float = 1.0,
+                   floor: float = 0.0) -> Interval:
+    """The fixed-n interval of the mean of terms z (one per draw): for a share, Wilson's
+    interval at the effective sample size est (1 - est) / Var (Student's t on T - 1
+    degrees of freedom, half the continuity correction), as ``judgekit analyse`` reports
+    PPI++; for a difference, Student's t. Var is the terms' spread over T, at least
+    ``floor`` / T (one unseen error). Clipped to [low, high]; always holds the estimate."""
+    from judgekit.stats.bootstrap import t_quantile
+    from judgekit.stats.proportions import wilson_effective
+
+    t = z.size
+    if t < 2:
+        raise StatsError("an interval needs at least two labelled draws")
+    est = min(high, max(low, float(z.mean())))
+    var = max(float(z.var(ddof=1)), floor) / t
+    if low == 0.0 and high == 1.0:
+        n_eff = est * (1 - est) / var if var > 0 else float(t)
+        n_eff = max(2.0, min(n_eff, 1e9)) if est * (1 - est) > 0 else float(t)
+        ci = wilson_effective(est, n_eff, level, continuity=0.5, df=t - 1).as_list()
+        return Interval(est, max(low, min(ci[0], est)), min(high, max(ci[1], est)))
+    half = t_quantile(0.5 + level / 2, t - 1) * math.sqrt(var)
+    return Interval(est, max(low, est - half), min(high, est + half))
 
 
-class Running(NamedTuple):
-    """Estimate after each draw t = 1..T: mean, fixed-n interval, confidence sequence."""
+def draws_needed(z: np.ndarray, level: float, halfwidth: float, low: float = 0.0,
+                 high: float = 1.0, floor: float = 0.0, cap: int = 10 ** 7) -> int:
+    """Further draws until the fixed-n interval is at most 2 * ``halfwidth`` wide at the
+    spread and estimate so far (0 when it already is): the interval actually reported,
+    recomputed at each candidate T from the same variance."""
+    from judgekit.stats.bootstrap import t_quantile
+    from judgekit.stats.proportions import wilson_effective
 
-    estimate: np.ndarray
-    fixed_low: np.ndarray
-    fixed_high: np.ndarray
-    cs_low: np.ndarray
-    cs_high: np.ndarray
-    sd: np.ndarray
+    t0 = z.size
+    est = min(high, max(low, float(z.mean())))
+    s2 = max(float(z.var(ddof=1)), floor)
 
+    def half(t: int) -> float:
+        if low == 0.0 and high == 1.0:
+            v = s2 / t
+            n_eff = est * (1 - est) / v if v > 0 and est * (1 - est) > 0 else float(t)
+            lo, hi = wilson_effective(est, max(2.0, min(n_eff, 1e9)), level, continuity=0.5,
+                                      df=t - 1).as_list()
+            return (hi - lo) / 2
+        return t_quantile(0.5 + level / 2, t - 1) * math.sqrt(s2 / t)
 
-def running(z: np.ndarray, prior_var: np.ndarray, level: float, rho: float,
-            low: float = 0.0, high: float = 1.0) -> Running:
-    """Running estimates of the draws' terms z (in order). The spread blends the sample
-    variance with ``prior_var`` (at each draw, the variance the predictor of that time
-    expects of a draw) as PRIOR_DRAWS draws, so a few draws that happen to agree cannot
-    give a zero width, and the blend follows the predictor as it improves. The sequence
-    is the running intersection of the mixture boundaries, clipped to [low, high]."""
-    t = np.arange(1, z.size + 1, dtype=float)
-    mean = np.cumsum(z) / t
-    sq = np.cumsum(z * z)
-    ss = np.clip(sq - t * mean * mean, 0, None)
-    pv = np.asarray(prior_var, float)
-    # the predictor's variance lifts a spread that a few agreeing draws left near zero,
-    # but never lowers the draws' own (it misses what the predictor cannot see)
-    var = np.maximum((ss + PRIOR_DRAWS * pv) / (t - 1 + PRIOR_DRAWS),
-                     ss / np.maximum(t - 1, 1))
-    sd = np.sqrt(var)
-    alpha = 1 - level
-    # heavy tails (a rare item drawn with a large weight) leave fewer effective degrees
-    # of freedom: t / kurtosis (t / 3 for normal terms), at most t - 1
-    c3, c4 = np.cumsum(z ** 3) / t, np.cumsum(z ** 4) / t
-    m2 = sq / t - mean ** 2
-    m4 = c4 - 4 * mean * c3 + 6 * mean ** 2 * (sq / t) - 3 * mean ** 4
-    kurt = np.where(m2 > 1e-12, m4 / np.maximum(m2, 1e-12) ** 2, 3.0)
-    df = np.clip(3 * t / np.maximum(kurt, 3.0) - 1, 1, None)
-    tq = sps.t.ppf(1 - alpha / 2, df)
-    half = tq * sd / np.sqrt(t)
-    r2 = rho * rho
-    bound = sd * np.sqrt(2 * (t * r2 + 1) / (t * t * r2) * np.log(np.sqrt(t * r2 + 1) / alpha))
-    cs_lo = np.maximum.accumulate(np.clip(mean - bound, low, high))
-    cs_hi = np.minimum.accumulate(np.clip(mean + bound, low, high))
-    cs_hi = np.maximum(cs_hi, cs_lo)
-    return Running(mean, np.clip(mean - half, low, high), np.clip(mean + half, low, high),
-                   cs_lo, cs_hi, sd)
-
-
-def draws_needed(sd: float, t: int, halfwidth: float, alpha: float, rho: float,
-                 cap: int = 10 ** 7) -> int:
-    """Further draws until the sequence's half-width reaches ``halfwidth`` at this
-    spread (0 when it already has)."""
-    if cs_halfwidth(sd, max(t, 1), alpha, rho) <= halfwidth:
+    if half(t0) <= halfwidth:
         return 0
-    lo, hi = max(t, 1), max(t, 1)
-    while cs_halfwidth(sd, hi, alpha, rho) > halfwidth and hi < cap:
-        hi *= 2
+    lo, hi = t0, max(t0 * 2, 4)
+    while half(hi) > halfwidth and hi < cap:
+        lo, hi = hi, hi * 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if cs_halfwidth(sd, mid, alpha, rho) > halfwidth else (lo, mid)
-    return hi - t
+        lo, hi = (mid, hi) if half(mid) > halfwidth else (lo, mid)
+    return hi - t0
+
+
+def expected_new_labels(q: np.ndarray, labelled: np.ndarray, draws: int) -> int:
+    """Items not yet labelled that ``draws`` more draws from q are expected to reach
+    (draws of labelled items cost nothing): never more than the items left."""
+    if draws <= 0:
+        return 0
+    free = np.ones(q.size, bool)
+    free[np.asarray(labelled, int)] = False
+    got = float(np.sum(1 - (1 - q[free]) ** draws))
+    return int(min(int(free.sum()), math.ceil(got - 1e-9)))
+
+
+def betting_cs(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
+               low: float = 0.0, high: float = 1.0, grid: int = CS_GRID) -> Interval:
+    """The betting confidence sequence at the last draw: :func:`betting_cs_path`'s
+    last interval."""
+    return betting_cs_path(z, lo, hi, level, low, high, grid)[-1]
+
+
+def betting_cs_path(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
+                    low: float = 0.0, high: float = 1.0, grid: int = CS_GRID
+                    ) -> list[Interval]:
+    """The betting confidence sequence at the last draw (Waudby-Smith & Ramdas 2024,
+    hedged capital, predictable plug-in bets) for the mean of terms z_t whose
+    conditional mean is theta and which lie in [lo_t, hi_t] fixed before draw t. A
+    candidate theta on a grid over [low, high] is out once either capital process
+    reaches 2 / alpha at the last draw (valid at every time by Ville's inequality).
+    The estimate is the running mean moved into the set. An empty set is an error: it
+    happens with probability below alpha only if the terms' bounds or unbiasedness
+    fail."""
+    z, lo, hi = (np.asarray(a, float) for a in (z, lo, hi))
+    if z.size == 0:
+        raise StatsError("a confidence sequence needs at least one labelled draw")
+    alpha = 1 - level
+    theta = np.linspace(low, high, grid)
+    t = np.arange(1, z.size + 1, dtype=float)
+    mu = np.cumsum(z) / t
+    # predictable spread and mean (before draw t): prior spread 1/4, mean (low+high)/2
+    mu_prev = np.concatenate([[(low + high) / 2], (0.5 * (low + high) + np.cumsum(z)[:-1])
+                              / t[1:]])
+    dev = np.cumsum((z - mu_prev) ** 2)
+    var_prev = np.concatenate([[0.25], (0.25 + dev[:-1]) / t[1:]])
+    lam = np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t)))
+    log_up = np.zeros(grid)
+    log_down = np.zeros(grid)
+    c = 0.5
+    bar = math.log(2 / alpha)
+    step = (high - low) / (grid - 1)
+    out = []
+    for i in range(z.size):
+        d = z[i] - theta
+        up = np.minimum(lam[i], c / np.maximum(theta - lo[i], 1e-12))
+        down = np.minimum(lam[i], c / np.maximum(hi[i] - theta, 1e-12))
+        with np.errstate(invalid="ignore", divide="ignore"):  # a term out of its bounds
+            log_up += np.nan_to_num(np.log1p(up * d), nan=-np.inf)
+            log_down += np.nan_to_num(np.log1p(-down * d), nan=-np.inf)
+        keep = np.flatnonzero((log_up < bar) & (log_down < bar))
+        if keep.size == 0:
+            raise StatsError("the confidence sequence is empty: the labels contradict the "
+                             "draw probabilities recorded in the labels file (edited draw "
+                             "lines, or labels of another run?)")
+        a = max(low, float(theta[keep[0]]) - step)
+        b = min(high, float(theta[keep[-1]]) + step)
+        out.append(Interval(min(b, max(a, float(mu[i]))), a, b))
+    return out
+
+
+def label_error_map(iv: Interval, e: Estimand, error: float,
+                    error_ci: Sequence[float] | None = None) -> Interval:
+    """An interval of theta from observed (noisy) labels, mapped to the true labels' for
+    annotators who flip a label with probability ``error``: theta = c + (x - c - e W) /
+    (1 - 2 e), W = sum of the weights (monotone in x, and in e). With ``error_ci`` each
+    limit takes the more extreme of its two error limits. Clipped to the range; the
+    estimate stays inside."""
+    lo_e, hi_e = (error, error) if error_ci is None else (float(error_ci[0]),
+                                                          float(error_ci[1]))
+    if not 0.0 <= lo_e <= error <= hi_e < 0.5:
+        raise StatsError(f"label error {error} (interval {lo_e}-{hi_e}) must lie in "
+                         "[0, 0.5) with the rate inside its interval")
+    if error == 0.0 and hi_e == 0.0:
+        return iv
+    w = float(e.weights.sum())
+
+    def g(x: float, err: float) -> float:
+        return min(e.high, max(e.low, e.const + (x - e.const - err * w) / (1 - 2 * err)))
+
+    est = g(iv.estimate, error)
+    a = min(g(iv.low, lo_e), g(iv.low, hi_e))
+    b = max(g(iv.high, lo_e), g(iv.high, hi_e))
+    return Interval(est, min(a, est), max(b, est))

@@ -142,13 +142,20 @@ def _label_source(request: web.Request, name: str) -> Any:
         raise web.HTTPBadRequest(text=str(exc)) from None
 
 
-def _status(request: web.Request, src: Any, propose: bool) -> JSONObject:
+def _status(request: web.Request, src: Any, propose: bool,
+            label_error: object = None) -> JSONObject:
+    """The session's figures (and next item) under the labels file's own settings; a
+    ``label_error`` given (a rate or "repeats") overrides the recorded one."""
     from judgekit.labelling import session
 
     got = session.recorded(src)  # the labels file's own settings
+    err = got.label_error if label_error in (None, "") else \
+        session.parse_label_error(label_error)
     st = session.propose(src, seed=got.seed, target_width=got.target_width,
-                         level=got.level, which=got.which) if propose else \
-        session.estimate(src, got.target_width, got.level, got.which)
+                         level=got.level, which=got.which, design=got.design,
+                         label_error=err) if propose else \
+        session.estimate(src, got.target_width, got.level, got.which, got.design, err,
+                         got.seed)
     out = st.as_json()
     index = {str(x["id"]): x for x in src.items}
     out["next"] = [index[str(p["id"])] for p in st.pending][:1]
@@ -166,7 +173,7 @@ async def _off_loop(fn: Any, *args: Any) -> Any:
 
 async def api_next(request: web.Request) -> web.Response:
     src = _label_source(request, request.query.get("run", ""))
-    out = await _off_loop(_status, request, src, True)
+    out = await _off_loop(_status, request, src, True, request.query.get("label_error"))
     return web.json_response(out, dumps=_dumps)
 
 
@@ -179,7 +186,8 @@ async def api_label(request: web.Request) -> web.Response:
         raise web.HTTPBadRequest(text="the body needs \"id\" and \"label\"")
     await _off_loop(session.add_label, src, str(body["id"]), body["label"],
                     str(body.get("annotator") or "anonymous"))
-    out = await _off_loop(_status, request, src, bool(body.get("next", True)))
+    out = await _off_loop(_status, request, src, bool(body.get("next", True)),
+                          body.get("label_error"))
     return web.json_response(out, dumps=_dumps)
 
 

@@ -145,17 +145,20 @@ def _active_measures(cfg: VerdictsConfig, path: Path, judged: _Judged) -> None:
     if not read_labels(Path(cfg.labels_file or "")).draws:
         return
     src = label_items.load(path)._replace(labels_path=Path(cfg.labels_file or ""))
-    st = session.estimate(src, 2 * cfg.target_halfwidth, cfg.level, "all")
+    got = session.recorded(src)  # the design and label error the session was run with
+    err = cfg.label_error if cfg.label_error is not None else got.label_error
+    st = session.estimate(src, 2 * cfg.target_halfwidth, cfg.level, "all", got.design,
+                          err, got.seed)
     judged.measures[:] = [m for m in judged.measures if not m.key.startswith("corrected_")]
     for f in st.figures:
         if f.estimate is None:
             continue
         judged.measures.append(Measure(
             key=f"corrected_{f.name}", what=f"{f.name.replace('_', ' ')} from actively drawn "
-            "human labels (inverse-probability weighted; the interval is a confidence "
-            "sequence)", estimate=f.estimate, ci=f.ci, n=len(src.items),
+            f"human labels (inverse-probability weighted; {f.interval})",
+            estimate=f.estimate, ci=f.ci, n=len(src.items),
             decision=f"{st.labels} human labels", labelled=st.labels,
-            labels_for_target=f.draws_needed or None,
+            labels_for_target=f.labels_needed or None,
             units="difference of shares" if f.name.startswith("difference") else "share"))
     judged.notes.append(f"{st.labels} labels were drawn by judgekit label where the judge "
                         "was unsure: agreement and kappa on them over-represent hard items; "
