@@ -14,7 +14,8 @@ half the continuity correction) at the n that reaches TARGET, with the verdict a
 prediction and, where the judge has a score or contradicted itself, with that too
 (the best of them); and people alone (the same interval with lambda = 0).
 
-Designs (N = 2,000 unless real):
+Designs (N = 2,000 unless real; `best_fixed` is analyse's interval, `_fpc` its
+finite-population form, the like-with-like comparison for the rate of these N items):
 - calibrated: a confident judge's score, the label drawn with that probability;
 - overconfident: the score's logit tripled;
 - anti-correlated: the score is 1 - the label's probability;
@@ -53,7 +54,6 @@ sys.path.insert(0, str(ROOT))
 
 from judgekit.labelling import session, store  # noqa: E402
 from judgekit.labelling.items import Source, _normalise, load, population  # noqa: E402
-from judgekit.stats.ppi import ppi_interval  # noqa: E402
 
 N = 2000
 TARGET = 0.1
@@ -121,11 +121,11 @@ def run_memory(items, y, which, err, seed, design="planned", check_every=False):
         state = session._State(labels, pop, ests, dict(got))
         st, new = session.next_draws(src, state, BATCH, seed, TARGET, LEVEL, which, design,
                                      err or None)
-        if check_every and st.figures[0].estimate is not None:
-            hit = _first_narrow(src, state, which, err)
-            if hit is not None:
-                return hit
         if st.done or not new:
+            if check_every:  # the first label at which the sequence was narrow enough
+                hit = _first_narrow(src, state, which, err)
+                if hit is not None:
+                    return hit
             f = st.figures[0]
             return st.labels, f.estimate, f.ci[0], f.ci[1]
         labels.draws.extend(new)
@@ -141,17 +141,14 @@ def _first_narrow(src, state, which, err):
     from judgekit.stats import active
 
     e = state.estimands[0]
-    rows = session._uniform_first(src, state, set()) + list(state.labels.draws)
-    index = {x["id"]: i for i, x in enumerate(src.items)}
-    z = np.array([float(d["means"][e.name]) + e.weights[index[d["id"]]]
-                  * (state.y[d["id"]] - float(d["prediction"])) / float(d["probability"])
-                  for d in rows if d["id"] in state.y])
-    b = np.array([session._bounds(d, e, len(src.items)) for d in rows if d["id"] in state.y])
-    if z.size < 2:
+    fit = session.counted(src, state)
+    if fit is None or fit.idx.size < 2:
         return None
-    seen: set[str] = set()
-    for t, iv in enumerate(active.betting_cs_path(z, b[:, 0], b[:, 1], LEVEL, e.low, e.high)):
-        seen.add(rows[t]["id"])
+    tm = session.terms_of(e, fit, len(src.items))
+    seen: set[int] = set()
+    for t, iv in enumerate(active.betting_cs_path(tm.z_seq, tm.low, tm.high, LEVEL, e.low,
+                                                  e.high)):
+        seen.add(int(fit.idx[t]))
         iv = active.label_error_map(iv, e, err)
         if iv.high - iv.low <= TARGET:
             return len(seen), iv.estimate, iv.low, iv.high
@@ -163,9 +160,12 @@ def truth(items, y, which):
     return float(np.mean(y == v)) if which == "agreement" else float(np.mean(y))
 
 
-def best_fixed(y_obs, which, verdict, predictors, err=0.0):
+def best_fixed(y_obs, which, verdict, predictors, err=0.0, fpc=False):
     """The fewest random labels with which the fixed-n PPI++ interval (or people alone)
-    reaches TARGET, from the whole file's variance terms."""
+    reaches TARGET, from the whole file's variance terms: ``judgekit analyse``'s interval
+    (the items a sample of a population: (1/n - 1/N) Var(y - lambda f) + Var(y) / N), or
+    with ``fpc`` the finite-population one (the rate of these N items, as the session
+    estimates it: (1/n - 1/N) Var(y - lambda f))."""
     target = x = np.asarray(y_obs, float)
     if which == "agreement":
         target = (x == verdict).astype(float) if set(np.unique(x)) <= {0.0, 1.0} else \
@@ -174,7 +174,7 @@ def best_fixed(y_obs, which, verdict, predictors, err=0.0):
     half = TARGET / 2 * (1 - 2 * err)
     est = float(target.mean())
     s_y = float(target.var(ddof=1))
-    best = {"people": _n_for(est, s_y, s_y, big_n, half)}
+    best = {"people": _n_for(est, s_y, s_y, big_n, half, fpc)}
     for name, f in predictors.items():
         f = np.asarray(f, float)
         if f.var() <= 0:
@@ -182,15 +182,30 @@ def best_fixed(y_obs, which, verdict, predictors, err=0.0):
         # lambda of either sign: a user could turn an anti-correlated score round
         lam = min(1.0, max(-1.0, float(np.cov(f, target)[0, 1] / f.var(ddof=1))))
         best[f"ppi_{name}"] = _n_for(est, s_y, float((target - lam * f).var(ddof=1)), big_n,
-                                     half)
+                                     half, fpc)
     return min(best.values()), best
 
 
-def _n_for(est, s_y, s_r, big_n, half):
+def _n_for(est, s_y, s_r, big_n, half, fpc=False):
+    """The fewest n at which the fixed-n interval of a simple random sample of n of the
+    N items (Wilson at the effective n, Student's t on n - 1, half the continuity
+    correction: ``judgekit analyse``'s ``ppi_interval``, or its finite-population form)
+    is at most ``half``."""
+    from judgekit.stats.ppi import ppi_interval
+    from judgekit.stats.proportions import wilson_effective
+
+    def width(n):
+        if not fpc:
+            lo, hi = ppi_interval(est, s_y, s_r, n, big_n, LEVEL)
+            return (hi - lo) / 2
+        var = (1 / n - 1 / big_n) * s_r
+        n_eff = est * (1 - est) / var if var > 0 else 1e9
+        lo, hi = wilson_effective(est, min(n_eff, 1e9), LEVEL, continuity=0.5,
+                                  df=n - 1).as_list()
+        return (hi - lo) / 2
+
     lo, hi = 2, big_n
-    width = lambda n: (lambda c: (c[1] - c[0]) / 2)(ppi_interval(est, s_y, s_r, n, big_n,  # noqa: E731
-                                                                  LEVEL))
-    if width(hi) > half:
+    if width(hi - 1) > half:
         return big_n
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -227,7 +242,7 @@ def llmbar_files(folder: Path) -> list[Path]:
                 continue
             lines.append({"pair_id": r["pair"], "first": f"{r['pair']}-{first}",
                           "second": f"{r['pair']}-{second}", "winner": slot(r[j]),
-                          "label": slot(r["label"])})
+                          "truth_for_benchmark": slot(r["label"])})
         path = folder / f"llmbar_{j}.jsonl"
         path.write_text("".join(json.dumps(x) + "\n" for x in lines))
         out.append(path)
@@ -296,13 +311,18 @@ def main() -> None:
                 s = np.array([x["probability"] for x in items])
                 preds["score"] = s if which == "pass_rate" else np.maximum(s, 1 - s)
             y_obs = np.where(np.random.default_rng([r, 5]).random(y.size) < err, 1 - y, y)
-            bases.append(best_fixed(y_obs, which, verdict, preds, err)[0])
-        base = float(np.mean(bases))
+            bases.append((best_fixed(y_obs, which, verdict, preds, err)[0],
+                          best_fixed(y_obs, which, verdict, preds, err, fpc=True)[0]))
+        base = float(np.mean([x[0] for x in bases]))
+        base_fpc = float(np.mean([x[1] for x in bases]))
         labels = float(np.mean([g[0] for g, _ in got]))
         cover = float(np.mean([g[2] <= th <= g[3] for g, th in got]))
         outside += sum(not (g[2] <= g[1] <= g[3]) for g, _ in got)
         figures[d] = {"labels": round(labels, 1), "best_fixed": round(base, 1),
-                      "ratio": round(labels / base, 3), "coverage": round(cover, 3),
+                      "ratio": round(labels / base, 3),
+                      "best_fixed_fpc": round(base_fpc, 1),
+                      "ratio_fpc": round(labels / base_fpc, 3), "coverage": round(cover, 3),
+                      "width": round(float(np.mean([g[3] - g[2] for g, _ in got])), 4),
                       "runs": len(got)}
     seq_cover = {}
     for d in seq_designs:
@@ -322,7 +342,12 @@ def main() -> None:
             if path.name.startswith("pandalm"):
                 answers = {x["id"]: people[str(x["pair_id"])] for x in src.items}
             else:
-                answers = {x["id"]: [x["label"]] for x in src.items}
+                answers, seen = {}, {}
+                for line in path.read_text().splitlines():  # ids as judgekit numbers them
+                    x = json.loads(line)
+                    k = seen[x["pair_id"]] = seen.get(x["pair_id"], 0) + 1
+                    answers[x["pair_id"] + ("" if k == 1 else f"#{k}")] = \
+                        [x["truth_for_benchmark"]]
             vals = {k: np.mean([1.0 if a == "first" else 0.0 for a in v])
                     for k, v in answers.items()}
             verdict = np.array([x["verdict"] for x in src.items])
@@ -332,30 +357,38 @@ def main() -> None:
             if pop.unstable is not None:
                 preds["stability"] = 1 - 0.5 * pop.unstable
             theta = float(np.mean(np.where(verdict == 1, yv, 1 - yv)))
-            meta[path.name] = (best_fixed(yv, "agreement", verdict, preds)[0], theta)
+            meta[path.name] = (best_fixed(yv, "agreement", verdict, preds)[0], theta,
+                               best_fixed(yv, "agreement", verdict, preds, fpc=True)[0])
             real.append(path.name)
             real_jobs += [(str(path), r, json.dumps(answers)) for r in range(REAL_REPS)]
         with ProcessPoolExecutor(2) as pool:
             got_real = list(pool.map(real_job, real_jobs))
     for name in real:
         got = [g for g in got_real if g[0] == name]
-        base, theta = meta[name]
+        base, theta, base_fpc = meta[name]
         labels = float(np.mean([g[1] for g in got]))
         outside += sum(not (g[3] <= g[2] <= g[4]) for g in got)
         figures[name] = {"labels": round(labels, 1), "best_fixed": base,
-                         "ratio": round(labels / base, 3),
+                         "ratio": round(labels / base, 3), "best_fixed_fpc": base_fpc,
+                         "ratio_fpc": round(labels / base_fpc, 3),
+                         "width": round(float(np.mean([g[4] - g[3] for g in got])), 4),
                          "coverage": round(float(np.mean([g[3] <= theta <= g[4]
                                                           for g in got])), 3),
                          "runs": len(got)}
     for k, v in figures.items():
-        print(f"{k:28s} labels {v['labels']:7.1f}  best fixed {v['best_fixed']:7.1f}  "
-              f"ratio {v['ratio']:.3f}  coverage {v['coverage']:.3f}")
+        print(f"{k:28s} labels {v['labels']:7.1f}  best fixed {v['best_fixed']:7.1f} "
+              f"(finite-population {v['best_fixed_fpc']:7.1f})  ratio {v['ratio']:.3f} "
+              f"({v['ratio_fpc']:.3f})  coverage {v['coverage']:.3f}  width {v['width']:.3f}")
     for k, v in seq_cover.items():
         print(f"sequential {k:17s} coverage {v:.3f}")
     out = {
         "labels_vs_best_fixed_median": round(float(np.median(
             [figures[d]["ratio"] for d in informative])), 3),
         "labels_vs_best_fixed_worst": round(max(v["ratio"] for v in figures.values()), 3),
+        "labels_vs_best_fixed_fpc_median": round(float(np.median(
+            [figures[d]["ratio_fpc"] for d in informative])), 3),
+        "labels_vs_best_fixed_fpc_worst": round(max(v["ratio_fpc"]
+                                                    for v in figures.values()), 3),
         "coverage_min": round(min(v["coverage"] for v in figures.values()), 3),
         "sequential_coverage_min": round(min(seq_cover.values()), 3),
         "estimate_outside_interval": int(outside),

@@ -160,10 +160,10 @@ def test_steering_only_where_it_pays():
     sure = np.where(np.arange(n) < 300, 0.01, 0.5)  # most items certain
     # residuals as the items' uncertainty says: steering pays
     resid = np.where(drawn < 300, 0.05, 0.5)
-    q, share, ratio = active.steer(sure, [e], drawn, q_drawn, resid)
+    q, share, ratio, _ = active.steer(sure, [e], drawn, q_drawn, resid)
     assert share < 1 and ratio <= active.STEER_GAIN and q[350] > q[10]
     # the same predictor, but residuals even everywhere (it was overconfident): uniform
-    q, share, ratio = active.steer(sure, [e], drawn, q_drawn, np.full(60, 0.5))
+    q, share, ratio, _ = active.steer(sure, [e], drawn, q_drawn, np.full(60, 0.5))
     assert share == 1.0 and np.allclose(q, 1 / n)
     # fewer labels than the pilot: uniform
     assert active.steer(sure, [e], drawn[:10], q_drawn[:10], resid[:10])[1] == 1.0
@@ -397,3 +397,90 @@ def test_llmbar_pairs_in_both_orders_are_labelled_and_analysed(tmp_path):
     # the labels file's labels replace the file's (the ID#2 ones name the second order):
     # accuracy in the order as given reads the 15 labelled first rows
     assert res["roles"]["label"] == "_labels" and keys["accuracy"]["n"] == 15
+
+
+def test_annotators_who_disagree_are_corrected_for(tmp_path):
+    """Two annotators per item, each flipping 15% of labels: `repeats` measures the error
+    from the doubled labels and the corrected pass rate moves away from 1/2 by
+    1 / (1 - 2e); a stated rate does the same; too few doubled items is a one-line
+    error."""
+    path, truth = _file(tmp_path, n=400)
+    rng = random.Random(9)
+    with pytest.raises(ConfigError, match="only 0 item"):
+        session.propose(path, batch=10, label_error="repeats")
+    for _ in range(6):
+        st = session.propose(path, batch=10, seed=3)
+        for p in st.pending:
+            for who in ("ann", "bob"):
+                y = truth[p["id"]]
+                session.add_label(path, p["id"], y if rng.random() > 0.15 else 1 - y, who)
+    plain = session.estimate(path, seed=3)
+    rep = session.estimate(path, label_error="repeats", seed=3)
+    stated = session.estimate(path, label_error=0.1, seed=3)
+    assert plain.label_error is None and rep.label_error is not None
+    e = rep.label_error
+    assert 0.05 < e < 0.3 and rep.label_error_ci[0] < e < rep.label_error_ci[1]
+    for f0, f1, f2 in zip(plain.figures, rep.figures, stated.figures):
+        assert f2.estimate == pytest.approx(max(0.0, (f0.estimate - 0.1) / 0.8), abs=1e-5)
+        assert f1.estimate == pytest.approx(max(0.0, (f0.estimate - e) / (1 - 2 * e)),
+                                            abs=1e-5)
+        assert f1.ci[0] <= f1.estimate <= f1.ci[1]
+        # the error's own interval widens the corrected interval beyond a stated rate
+        assert f1.ci[1] - f1.ci[0] > (f0.ci[1] - f0.ci[0]) / (1 - 2 * e) - 1e-9
+    with pytest.raises(ConfigError, match="--label-error"):
+        session.parse_label_error("0.7")
+
+
+def test_label_error_on_the_command_line(tmp_path):
+    path, _ = _file(tmp_path, n=200)
+    r = jk("label", str(path), "--label-error", "0.1", "--out", "NEXT.jsonl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in (tmp_path / "NEXT.jsonl").read_text().splitlines()]
+    assert lines and all({"id", "probability"} <= set(x) for x in lines)
+    assert "corrected for annotators who flip a label at 0.100" in r.stdout
+    for bad in ("0.7", "often"):
+        r = jk("label", str(path), "--label-error", bad, cwd=tmp_path)
+        assert r.returncode == 2 and "--label-error" in r.stderr
+        assert r.stderr.strip().count("\n") == 0
+    r = jk("label", str(path), "--design", "greedy", cwd=tmp_path)
+    assert r.returncode == 2 and "--design 'greedy'" in r.stderr
+
+
+def test_a_labels_file_of_the_previous_version_is_read(tmp_path):
+    """Draw lines of the previous version (with replacement, no bounds, no frame): the
+    same terms c + w.m + w_j (y_j - m_j) / q_j, and bounds from its 25% uniform share."""
+    path, truth = _file(tmp_path, n=100)
+    from judgekit.labelling.items import load, population
+
+    src = load(path)
+    pop = population(src.items)
+    every = active.estimands_for(pop)
+    m = np.full(pop.n, 0.5)
+    q = active.sampling_probabilities(m, every)
+    rows, labels = [], []
+    rng = np.random.default_rng(1)
+    for t in range(40):
+        j = int(rng.choice(pop.n, p=q))
+        k = str(src.items[j]["id"])
+        rows.append({"kind": "draw", "draw": t + 1, "batch": 1, "id": k,
+                     "probability": float(q[j]), "prediction": 0.5,
+                     "means": {e.name: e.const + float(e.weights @ m) for e in every},
+                     "expected_var": {e.name: active.model_variance(e, m, q) for e in every},
+                     **({"horizon": 100.0, "seed": 0, "for": "pass_rate", "level": 0.95,
+                         "target_width": 0.1} if t == 0 else {})})
+        labels.append({"kind": "label", "id": k, "label": truth[k], "annotator": "a"})
+    store.append(path.with_name("verdicts.labels.jsonl"), rows + labels)
+    st = session.estimate(path)
+    assert st.draws == 40
+    for f in st.figures:
+        assert f.ci[0] <= f.estimate <= f.ci[1]
+        assert f.sequential_ci[0] <= f.sequential_estimate <= f.sequential_ci[1]
+        e = next(x for x in every if x.name == f.name)
+        idx = [int(str(r["id"])[1:]) for r in rows]
+        z = [e.const + float(e.weights @ m) + e.weights[i] * (truth[f"i{i}"] - 0.5)
+             / q[i] for i in idx]
+        assert f.sequential_estimate == pytest.approx(min(max(np.mean(z), 0), 1), abs=1e-6)
+    # the next batch is drawn the new way, after the old draws
+    nxt = session.propose(path, batch=5)
+    assert nxt.pending and all(str(p["id"]) not in {r["id"] for r in rows}
+                               for p in nxt.pending)

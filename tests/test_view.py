@@ -108,7 +108,9 @@ def test_view_lists_runs_and_labels_append_one_line(server):
     assert got["labels"] == 1
     fig = got["figures"][0]
     assert fig["estimate"] is not None and fig["ci"][0] <= fig["estimate"] <= fig["ci"][1]
-    assert fig["draws_needed"] > 0
+    assert fig["draws_needed"] > 0 and 0 < fig["labels_needed"] <= got["items"] - 1
+    assert 0 < got["labels_needed"] <= got["items"] and got["interval"].startswith("fixed-n")
+    assert fig["sequential_ci"][0] <= fig["sequential_estimate"] <= fig["sequential_ci"][1]
     assert (folder / "verdicts_a" / "results.json").read_bytes() == results_before
     # bad requests: one clear line each, nothing appended
     assert _post(base + "/api/label", {"run": "verdicts_a", "id": "nope", "label": 1})[0] \
@@ -223,7 +225,7 @@ def test_a_person_filters_sorts_searches_reads_a_transcript_and_labels(server):
             assert "no labelled draw" not in shown[-1] and "[" in shown[-1]
             await b.key("u")  # undo the last label
             await b.wait_for("document.getElementById('status').textContent"
-                             ".includes('2 items labelled')")
+                             ".includes('2 of ') && document.getElementById('status').textContent.includes('items labelled')")
     asyncio.run(session())
     lines = [json.loads(x) for x in (folder / "verdicts_a" / "labels.jsonl").read_text()
              .splitlines()]

@@ -219,6 +219,7 @@ class _Fit(NamedTuple):
     preds: list[np.ndarray]  # each fold's predictor
     resid: np.ndarray  # each row's cross-fitted residual
     yfull: np.ndarray  # every item's label value (0 where unlabelled)
+    model: str = "full"  # the predictor's feature set the cross-fit kept
 
 
 def _fit(src: Source, state: _State, rows: list[JSONObject], seed: int) -> _Fit:
@@ -232,10 +233,10 @@ def _fit(src: Source, state: _State, rows: list[JSONObject], seed: int) -> _Fit:
     if items.size < 2:
         return _Fit(rows, idx, yv, q, {}, [], np.zeros(idx.size), yfull)
     yi = np.array([state.y[str(src.items[i]["id"])] for i in items], float)
-    fold, preds = active.crossfit(state.pop, items, yi, seed)
+    fold, preds, model = active.crossfit(state.pop, items, yi, seed)
     fold_of = {int(i): int(k) for i, k in zip(items, fold)}
     resid = np.array([yv[t] - preds[fold_of[int(j)]][j] for t, j in enumerate(idx)])
-    return _Fit(rows, idx, yv, q, fold_of, preds, resid, yfull)
+    return _Fit(rows, idx, yv, q, fold_of, preds, resid, yfull, model)
 
 
 def _estimate(src: Source, state: _State, target_width: float, level: float,
@@ -261,69 +262,116 @@ def _estimate(src: Source, state: _State, target_width: float, level: float,
     fit = _fit(src, state, rows, seed) if rows else None
     labelled = np.array([i for i, x in enumerate(src.items) if str(x["id"]) in y], int)
     m_next = active.fit_predictor(state.pop, labelled, np.array(
-        [y[str(src.items[i]["id"])] for i in labelled]))
+        [y[str(src.items[i]["id"])] for i in labelled]),
+        model=fit.model if fit is not None else "full")
     if fit is not None and fit.preds:
-        q_next, share, ratio = active.steer(m_next, ests, fit.idx, fit.q, fit.resid)
+        q_next, share, ratio, future = active.steer(m_next, ests, fit.idx, fit.q, fit.resid)
     else:
-        q_next, share, ratio = np.full(n, 1.0 / n), 1.0, 1.0
+        q_next, share, ratio, future = np.full(n, 1.0 / n), 1.0, 1.0, [None] * len(ests)
     steering = {"uniform_share": share, "variance_vs_uniform": round(ratio, 4),
                 "steered": share < 1.0}
     scale = 1.0 - 2.0 * (err or 0.0)
     left = n - len(y)
+    plan = max((int(d.get("plan", 0)) for d in prefix), default=0)
+    undrawn = n - (0 if fit is None else int(np.unique(fit.idx).size))
     figures = []
-    for e in ests:
-        if fit is None or fit.idx.size < 2:
-            need = max(active.PILOT - (0 if fit is None else fit.idx.size), 1)
+    for e, fvar in zip(ests, future):
+        if fit is None:
+            need = active.PILOT
             figures.append(Figure(e.name, None, None, None, None, need,
                                   active.expected_new_labels(q_next, labelled, need),
                                   INTERVALS[design]))
             continue
-        new = np.array([d.get("frame") == "undrawn" for d in fit.rows], float)
-        known = active.known_before(fit.idx, e.weights * fit.yfull)
-        means = np.array([float(d["means"][e.name]) for d in fit.rows])
-        pred = np.array([float(d["prediction"]) for d in fit.rows])
-        z_seq = means + new * known + e.weights[fit.idx] * (fit.yv - pred) / fit.q
-        bnd = np.array([_bounds(d, e, n) for d in fit.rows]) + (new * known)[:, None]
-        if fit.preds:
-            k = np.array([fit.fold_of[int(j)] for j in fit.idx])
-            base = np.empty(fit.idx.size)
-            m_cf = np.empty(fit.idx.size)
-            for kk, p in enumerate(fit.preds):
-                here = k == kk
-                rest = float(e.weights @ p) - new * active.known_before(fit.idx, e.weights * p)
-                base[here] = (e.const + new * known + rest)[here]
-                m_cf[here] = p[fit.idx[here]]
-            z_cf = base + e.weights[fit.idx] * (fit.yv - m_cf) / fit.q
-        else:
-            z_cf = z_seq
+        tm = terms_of(e, fit, n)
         floor = float(np.mean((e.weights[fit.idx] / fit.q) ** 2)) / fit.idx.size
-        fixed = active.label_error_map(
-            active.fixed_interval(z_cf, level, e.low, e.high, floor), e, err or 0.0, err_ci)
         seq = active.label_error_map(
-            active.betting_cs(z_seq, bnd[:, 0], bnd[:, 1], level, e.low, e.high), e,
+            active.betting_cs(tm.z_seq, tm.low, tm.high, level, e.low, e.high), e,
             err or 0.0, err_ci)
         t = fit.idx.size
-        if design == "planned":
+        fixed = seq if t < 2 else active.label_error_map(  # one draw has no spread
+            active.fixed_interval(tm.z_cf, level, e.low, e.high, floor, tm.block), e,
+            err or 0.0, err_ci)
+        if t < 2:
+            shown = seq
+            need = active.PILOT - t
+        elif design == "planned":
             shown = fixed
-            need = active.draws_needed(z_cf, level, target_width / 2 * scale, e.low, e.high,
-                                       floor)
+            need = 0
+            if t < active.PILOT:
+                need = active.PILOT - t
+            elif t < plan:  # labelling towards the plan: no look before it is reached
+                need = plan - t
+            elif (fixed.high - fixed.low) / 2 > target_width / 2:  # a look: re-plan
+                need = active.draws_needed(
+                    tm.z_cf, level, target_width / 2 * scale, e.low, e.high, floor, tm.block,
+                    int(share < 1.0), fvar)
+                if need > active.EXTEND * t:  # far off: aim short, the next look re-plans
+                    need = math.ceil(active.AIM * need)
+                need = min(max(need, 1), undrawn)  # each draw is another item
         else:
             shown = seq
             need = _cs_draws_needed(seq, t, target_width / 2)
-        if t < active.PILOT:
-            need = max(need, active.PILOT - t)
+            if t < active.PILOT:
+                need = max(need, active.PILOT - t)
         lab = active.expected_new_labels(q_next, labelled, need)
         if left == 0:
             need, lab = 0, 0
         figures.append(Figure(
             e.name, round(shown.estimate, 6), [round(shown.low, 6), round(shown.high, 6)],
             [round(fixed.low, 6), round(fixed.high, 6)], round((shown.high - shown.low) / 2, 6),
-            int(need), int(lab), INTERVALS[design], [round(seq.low, 6), round(seq.high, 6)],
+            int(need), int(lab), INTERVALS["sequential" if t < 2 else design],
+            [round(seq.low, 6), round(seq.high, 6)],
             round(seq.estimate, 6), t))
     done = bool(figures) and all(f.draws_needed == 0 for f in figures)
     st = Status(src, figures, len(prefix), len(y), pending, target_width, level, done,
                 design, err, err_ci, steering)
     return st, q_next, m_next
+
+
+class Terms(NamedTuple):
+    z_seq: np.ndarray  # predictable terms (each batch's predictor fitted on earlier labels)
+    low: np.ndarray  # their bounds, fixed before each draw
+    high: np.ndarray
+    z_cf: np.ndarray  # cross-fitted terms (the fixed-n interval's)
+    block: np.ndarray  # 0: a uniform draw, 1: a steered one
+
+
+def terms_of(e: active.Estimand, fit: _Fit, n: int) -> Terms:
+    """Each counted draw's terms for estimand e: des Raj's ordered terms for draws
+    without replacement (the labels of items drawn before are known), the
+    with-replacement terms for draw lines of the previous version."""
+    new = np.array([d.get("frame") == "undrawn" for d in fit.rows], float)
+    known = active.known_before(fit.idx, e.weights * fit.yfull)
+    means = np.array([float(d["means"][e.name]) for d in fit.rows])
+    pred = np.array([float(d["prediction"]) for d in fit.rows])
+    z_seq = means + new * known + e.weights[fit.idx] * (fit.yv - pred) / fit.q
+    bnd = np.array([_bounds(d, e, n) for d in fit.rows]) + (new * known)[:, None]
+    if fit.preds:
+        k = np.array([fit.fold_of[int(j)] for j in fit.idx])
+        base = np.empty(fit.idx.size)
+        m_cf = np.empty(fit.idx.size)
+        for kk, p in enumerate(fit.preds):
+            here = k == kk
+            rest = float(e.weights @ p) - new * active.known_before(fit.idx, e.weights * p)
+            base[here] = (e.const + new * known + rest)[here]
+            m_cf[here] = p[fit.idx[here]]
+        z_cf = base + e.weights[fit.idx] * (fit.yv - m_cf) / fit.q
+    else:
+        z_cf = z_seq
+    block = np.array([float(d.get("share", 1.0)) < 1.0 for d in fit.rows], int)
+    return Terms(z_seq, bnd[:, 0], bnd[:, 1], z_cf, block)
+
+
+def counted(src: Source, state: _State, seed: int = 0) -> _Fit | None:
+    """The counted draws (people's labels first, then the labels file's draws up to the
+    first one still unlabelled) with their cross-fitted predictors."""
+    prefix = []
+    for d in state.labels.draws:
+        if str(d["id"]) not in state.y:
+            break
+        prefix.append(d)
+    rows = _uniform_first(src, state, {str(d["id"]) for d in prefix}) + prefix
+    return _fit(src, state, rows, seed) if rows else None
 
 
 def _cs_draws_needed(seq: active.Interval, t: int, halfwidth: float) -> int:
@@ -388,6 +436,7 @@ def next_draws(src: Source, state: _State, batch: int, seed: int, target_width: 
     for k in present_labels(src):
         undrawn[index[k]] = False
     want = min(batch, len(ids) - len(y), max(1, st.labels_needed))
+    plan = max((f.draws + (f.draws_needed or 0) for f in st.figures), default=0)
     new: list[JSONObject] = []
     fresh: set[str] = set()
     while len(fresh) < want and undrawn.any():
@@ -397,6 +446,7 @@ def next_draws(src: Source, state: _State, batch: int, seed: int, target_width: 
         new.append({"kind": "draw", "draw": t0 + len(new) + 1, "batch": b, "id": ids[j],
                     "probability": float(qu[j]), "prediction": float(m[j]),
                     "frame": "undrawn", "share": (st.steering or {}).get("uniform_share", 1.0),
+                    "plan": plan,
                     **_draw_row(every, m, qu, undrawn), **(head if not new and head else {})})
         undrawn[j] = False
         if ids[j] not in y:

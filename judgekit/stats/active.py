@@ -57,12 +57,19 @@ from judgekit.core.errors import StatsError
 
 __all__ = ["Estimand", "Interval", "Population", "betting_cs", "betting_cs_path", "crossfit",
            "draws_needed", "estimands_for", "expected_new_labels", "fit_predictor",
-           "fixed_interval", "frame", "known_before", "label_error_map", "sampling_probabilities", "steer", "term_bounds", "terms"]
+           "combine", "fixed_interval", "frame", "known_before", "MODELS", "label_error_map", "sampling_probabilities", "steer", "term_bounds", "terms"]
 
 UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without bounds)
-SHARES = (1.0, 0.5, 0.25, 0.1)  # uniform share candidates (1: no steering)
+# uniform share candidates (1: no steering). A share of 0.1 lets one surprise weigh 10
+# times an average label; the steered terms' spread is then underestimated on the labels
+# a target of 0.1 needs, and the interval undercovers (0.75-0.85 at nominal 0.90 in
+# benchmarks/active_labels.py), so steering stops at 0.25 (weights at most 4x).
+SHARES = (1.0, 0.5, 0.25)
 STEER_GAIN = 0.9  # steer only if the estimated variance is at most this of uniform's
 PILOT = 30  # uniform draws before any steering or stopping
+MIN_BLOCK = 10  # terms a block needs to be weighted by its own spread
+EXTEND = 0.1  # a plan further than this share of the draws so far is aimed short
+AIM = 0.7  # of the draws a far plan asks for, then looked at again
 FOLDS = 5
 CS_GRID = 2001
 
@@ -150,8 +157,11 @@ def _logistic(x: np.ndarray, xl: np.ndarray, yl: np.ndarray, ridge: float) -> np
     return np.asarray(1 / (1 + np.exp(-np.clip(x @ beta, -30, 30))))
 
 
+MODELS = ("full", "verdict", "flat")  # feature sets the cross-fit chooses among
+
+
 def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
-                  ridge: float = 1.0) -> np.ndarray:
+                  ridge: float = 1.0, model: str = "full") -> np.ndarray:
     """P(label = 1) for every item: a ridge logistic regression of the labels so far
     (``y``, each in [0, 1]: several annotators' mean) on the verdict, the score's logit,
     the system (with its interaction with the verdict) and the judge's
@@ -161,6 +171,7 @@ def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
     if labelled.size == 0:
         return np.full(pop.n, 0.5)
     x = _features(pop)
+    x = x[:, :{"full": x.shape[1], "verdict": 2, "flat": 1}[model]]
     yl = np.clip(np.asarray(y, float), 0.0, 1.0)
     m = _logistic(x, x[labelled], yl, ridge)
     # a linear recalibration on top (least squares of the labels on m): labels that
@@ -176,26 +187,40 @@ def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
 
 
 def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0,
-             folds: int = FOLDS) -> tuple[np.ndarray, list[np.ndarray]]:
+             folds: int = FOLDS) -> tuple[np.ndarray, list[np.ndarray], str]:
     """Cross-fitted predictors: the labelled items are split into ``folds`` folds (by a
-    seeded permutation); fold k's predictor is fitted on the other folds' labels.
-    Returns (fold of each labelled item, each fold's predictor over all items)."""
+    seeded permutation); fold k's predictor is fitted on the other folds' labels. Of
+    the feature sets in MODELS (everything; the verdict alone; a flat rate), the one
+    with the least out-of-fold squared error is kept, so features that carry nothing
+    add no noise. Returns (fold of each labelled item, each fold's predictor over all
+    items, the model kept)."""
     labelled = np.asarray(labelled, int)
+    yv = np.asarray(y, float)
     k = max(2, min(folds, labelled.size))
     order = np.random.default_rng([seed, 7]).permutation(labelled.size)
     fold = np.empty(labelled.size, int)
     fold[order] = np.arange(labelled.size) % k
-    preds = [fit_predictor(pop, labelled[fold != j], np.asarray(y, float)[fold != j])
-             for j in range(k)]
-    return fold, preds
+    best: tuple[float, list[np.ndarray], str] | None = None
+    for model in MODELS:
+        preds = [fit_predictor(pop, labelled[fold != j], yv[fold != j], model=model)
+                 for j in range(k)]
+        oof = np.array([preds[fold[i]][labelled[i]] for i in range(labelled.size)])
+        loss = float(np.mean((yv - oof) ** 2))
+        if best is None or loss < best[0] - 1e-12:
+            best = (loss, preds, model)
+    assert best is not None
+    return fold, best[1], best[2]
 
 
 def sampling_probabilities(m: np.ndarray, estimands: Sequence[Estimand],
-                           uniform_share: float = UNIFORM_SHARE) -> np.ndarray:
-    """q_i proportional to sqrt(m_i (1 - m_i) sum_e (N w_ei)^2), mixed with uniform."""
+                           uniform_share: float = UNIFORM_SHARE, floor: float = 1e-4
+                           ) -> np.ndarray:
+    """q_i proportional to sqrt(max(m_i (1 - m_i), floor) sum_e (N w_ei)^2), mixed with
+    uniform. The floor keeps items the predictor is sure of (but fitted on few labels)
+    from weights so large that one surprise dominates."""
     n = m.size
     w2 = np.sum([e.weights ** 2 for e in estimands], axis=0) * n * n
-    score = np.sqrt(np.clip(m * (1 - m), 1e-4, None) * w2)
+    score = np.sqrt(np.clip(m * (1 - m), floor, None) * w2)
     total = float(score.sum())
     active = score / total if total > 0 else np.full(n, 1 / n)
     return np.asarray((1 - uniform_share) * active + uniform_share / n)
@@ -257,93 +282,143 @@ def model_variance(e: Estimand, m: np.ndarray, q: np.ndarray) -> float:
 
 
 def steer(m: np.ndarray, estimands: Sequence[Estimand], drawn: np.ndarray,
-          q_drawn: np.ndarray, resid: np.ndarray) -> tuple[np.ndarray, float, float]:
+          q_drawn: np.ndarray, resid: np.ndarray
+          ) -> tuple[np.ndarray, float, float, list[float]]:
     """The next batch's probabilities: the mixture share u in ``SHARES`` whose variance,
     estimated from the draws so far, is least; uniform unless that is at most
     ``STEER_GAIN`` of uniform's. ``drawn`` are the draws' items, ``q_drawn`` the
     probabilities they were drawn with, ``resid`` their cross-fitted residuals
-    y - m^(-k). For a candidate q', sum_i w_i^2 r_i^2 / q'_i (the part of Var(Z) that q'
-    changes) is estimated without bias by the mean over draws of
-    w_j^2 r_j^2 / (q'_j q_j); the binding (largest) estimand decides.
-    Returns (q, u, estimated variance ratio to uniform)."""
+    y - m^(-k). For a candidate q', Var(Z) = sum_i w_i^2 r_i^2 / q'_i - (sum_i w_i r_i)^2
+    is estimated by the mean over draws of w_j^2 r_j^2 / (q'_j q_j) minus the square of
+    the mean of w_j r_j / q_j (inverse-probability weighted, so draws made by any
+    earlier design count); the binding (largest) estimand decides.
+    Returns (q, u, estimated variance ratio to uniform, each estimand's estimated
+    per-draw variance under q)."""
     n = m.size
     uniform = np.full(n, 1.0 / n)
-    if drawn.size < PILOT:
-        return uniform, 1.0, 1.0
-    r2 = np.asarray(resid, float) ** 2
+    r = np.asarray(resid, float)
 
-    def worst(q: np.ndarray) -> float:
-        return max(float(np.mean(e.weights[drawn] ** 2 * r2 / (q[drawn] * q_drawn)))
-                   for e in estimands)
+    def each(q: np.ndarray) -> list[float]:
+        return [max(0.0, float(np.mean(e.weights[drawn] ** 2 * r ** 2
+                                       / (q[drawn] * q_drawn)))
+                    - float(np.mean(e.weights[drawn] * r / q_drawn)) ** 2)
+                for e in estimands]
 
-    base = worst(uniform)
-    if base <= 0:
-        return uniform, 1.0, 1.0
-    best = (1.0, uniform, 1.0)
+    base = each(uniform)
+    if drawn.size < PILOT or max(base) <= 0:
+        return uniform, 1.0, 1.0, base
+    best = (1.0, uniform, 1.0, base)
     for u in SHARES[1:]:
-        q = sampling_probabilities(m, estimands, u)
-        ratio = worst(q) / base
+        q = sampling_probabilities(m, estimands, u, floor=1.0 / drawn.size)
+        got = each(q)
+        ratio = max(got) / max(base)
         if ratio < best[2]:
-            best = (u, q, ratio)
+            best = (u, q, ratio, got)
     if best[2] > STEER_GAIN:
-        return uniform, 1.0, best[2]
-    return best[1], best[0], best[2]
+        return uniform, 1.0, best[2], base
+    return best[1], best[0], best[2], best[3]
 
 
-def fixed_interval(z: np.ndarray, level: float, low: float = 0.0, high: float = 1.0,
-                   floor: float = 0.0) -> Interval:
-    """The fixed-n interval of the mean of terms z (one per draw): for a share, Wilson's
-    interval at the effective sample size est (1 - est) / Var (Student's t on T - 1
-    degrees of freedom, half the continuity correction), as ``judgekit analyse`` reports
-    PPI++; for a difference, Student's t. Var is the terms' spread over T, at least
-    ``floor`` / T (one unseen error). Clipped to [low, high]; always holds the estimate."""
+def _interval(est: float, var: float, df: float, level: float, low: float, high: float
+              ) -> Interval:
+    """Wilson's interval at the effective sample size est (1 - est) / var (Student's t on
+    df degrees of freedom, half the continuity correction) for a share, Student's t for
+    a difference; clipped to [low, high], always holding the estimate."""
     from judgekit.stats.bootstrap import t_quantile
     from judgekit.stats.proportions import wilson_effective
 
-    t = z.size
-    if t < 2:
-        raise StatsError("an interval needs at least two labelled draws")
-    est = min(high, max(low, float(z.mean())))
-    var = max(float(z.var(ddof=1)), floor) / t
+    est = min(high, max(low, est))
     if low == 0.0 and high == 1.0:
-        n_eff = est * (1 - est) / var if var > 0 else float(t)
-        n_eff = max(2.0, min(n_eff, 1e9)) if est * (1 - est) > 0 else float(t)
-        ci = wilson_effective(est, n_eff, level, continuity=0.5, df=t - 1).as_list()
+        # the share's variance taken at least one error away from 0 and 1, as the
+        # terms' floor is (one unseen error in df + 1 draws)
+        edge = 1 / (df + 1)
+        p = min(max(est, edge), 1 - edge)
+        n_eff = p * (1 - p) / var if var > 0 else df + 1
+        ci = wilson_effective(est, max(2.0, min(n_eff, 1e9)), level, continuity=0.5,
+                              df=max(df, 1)).as_list()
         return Interval(est, max(low, min(ci[0], est)), min(high, max(ci[1], est)))
-    half = t_quantile(0.5 + level / 2, t - 1) * math.sqrt(var)
+    half = t_quantile(0.5 + level / 2, max(df, 1)) * math.sqrt(max(var, 0.0))
     return Interval(est, max(low, est - half), min(high, est + half))
 
 
+class Combined(NamedTuple):
+    estimate: float
+    var: float  # of the estimate
+    df: float
+    blocks: list[tuple[int, float, float]]  # (terms, mean, per-term variance) per block
+
+
+def combine(z: np.ndarray, block: np.ndarray | None = None, floor: float = 0.0
+            ) -> Combined:
+    """The estimate from the terms z: each block's mean (block 0: uniform draws, 1:
+    steered draws, whose terms spread differently) weighted by the inverse of its
+    variance; a block of fewer than MIN_BLOCK terms joins the rest (one plain mean).
+    A block's per-term variance is at least ``floor`` (one unseen error)."""
+    z = np.asarray(z, float)
+    b = np.zeros(z.size, int) if block is None else np.asarray(block, int)
+    sizes = {int(k): int((b == k).sum()) for k in np.unique(b)}
+    if len(sizes) > 1 and min(sizes.values()) < MIN_BLOCK:
+        b = np.zeros(z.size, int)
+    parts = []
+    for k in np.unique(b):
+        zk = z[b == k]
+        parts.append((zk.size, float(zk.mean()), max(float(zk.var(ddof=1)), floor)))
+    if len(parts) == 1:
+        nk, mk, vk = parts[0]
+        return Combined(mk, vk / nk, nk - 1, parts)
+    prec = [nk / vk if vk > 0 else 1e12 for nk, _, vk in parts]
+    est = sum(p * mk for p, (_, mk, _) in zip(prec, parts)) / sum(prec)
+    return Combined(est, 1 / sum(prec), z.size - len(parts), parts)
+
+
+def fixed_interval(z: np.ndarray, level: float, low: float = 0.0, high: float = 1.0,
+                   floor: float = 0.0, block: np.ndarray | None = None) -> Interval:
+    """The fixed-n interval of the terms z (one per draw, see :func:`combine`): for a
+    share, Wilson's interval at the effective sample size (Student's t, half the
+    continuity correction), as ``judgekit analyse`` reports PPI++; for a difference,
+    Student's t. Clipped to [low, high]; always holds the estimate."""
+    if np.asarray(z).size < 2:
+        raise StatsError("an interval needs at least two labelled draws")
+    c = combine(z, block, floor)
+    return _interval(c.estimate, c.var, c.df, level, low, high)
+
+
 def draws_needed(z: np.ndarray, level: float, halfwidth: float, low: float = 0.0,
-                 high: float = 1.0, floor: float = 0.0, cap: int = 10 ** 7) -> int:
+                 high: float = 1.0, floor: float = 0.0, block: np.ndarray | None = None,
+                 future: int = 0, future_var: float | None = None, cap: int = 10 ** 7
+                 ) -> int:
     """Further draws until the fixed-n interval is at most 2 * ``halfwidth`` wide at the
-    spread and estimate so far (0 when it already is): the interval actually reported,
-    recomputed at each candidate T from the same variance."""
-    from judgekit.stats.bootstrap import t_quantile
-    from judgekit.stats.proportions import wilson_effective
-
+    estimate so far (0 when it already is): the interval actually reported, its
+    precision growing by 1 / v per draw, v the per-term variance of block ``future``
+    once it has MIN_BLOCK terms, else ``future_var`` (the variance steering is expected
+    to give), else the terms' own."""
+    z = np.asarray(z, float)
+    c = combine(z, block, floor)
+    b = np.zeros(z.size, int) if block is None else np.asarray(block, int)
+    own = z[b == future]
+    if own.size >= MIN_BLOCK:
+        fv = max(float(own.var(ddof=1)), floor)
+    elif future_var is not None:
+        fv = max(float(future_var), floor)
+    else:
+        fv = max(float(z.var(ddof=1)), floor)
     t0 = z.size
-    est = min(high, max(low, float(z.mean())))
-    s2 = max(float(z.var(ddof=1)), floor)
 
-    def half(t: int) -> float:
-        if low == 0.0 and high == 1.0:
-            v = s2 / t
-            n_eff = est * (1 - est) / v if v > 0 and est * (1 - est) > 0 else float(t)
-            lo, hi = wilson_effective(est, max(2.0, min(n_eff, 1e9)), level, continuity=0.5,
-                                      df=t - 1).as_list()
-            return (hi - lo) / 2
-        return t_quantile(0.5 + level / 2, t - 1) * math.sqrt(s2 / t)
+    def half(k: int) -> float:
+        prec = 1 / c.var if c.var > 0 else 1e12
+        prec += k / fv if fv > 0 else (1e12 if k else 0.0)
+        iv = _interval(c.estimate, 1 / prec, c.df + k, level, low, high)
+        return (iv.high - iv.low) / 2
 
-    if half(t0) <= halfwidth:
+    if half(0) <= halfwidth:
         return 0
-    lo, hi = t0, max(t0 * 2, 4)
+    lo, hi = 0, max(t0, 4)
     while half(hi) > halfwidth and hi < cap:
         lo, hi = hi, hi * 2
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if half(mid) > halfwidth else (lo, mid)
-    return hi - t0
+    return hi
 
 
 def expected_new_labels(q: np.ndarray, labelled: np.ndarray, draws: int) -> int:
