@@ -141,3 +141,118 @@ def test_choose_reads_analyse_runs_and_several_judge_columns(tmp_path):
     assert all(j["leniency"] is not None for j in doc["judges"])
     # small is within 0.1 of big, 20x cheaper: it is chosen, and the sentence says why
     assert doc["chosen"] == "small" and "20x less" in doc["decision"]
+
+
+def _with_cost(src: Path, dst: Path, column: str, value: float) -> Path:
+    rows = list(csv.DictReader(src.open()))
+    with open(dst, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, [*rows[0], column])
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, column: value})
+    return dst
+
+
+def test_costs_come_from_the_files_and_a_cascade_escalates_to_people(tmp_path):
+    """Cost per item read from the files' own columns (price_per_example, cost); a
+    cheapest-first cascade whose every threshold is calibrated at risk / stages; the
+    escalated items land in escalated.jsonl under the ids `judgekit label` uses, and
+    `judgekit label --queue` offers them first."""
+    rng = np.random.default_rng(11)
+    truth = ["first" if rng.random() < 0.5 else "second" for _ in range(600)]
+    cheap = _with_cost(_pairwise(tmp_path / "c0.csv", 0.72, 5, truth),
+                       tmp_path / "cheap.csv", "price_per_example", 0.0005)
+    dear = _with_cost(_pairwise(tmp_path / "d0.csv", 0.9, 6, truth),
+                      tmp_path / "dear.csv", "cost", 0.01)
+    r = _cli("choose", str(dear), str(cheap), "--selective", "--cascade",
+             "--target-agreement", "0.85", "--risk", "0.1", "--out", "c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "c" / "choice.json").read_text())
+    cost = {j["name"]: (j["cost_per_item"], j["cost_source"]) for j in doc["judges"]}
+    assert cost["cheap"][0] == pytest.approx(0.0005) and cost["dear"][0] == pytest.approx(0.01)
+    assert "cost column" in cost["cheap"][1]
+    sel = doc["selective"]
+    stages = sel["cascade"]
+    assert [s["judge"] for s in stages] == ["cheap", "dear"]  # cheapest first
+    assert stages[0]["reached"] == 1.0
+    assert stages[1]["reached"] == pytest.approx(1 - stages[0]["decided"], abs=1e-6)
+    # what the cascade costs: everything reaches the cheap judge, the rest the dear one
+    assert sel["cost_per_item"] == pytest.approx(0.0005 + stages[1]["reached"] * 0.01)
+    assert "0.05 (= 0.1 / 2 stages)" in sel["guarantee"]
+    assert sel["agreement"]["estimate"] >= 0.85 and 0 < sel["coverage"] < 1
+    assert sel["coverage"] == pytest.approx(stages[0]["decided"] + stages[1]["decided"])
+    esc = [json.loads(x) for x in (tmp_path / "c" / "escalated.jsonl").read_text()
+           .splitlines()]
+    assert len(esc) == sel["escalated"] > 0
+    assert sel["escalated"] == round((1 - sel["coverage"]) * 600)
+    # the ids are the labelling ids: queue them on the unlabelled items (the judge's
+    # verdicts without people's labels), and they come first
+    rows = list(csv.DictReader(cheap.open()))
+    bare = tmp_path / "bare.csv"
+    with open(bare, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, [k for k in rows[0] if k != "label"])
+        w.writeheader()
+        for row in rows:
+            w.writerow({k: v for k, v in row.items() if k != "label"})
+    cheap = bare
+    r = _cli("label", str(cheap), "--queue", str(tmp_path / "c" / "escalated.jsonl"),
+             "--out", "NEXT.jsonl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    nxt = [json.loads(x) for x in (tmp_path / "NEXT.jsonl").read_text().splitlines()]
+    assert nxt[0]["id"] == esc[0]["id"] and nxt[0]["queued"] is True
+    assert f"queued {len(esc)} item(s)" in r.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "nope"}\n')
+    r = _cli("label", str(cheap), "--queue", str(bad), cwd=tmp_path)
+    assert r.returncode == 2 and "'nope' matches no item" in r.stderr
+    # --cascade alone is a usage error
+    r = _cli("choose", str(dear), str(cheap), "--cascade", "--out", "e", cwd=tmp_path)
+    assert r.returncode == 2 and "--cascade" in r.stderr
+
+
+def test_alpaca_eval_annotations_are_judges_with_their_price_and_time(tmp_path):
+    rows = []
+    rng = np.random.default_rng(2)
+    for ann, acc, price, secs in (("gpt4_turbo", 0.85, 0.004, 1.5),
+                                  ("haiku", 0.7, 0.0005, 0.4)):
+        for i in range(80):
+            t = int(rng.integers(1, 3))
+            rows.append({"instruction": f"q{i}", "output_1": f"a{i}", "output_2": f"b{i}",
+                         "generator_1": "base", "generator_2": "m", "annotator": ann,
+                         "preference": t if rng.random() < acc else 3 - t,
+                         "price_per_example": price, "time_per_example": secs})
+    rows.append({**rows[0], "preference": 1.5})  # a tie: left out
+    (tmp_path / "annotations.json").write_text(json.dumps(rows))
+    r = _cli("choose", "annotations.json", "--out", "c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "c" / "choice.json").read_text())
+    got = {j["name"]: j for j in doc["judges"]}
+    assert set(got) == {"gpt4_turbo", "haiku"} and got["haiku"]["n"] == 80
+    assert got["gpt4_turbo"]["cost_per_item"] == pytest.approx(0.004)
+    assert got["haiku"]["seconds_per_item"] == pytest.approx(0.4)
+    assert any(p["measure"] == "kappa" and p["ci"] is not None or p["measure"] != "kappa"
+               for p in doc["pairs"])
+
+
+def test_inspect_grader_cost_from_model_usage(tmp_path):
+    from judgekit.recorded.inspect_log import read_inspect
+
+    log = {"eval": {"task": "t", "model": "openai/gpt-4o-mini",
+                    "scorers": [{"name": "model_graded_qa",
+                                 "options": {"model": "openai/gpt-4o"}}]},
+           "samples": [{"id": i, "epoch": 1, "input": f"q{i}", "target": "x",
+                        "scores": {"model_graded_qa": {
+                            "value": "C", "answer": "a",
+                            "metadata": {"grading": [{"role": "user", "content": "p"},
+                                                     {"role": "assistant", "content": "C",
+                                                      "model": "gpt-4o"}]}}},
+                        "model_usage": {"openai/gpt-4o-mini": {"input_tokens": 10,
+                                                               "output_tokens": 10},
+                                        "openai/gpt-4o": {"input_tokens": 1000,
+                                                          "output_tokens": 100}}}
+                       for i in range(3)]}
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log))
+    got = read_inspect(path, None, 0.5)
+    # gpt-4o: $2.50 / M input, $10 / M output
+    assert got[0]["Cost"] == pytest.approx((1000 * 2.5 + 100 * 10) / 1e6)

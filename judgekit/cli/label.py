@@ -48,6 +48,10 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
                                                  "or 'repeats': measured from items two "
                                                  "annotators labelled; the figures are "
                                                  "corrected for it"),
+          queue: Path | None = typer.Option(None, "--queue", help="a JSONL of {\"id\"} "
+                                            "(e.g. judgekit choose's escalated.jsonl): "
+                                            "those items are offered first, until "
+                                            "labelled"),
           ) -> None:
     """Propose the items a person should label next so that the corrected estimates
     narrow fastest, and report them with intervals that stay valid however often they
@@ -60,7 +64,13 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
 
     if design not in DESIGNS:
         raise ConfigError(f"--design {design!r}: use {' or '.join(DESIGNS)}")
-    st = propose(label_source(source), batch=batch, seed=seed, target_width=target_width,
+    src = label_source(source)
+    if queue is not None:
+        from judgekit.labelling.session import enqueue
+
+        added = enqueue(src, _queue_ids(queue))
+        console.print(f"queued {added} item(s) from {queue} for people")
+    st = propose(src, batch=batch, seed=seed, target_width=target_width,
                  level=level, which=for_, design=design,
                  label_error=parse_label_error(label_error))
     n_items = len(st.source.items)
@@ -85,8 +95,9 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
     elif st.labels == n_items:
         console.print("every item is labelled: the labels themselves are the figures")
     index = {str(x["id"]): x for x in st.source.items}
-    lines = [{"id": p["id"], "probability": p["probability"], "draw": p["draw"],
-              "verdict": index[str(p["id"])]["verdict"]} for p in st.pending]
+    lines = [{"id": p["id"], "probability": p.get("probability"), "draw": p.get("draw"),
+              "verdict": index[str(p["id"])]["verdict"],
+              **({"queued": True} if p.get("queued") else {})} for p in st.pending]
     if out is not None:
         write_text(out, "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
         console.print(f"wrote {len(lines)} item(s) to label to {out}")
@@ -94,6 +105,32 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
         for x in lines:
             console.print(json.dumps(x, sort_keys=True))
     console.print(f"labels file: {st.source.labels_path}")
+
+
+def _queue_ids(path: Path) -> list[str]:
+    """The ids of a queue file: JSONL objects with "id" (or one id per line)."""
+    from judgekit.core.errors import DataError
+    from judgekit.core.textio import read_lines
+
+    if not path.is_file():
+        raise DataError(f"--queue {path}: no such file")
+    ids = []
+    for lineno, line in read_lines(path):
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("{"):
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError:
+                raise DataError(f"{path}:{lineno}: not a JSON object; give {{\"id\": ...}} "
+                                "per line") from None
+            if not isinstance(row, dict) or "id" not in row:
+                raise DataError(f"{path}:{lineno}: a queue line needs \"id\"")
+            ids.append(str(row["id"]))
+        else:
+            ids.append(text)
+    return ids
 
 
 def view(folder: Path = typer.Argument(Path("."), help="a folder of runs (searched "

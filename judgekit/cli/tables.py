@@ -156,6 +156,9 @@ def choose(sources: list[Path] = typer.Argument(..., help="`judgekit analyse` ru
                                           "escalate the rest to people"),
            risk: float = typer.Option(0.1, "--risk", min=0.001, max=0.5,
                                       help="with --selective: the guarantee's risk"),
+           cascade: bool = typer.Option(False, "--cascade", help="with --selective: a "
+                                        "cheapest-first cascade of the judges that record "
+                                        "a confidence, ending with people"),
            seed: int = typer.Option(0, "--seed", help="seed of the bootstrap intervals"),
            overwrite: bool = typer.Option(False, "--overwrite",
                                           help="replace a previous choice in --out")
@@ -176,12 +179,14 @@ def choose(sources: list[Path] = typer.Argument(..., help="`judgekit analyse` ru
             raise ConfigError(f"--price {item!r}: use JUDGE=USD, e.g. gpt-4o=0.002")
     judges = load_judges([str(x) for x in sources], prices)
     c = decide(judges, level=level, margin=margin, target_agreement=target_agreement,
-               max_leniency=max_leniency, selective=selective, risk=risk, seed=seed)
+               max_leniency=max_leniency, selective=selective, risk=risk, seed=seed,
+               cascade=cascade)
     folder = write(c, out, overwrite=overwrite)
     console.print(f"{len(c.judges)} judges: {c.decision}")
     if c.selective is not None:
-        console.print(f"selective: threshold {c.selective.threshold}, coverage "
-                      f"{c.selective.coverage:.3f}")
+        console.print(f"selective: {c.selective.judge}, threshold {c.selective.threshold}, "
+                      f"coverage {c.selective.coverage:.3f}, {c.selective.escalated} item(s) "
+                      "escalated to people (escalated.jsonl)")
     console.print(f"wrote {folder}")
 
 

@@ -257,6 +257,9 @@ def _estimate(src: Source, state: _State, target_width: float, level: float,
         elif item not in y and item not in waiting:
             waiting.add(item)
             pending.append(d)
+    queued = [{"id": k, "queued": True} for k in labels.queue
+              if k not in y and k not in waiting]
+    pending = queued + pending  # people's queue first
     n = len(src.items)
     rows = _uniform_first(src, state, {str(d["id"]) for d in prefix}) + prefix
     fit = _fit(src, state, rows, seed) if rows else None
@@ -452,6 +455,24 @@ def next_draws(src: Source, state: _State, batch: int, seed: int, target_width: 
         if ids[j] not in y:
             fresh.add(ids[j])
     return st, new
+
+
+def enqueue(source: Path | Source, ids: list[str]) -> int:
+    """Queue items for people (offered before any draw until labelled; their labels do
+    not enter the estimates). Unknown ids are one error naming the first; items already
+    queued or labelled are skipped. Returns how many were queued."""
+    src = load(source) if isinstance(source, Path) else source
+    known = {str(x["id"]) for x in src.items}
+    unknown = [k for k in ids if k not in known]
+    if unknown:
+        raise DataError(store.unknown_ids(src.name, unknown))
+    labels = store.read(src.labels_path)
+    done = set(labels.queue) | set(store.values_of(labels, src.shape)) | \
+        set(present_labels(src))
+    new = list(dict.fromkeys(k for k in ids if k not in done))
+    store.append(src.labels_path, [{"kind": "queue", "id": k, "at": store.now()}
+                                   for k in new])
+    return len(new)
 
 
 def add_label(source: Path | Source, item: str, label: Any, annotator: str) -> None:

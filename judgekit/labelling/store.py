@@ -8,7 +8,10 @@ Lines:
   drawn, with what the draw was made from (the estimate needs it);
 - ``{"kind": "label", "id", "label", "annotator", "at"}``: a label (the latest label of
   an annotator for an item counts; several annotators are averaged);
-- ``{"kind": "undo", "id", "annotator", "at"}``: that annotator's label withdrawn.
+- ``{"kind": "undo", "id", "annotator", "at"}``: that annotator's label withdrawn;
+- ``{"kind": "queue", "id", "at"}``: an item queued for people (``judgekit label
+  --queue``, e.g. the items ``judgekit choose --selective`` escalated): offered before
+  any draw until labelled; its label never enters the estimates, which count draws only.
 
 Other tools may read only the label lines: ``{"id", "label", "annotator"}``.
 """
@@ -32,12 +35,14 @@ class Labels(NamedTuple):
     # item id -> annotator -> label (after undos), in the order labels arrived
     by_item: dict[str, JSONObject]
     history: list[JSONObject]  # label and undo lines, in order
+    queue: tuple[str, ...] = ()  # items queued for people (judgekit label --queue)
 
 
 def read(path: Path) -> Labels:
     draws: list[JSONObject] = []
     by_item: dict[str, JSONObject] = {}
     history: list[JSONObject] = []
+    queue: list[str] = []
     if not path.is_file():
         return Labels(draws, by_item, history)
     for lineno, line in read_lines(path):
@@ -57,6 +62,9 @@ def read(path: Path) -> Labels:
         who = str(row.get("annotator") or "anonymous")
         if kind == "draw":
             draws.append(row)
+        elif kind == "queue":
+            if item not in queue:
+                queue.append(item)
         elif kind == "undo":
             by_item.get(item, {}).pop(who, None)
             history.append(row)
@@ -66,8 +74,9 @@ def read(path: Path) -> Labels:
             by_item.setdefault(item, {})[who] = row["label"]
             history.append(row)
         else:
-            raise DataError(f"{path}:{lineno}: kind {kind!r}: use draw, label or undo")
-    return Labels(draws, {k: v for k, v in by_item.items() if v}, history)
+            raise DataError(f"{path}:{lineno}: kind {kind!r}: use draw, label, undo or "
+                            "queue")
+    return Labels(draws, {k: v for k, v in by_item.items() if v}, history, tuple(queue))
 
 
 def _last_line(path: Path) -> int:

@@ -181,7 +181,30 @@ def read_inspect(path: Path, scorer: str | None, threshold: float) -> list[JSONO
                         else "\n".join(map(str, s["target"]))} if s.get("target") else {}),
                     "Source": f"inspect:{task}:{s.get('id')}:{s.get('epoch', 1)}:{name}",
                     **_grader(header, name, sc)})
+        cost = _grader_cost(s, out[-1].get("GraderModel"))
+        if cost is not None:
+            out[-1]["Cost"] = cost
     return out
+
+
+def _grader_cost(sample: JSONObject, model: Any) -> float | None:
+    """What the grader's calls on a sample cost: Inspect records each model's tokens in
+    the sample's ``model_usage``; priced from judgekit.llm.pricing where the grader's
+    model has a known price (None otherwise, never a guess). Only a grader that is not
+    the model under test is counted apart from its answers."""
+    from judgekit.llm.pricing import cost_usd
+
+    usage = sample.get("model_usage")
+    if not isinstance(model, str) or not isinstance(usage, dict):
+        return None
+    got = usage.get(model)
+    if not isinstance(got, dict):
+        return None
+    try:
+        return cost_usd(model, int(got.get("input_tokens") or 0),
+                        int(got.get("output_tokens") or 0))
+    except (TypeError, ValueError):
+        return None
 
 
 def _judged(path: Path, spec: JudgedInput) -> list[Any]:

@@ -44,7 +44,12 @@ TEXTS = {"input": ("input", "question", "prompt", "instruction", "query"),
          "reference": ("reference", "target", "expected", "ideal", "gold_answer"),
          "explanation": ("explanation", "reason", "rationale", "critique", "feedback"),
          "grader": ("grader",),
-         "confidence": ("confidence", "judge_confidence")}
+         "confidence": ("confidence", "judge_confidence"),
+         # what the judge's verdict cost and took, where the file records it (alpaca_eval:
+         # price_per_example, time_per_example); `judgekit choose` averages them
+         "cost": ("cost", "cost_usd", "price_per_example", "judge_cost", "price"),
+         "seconds": ("seconds", "time_per_example", "latency", "latency_s", "duration",
+                     "judge_seconds")}
 
 
 def source_aliases(item: str) -> list[str]:
@@ -181,7 +186,8 @@ def table_from_judged(items: list[Any], cluster: int,
                      "judge": "" if it.get("Label") is None else it["Label"],
                      "explanation": it.get("Reason"), "prompt": it.get("Prompt"),
                      "output": it.get("Output"),
-                     **({"reference": it["Reference"]} if it.get("Reference") else {})})
+                     **({"reference": it["Reference"]} if it.get("Reference") else {}),
+                     **({"cost": it["Cost"]} if it.get("Cost") is not None else {})})
     return Table("pointwise", rows, {"id": "id", "judge": "judge",
                                      "question_id": "question_id"})
 

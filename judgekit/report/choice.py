@@ -13,6 +13,7 @@ whose agreement's lower limit reaches it.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,12 @@ def _from_payload(src: str, p: Any, prices: dict[str, float]) -> list[JudgeItems
     for name, ms in zip(names, measures):
         mine = [r for r in rows if r.get("judge", names[0]) == name] if p.others else rows
         verdict, human, conf, cluster = {}, {}, {}, {}
+        spent: dict[str, list[float]] = {"cost": [], "seconds": []}
         for r in mine:
+            for k in spent:
+                v = _amount(r.get(k))
+                if v is not None:
+                    spent[k].append(v)
             if p.shape == "pointwise":
                 key = str(r["id"])
                 verdict[key] = str(r["verdict"])
@@ -70,10 +76,88 @@ def _from_payload(src: str, p: Any, prices: dict[str, float]) -> list[JudgeItems
         acc = next((m for m in ms if m.key == "accuracy"), None)
         # a judge named only by its generic column is named by its file or run
         label = src if name in ("judge", "winner", "verdict") else name
-        out.append(JudgeItems(label, p.shape, verdict, human, conf, cluster,
-                              acc.decision if acc is not None else None,
-                              prices.get(label, prices.get(name))))
+        given = prices.get(label, prices.get(name))
+        recorded = float(np.mean(spent["cost"])) if spent["cost"] else None
+        out.append(JudgeItems(
+            label, p.shape, verdict, human, conf, cluster,
+            acc.decision if acc is not None else None,
+            given if given is not None else recorded,
+            float(np.mean(spent["seconds"])) if spent["seconds"] else None,
+            "--price" if given is not None else
+            f"the file's cost column (mean of {len(spent['cost'])} items)"
+            if recorded is not None else None))
     return out
+
+
+def label_id(key: str, shape: str) -> str:
+    """An item's key here as `judgekit label` names it: a pair's n-th order (0 first)
+    is PAIR for the first and PAIR#(n+1) after it; pointwise ids are the same."""
+    if shape != "pairwise":
+        return key
+    pair, _, order = key.rpartition("#")
+    return pair if order in ("", "0") else f"{pair}#{int(order) + 1}"
+
+
+def _is_alpaca(path: Path) -> bool:
+    from judgekit.recorded.tables import format_of
+
+    try:
+        return format_of(path, "auto") == "alpaca_eval"
+    except Exception:  # noqa: BLE001 - not readable as alpaca_eval: the analysis says why
+        return False
+
+
+def _alpaca_judges(path: Path, prices: dict[str, float]) -> list[JudgeItems]:
+    """alpaca_eval annotations (one file may hold several annotators): each annotator's
+    preferences as a pairwise judge, items keyed by instruction and both outputs, with
+    its ``price_per_example`` and ``time_per_example`` as cost and time. A preference of
+    1 is the first output, 2 the second; anything else (1.5, 0, null) is a tie or no
+    verdict and is left out. alpaca_eval files carry no people's labels: agreement with
+    people needs them from another source."""
+    import hashlib
+    import tempfile
+
+    import judgekit
+    from judgekit.recorded.alpaca_eval import _alpaca
+
+    rows = _alpaca(path)
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        key = hashlib.sha1("\x1f".join(str(r.get(k, "")) for k in (
+            "instruction", "output_1", "output_2")).encode()).hexdigest()[:12]
+        pref = r.get("preference")
+        winner = {1: "first", 2: "second"}.get(pref if isinstance(pref, int) else
+                                               int(pref) if isinstance(pref, float)
+                                               and pref in (1.0, 2.0) else -1)
+        if winner is None:
+            continue
+        by.setdefault(str(r.get("annotator") or path.stem), []).append(
+            {"pair_id": key, "question": r.get("instruction", ""),
+             "first": r.get("output_1", ""), "second": r.get("output_2", ""),
+             "winner": winner,
+             **({"price_per_example": r["price_per_example"]}
+                if r.get("price_per_example") is not None else {}),
+             **({"time_per_example": r["time_per_example"]}
+                if r.get("time_per_example") is not None else {})})
+    if not by:
+        raise ConfigError(f"{path}: no annotation with a preference of 1 or 2")
+    out: list[JudgeItems] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, lines in by.items():
+            f = Path(tmp) / "annotations.jsonl"
+            f.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+            res = judgekit.run({"method": "verdicts", "data_path": str(f)}, save=False)
+            out += [j._replace(name=name) for j in _from_payload(name, res.payload, prices)]
+    return out
+
+
+def _amount(x: Any) -> float | None:
+    """A cost or a duration as recorded (a number >= 0), None when absent or unreadable."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if np.isfinite(v) and v >= 0 else None
 
 
 def load_judges(sources: list[str | Path], prices: dict[str, float] | None = None
@@ -89,6 +173,9 @@ def load_judges(sources: list[str | Path], prices: dict[str, float] | None = Non
         path = Path(s)
         if path.is_dir() and is_run(path):
             res = load_results(path)
+        elif path.is_file() and _is_alpaca(path):
+            out += _alpaca_judges(path, prices)
+            continue
         elif path.is_file():
             res = judgekit.run({"method": "verdicts", "data_path": str(path)}, save=False)
         else:
@@ -136,6 +223,7 @@ def _kappa(a: list[str], b: list[str], level: float, seed: int,
 def _judge_row(j: JudgeItems, level: float, seed: int, resamples: int) -> JudgeRow:
     keys = [k for k in j.verdict if k in j.human]
     row = JudgeRow(name=j.name, n=len(j.verdict), shape=j.shape, cost_per_item=j.cost,
+                   cost_source=j.cost_source, seconds_per_item=j.seconds,
                    uninformed=j.uninformed)
     if keys:
         row.agreement = rate([float(j.verdict[k] == j.human[k]) for k in keys], level)
@@ -221,9 +309,9 @@ def _kappa_difference(a: JudgeItems, b: JudgeItems, lab: list[str], level: float
 def choose(judges: list[JudgeItems], *, level: float = 0.95, margin: float = 0.05,
            target_agreement: float | None = None, max_leniency: float | None = None,
            selective: bool = False, risk: float = 0.1, seed: int = 0,
-           resamples: int = 1000) -> Choice:
+           resamples: int = 1000, cascade: bool = False) -> Choice:
     """Compare, combine and choose (see the module docstring)."""
-    from judgekit.report.jury import juries, selective_evaluation
+    from judgekit.report.jury import cascade_evaluation, juries, selective_evaluation
 
     rows = [_judge_row(j, level, seed, resamples) for j in judges]
     n_pairs = len(judges) * (len(judges) - 1) // 2
@@ -237,8 +325,17 @@ def choose(judges: list[JudgeItems], *, level: float = 0.95, margin: float = 0.0
     if selective:
         if target_agreement is None:
             raise ConfigError("--selective needs --target-agreement (e.g. 0.8)")
-        out.selective = selective_evaluation(judges, chosen or rows[0].name,
-                                             target_agreement, risk, level)
+        if cascade:
+            try:
+                out.selective = cascade_evaluation(judges, target_agreement, risk, level)
+            except ValueError:
+                raise ConfigError("--cascade needs judges that record a confidence column "
+                                  "(their probability for their own verdict)") from None
+        else:
+            out.selective = selective_evaluation(judges, chosen or rows[0].name,
+                                                 target_agreement, risk, level)
+    elif cascade:
+        raise ConfigError("--cascade goes with --selective --target-agreement T")
     return out
 
 
@@ -341,11 +438,26 @@ def write(choice: Choice, out: str | Path, *, overwrite: bool = False) -> Path:
         ["jury", "agreement with people", "effective judges", "ties", "no verdict"],
         [[k, est(j.agreement), f"{j.effective_judges:.2f}", j.ties, j.no_verdict]
          for k, j in choice.jury.items()], "jury")
+    queue: dict[str, str] = {}
     if choice.selective is not None:
         s = choice.selective
+        cost = "" if s.cost_per_item is None else f", judges' cost ${s.cost_per_item:.5g} " \
+            "per item (people not counted)"
         d.h(2, "Selective evaluation").p(
             f"{s.judge}: threshold {s.threshold}, coverage {s.coverage:.3f}, agreement on "
-            f"the kept labelled items {est(s.agreement)}. {s.guarantee}.")
-    write_folder(folder, d, json_files={"choice.json": choice})
+            f"the kept labelled items {est(s.agreement)}{cost}; {s.escalated} item(s) "
+            f"escalated to people (escalated.jsonl: `judgekit label SOURCE --queue "
+            f"escalated.jsonl` puts them first on the labelling page). {s.guarantee}.")
+        if s.cascade:
+            d.table(["stage", "threshold", "reaches", "decides", "agreement", "cost per item"],
+                    [[c.judge, "none" if c.threshold is None else f"{c.threshold:.3g}",
+                      f"{c.reached:.3f}", f"{c.decided:.3f}", est(c.agreement),
+                      "n/a" if c.cost_per_item is None else f"${c.cost_per_item:.5g}"]
+                     for c in s.cascade], "cascade")
+        shape = choice.judges[0].shape if choice.judges else "pointwise"
+        queue["escalated.jsonl"] = "".join(
+            json.dumps({"id": label_id(k, shape), "reason": "no judge was sure enough"})
+            + "\n" for k in s.escalated_ids)
+    write_folder(folder, d, json_files={"choice.json": choice}, text_files=queue)
     record_outputs(folder, before, "choice")
     return folder

@@ -19,6 +19,8 @@ class JudgeItems(NamedTuple):
     cluster: dict[str, str]  # item key -> its question (or pair)
     uninformed: str | None  # the analysis's accuracy decision
     cost: float | None  # per item, where known
+    seconds: float | None = None  # per item, where the file records it
+    cost_source: str | None = None  # where the cost came from
 
 
 class Estimate(BaseModel):
@@ -38,6 +40,8 @@ class JudgeRow(BaseModel):
     leniency: Estimate | None = None  # pass rate minus people's, paired (pointwise)
     position_bias: Estimate | None = None  # pairwise
     cost_per_item: float | None = None
+    cost_source: str | None = None  # --price, or the file's own column
+    seconds_per_item: float | None = None
     uninformed: str | None = None
 
 
@@ -59,6 +63,16 @@ class JuryRow(BaseModel):
     no_verdict: int = 0
 
 
+class CascadeStage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    judge: str
+    threshold: float | None  # this judge decides items with confidence >= it
+    reached: float  # share of the items that reach this stage
+    decided: float  # share of the items this stage decides
+    agreement: Estimate | None  # on the labelled items it decides
+    cost_per_item: float | None = None
+
+
 class Selective(BaseModel):
     model_config = ConfigDict(extra="forbid")
     judge: str
@@ -70,6 +84,12 @@ class Selective(BaseModel):
     risk: float
     calibration_items: int
     guarantee: str
+    # a cheapest-first cascade of judges ending with people (``--cascade``): the stages,
+    # and what the whole costs per item (people not counted)
+    cascade: list[CascadeStage] | None = None
+    cost_per_item: float | None = None
+    escalated: int = 0  # items left for people (DIR/escalated.jsonl)
+    escalated_ids: list[str] = []
 
 
 class Choice(BaseModel):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from judgekit.report.choice_types import JudgeItems, JuryRow, Selective, rate
+from judgekit.report.choice_types import CascadeStage, JudgeItems, JuryRow, Selective, rate
 
-__all__ = ["juries", "selective_evaluation"]
+__all__ = ["cascade_evaluation", "juries", "selective_evaluation"]
 
 
 # ---- juries ------------------------------------------------------------------------------
@@ -81,12 +81,80 @@ def selective_evaluation(judges: list[JudgeItems], best: str, target: float, ris
     kept = [k for k in keys if conf[k] >= sel.threshold]
     kept_lab = [k for k in kept if k in j.human]
     agree = rate([float(j.verdict[k] == j.human[k]) for k in kept_lab], level)
+    left = [k for k in keys if conf[k] < sel.threshold]
     return Selective(judge=best, confidence=source, threshold=sel.threshold,
                      coverage=len(kept) / max(len(keys), 1), agreement=agree, target=target,
-                     risk=risk, calibration_items=len(lab),
+                     risk=risk, calibration_items=len(lab), cost_per_item=j.cost,
+                     escalated=len(left), escalated_ids=left,
                      guarantee=f"on items with confidence >= {sel.threshold:.3g} ({source}), "
                      f"agreement with people is at least {target:g} with probability at "
                      f"least {1 - risk:g}: the threshold is the lowest that fixed-sequence "
                      f"exact binomial tests accepted at {risk:g} on {len(lab)} labelled "
                      "items (Trust or Escalate, ICLR 2025), valid for items drawn like them; "
                      "the rest go to people (judgekit label)")
+
+
+def cascade_evaluation(judges: list[JudgeItems], target: float, risk: float,
+                       level: float) -> Selective:
+    """A cheapest-first cascade of the judges that record a confidence, ending with
+    people: each item goes to the first judge whose confidence on it clears that
+    judge's threshold, and to people when none does (Trust or Escalate's cascaded
+    selective evaluation). Each threshold is calibrated by fixed-sequence testing on the
+    labelled items that reach its stage, at risk / (number of stages): by the union
+    bound, with probability at least 1 - risk every stage's decided items agree with
+    people at least at the target, and so do all the decided items together (a mixture
+    of sets that each do). Judges without a confidence column cannot tell their sure
+    items from the rest and are left out (named in the guarantee)."""
+    from judgekit.stats.selective import calibrate_threshold
+
+    able = [j for j in judges if j.confidence]
+    skipped = [j.name for j in judges if not j.confidence]
+    if not able:
+        raise ValueError("no judge records a confidence")
+    order = sorted(able, key=lambda j: (j.cost is None, j.cost or 0.0))
+    keys = sorted(set.intersection(*(set(j.verdict) & set(j.confidence) for j in order)))
+    people: dict[str, str] = {}
+    for j in order:
+        people.update(j.human)
+    each = risk / len(order)
+    remaining = list(keys)
+    stages: list[CascadeStage] = []
+    decided: dict[str, str] = {}  # item -> the verdict of the stage that decided it
+    cost: float | None = 0.0
+    for j in order:
+        reach = len(remaining) / max(len(keys), 1)
+        lab = [k for k in remaining if k in people]
+        sel = calibrate_threshold(np.array([j.confidence[k] for k in lab], float),
+                                  np.array([float(j.verdict[k] == people[k]) for k in lab]),
+                                  target, each)
+        mine = [] if sel.threshold is None else \
+            [k for k in remaining if j.confidence[k] >= sel.threshold]
+        for k in mine:
+            decided[k] = j.verdict[k]
+        mine_lab = [k for k in mine if k in people]
+        stages.append(CascadeStage(
+            judge=j.name, threshold=sel.threshold, reached=round(reach, 6),
+            decided=round(len(mine) / max(len(keys), 1), 6),
+            agreement=rate([float(j.verdict[k] == people[k]) for k in mine_lab], level)
+            if mine_lab else None, cost_per_item=j.cost))
+        cost = None if cost is None or j.cost is None else cost + reach * j.cost
+        taken = set(mine)
+        remaining = [k for k in remaining if k not in taken]
+    kept_lab = [k for k in decided if k in people]
+    agree = rate([float(decided[k] == people[k]) for k in kept_lab], level) \
+        if kept_lab else None
+    note = f"; {', '.join(skipped)} record no confidence and were left out" if skipped \
+        else ""
+    return Selective(
+        judge=" -> ".join(j.name for j in order) + " -> people",
+        confidence="each judge's own confidence column", threshold=None,
+        coverage=round(len(decided) / max(len(keys), 1), 6), agreement=agree,
+        target=target, risk=risk, calibration_items=sum(k in people for k in keys),
+        guarantee=f"items go to the cheapest judge whose confidence clears its threshold, "
+        f"else to people; every threshold was calibrated by fixed-sequence exact binomial "
+        f"tests at risk {each:.3g} (= {risk:g} / {len(order)} stages) on the labelled items "
+        f"reaching it, so with probability at least {1 - risk:g} the decided items agree "
+        f"with people at least {target:g} (Trust or Escalate, ICLR 2025; valid for items "
+        f"drawn like the labelled ones){note}",
+        cascade=stages, cost_per_item=cost, escalated=len(remaining),
+        escalated_ids=remaining)

@@ -30,7 +30,9 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     unread = 0
     annotators = [c for c in roles.get("label", "").split(",") if c]
     shown: dict[str, int] = {}  # rows of each pair so far, readable or not
-    conf = text_columns(list(rows[0]) if rows else [], roles).get("confidence")
+    texts = text_columns(list(rows[0]) if rows else [], roles)
+    conf = texts.get("confidence")
+    spent = {k: texts[k] for k in ("cost", "seconds") if k in texts}
     for i, r in enumerate(track(rows, "reading verdicts", len(rows), "rows")):
         first, second = str(r.get(roles["first"], "")), str(r.get(roles["second"], ""))
         w = slot_of(r.get(roles["winner"]))
@@ -50,6 +52,7 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                       "chosen": {"first": first, "second": second}.get(w),
                       **({"confidence": r[conf]} if conf and r.get(conf) not in (None, "")
                          else {}),
+                      **{k: r[c] for k, c in spent.items() if r.get(c) not in (None, "")},
                       **({"dataset": str(r.get(roles["dataset"]))} if "dataset" in roles
                          else {}),
                       **({"models": [str(r.get(roles["model_first"])),
