@@ -35,6 +35,9 @@ def runs(tmp_path):
     env = {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
     r = jk("run", "demo", "--out", "runs/nested/demo", cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
+    r = jk("choose", "runs/verdicts_a", "runs/verdicts_b", "--out", "runs/pick",
+           cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
     return tmp_path / "runs", truth
 
 
@@ -85,6 +88,12 @@ def test_view_lists_runs_and_labels_append_one_line(server):
     for name in ("verdicts_a", "verdicts_b", "nested/demo"):
         assert f">{name}</a>" in page
     assert "vbscore" in page and "pass_rate" in page
+    # a `judgekit choose` folder: its judges side by side, its decision, its report
+    assert ">pick</a>" in page and "Choosing a judge" in page
+    assert "verdicts_a (" in page and "verdicts_b (" in page
+    status, text = _get(base + "/report?choice=pick")
+    assert status == 200 and "Choosing a judge" in text
+    assert _get(base + "/report?choice=nope")[0] == 404
     # nothing leaves the machine: no page names another host
     for path in ("/", "/run?name=verdicts_a", "/compare?a=verdicts_a&b=verdicts_b",
                  "/label?name=verdicts_a", "/cards?run=verdicts_a"):

@@ -57,8 +57,9 @@ def _render(template: str, **context: Any) -> web.Response:
 async def index(request: web.Request) -> web.Response:
     root = request.app[ROOT]
     found = await asyncio.to_thread(runmod.discover, root)
+    picked = await asyncio.to_thread(runmod.choices, root)
     return _render("index.html.j2", title="judgekit runs", root=root.name or str(root),
-                   runs=found)
+                   runs=found, choices=picked)
 
 
 def _run(request: web.Request, key: str = "name") -> runmod.Run:
@@ -72,10 +73,16 @@ def _run(request: web.Request, key: str = "name") -> runmod.Run:
 
 
 async def report(request: web.Request) -> web.StreamResponse:
-    run = _run(request)
-    path = run.folder / "report.html"
+    if "choice" in request.query:  # a `judgekit choose` folder's report
+        try:
+            folder = runmod.find_choice(request.app[ROOT], request.query["choice"]).folder
+        except JudgekitError as exc:
+            raise web.HTTPNotFound(text=str(exc)) from None
+    else:
+        folder = _run(request).folder
+    path = folder / "report.html"
     if not path.is_file():
-        raise web.HTTPNotFound(text=f"{run.name} has no report.html")
+        raise web.HTTPNotFound(text=f"{folder.name} has no report.html")
     # a copied run's report is not trusted: sandboxed, its scripts run in an origin of
     # their own and cannot reach the API (POSTs need a preflight nobody answers)
     return web.FileResponse(path, headers={"Content-Type": "text/html; charset=utf-8",

@@ -47,6 +47,57 @@ def discover(root: Path) -> list[Run]:
     return sorted(found, key=lambda r: (r.date, r.name), reverse=True)
 
 
+class ChoiceFolder(NamedTuple):
+    """A `judgekit choose` output folder: its judges, jury and decision."""
+
+    name: str
+    folder: Path
+    judges: str
+    decision: str
+    jury: str
+    escalated: int
+
+
+def choices(root: Path) -> list[ChoiceFolder]:
+    """Every `judgekit choose` folder (choice.json) under ``root``, by name. A choice
+    that cannot be read is listed with the reason, never dropped."""
+    found = []
+    base = root.resolve()
+    for here, dirs, files in os.walk(base):
+        depth = len(Path(here).relative_to(base).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < MAX_DEPTH else []
+        if "choice.json" not in files:
+            continue
+        name = Path(here).relative_to(base).as_posix() or "."
+        try:
+            doc = json.loads((Path(here) / "choice.json").read_text(encoding="utf-8"))
+            judges = ", ".join(
+                f"{j['name']} ({_agreement(j.get('agreement'))})" for j in doc["judges"])
+            jury = ", ".join(f"{k} {_agreement(v.get('agreement'))}"
+                             for k, v in (doc.get("jury") or {}).items())
+            sel = doc.get("selective") or {}
+            found.append(ChoiceFolder(name, Path(here), judges, str(doc["decision"]), jury,
+                                      int(sel.get("escalated") or 0)))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            found.append(ChoiceFolder(name, Path(here), "", f"(unreadable: {exc})", "", 0))
+    return sorted(found, key=lambda c: c.name)
+
+
+def _agreement(e: object) -> str:
+    if not isinstance(e, dict) or e.get("estimate") is None:
+        return "no people's labels"
+    ci = e.get("ci") or [None, None]
+    return (f"agreement {e['estimate']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}], n={e.get('n')}"
+            if None not in ci else f"agreement {e['estimate']:.3f}, n={e.get('n')}")
+
+
+def find_choice(root: Path, name: str) -> ChoiceFolder:
+    for c in choices(root):
+        if c.name == name:
+            return c
+    raise DataError(f"no judgekit choose folder {name!r} under {root}")
+
+
 def _describe(base: Path, folder: Path, headline: bool = True) -> Run | None:
     """A run as the viewer lists it: what its method's spec says of it (the judge, the
     detail files, whether it can be labelled), and its config's data."""
