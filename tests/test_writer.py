@@ -187,5 +187,8 @@ def test_a_cache_that_cannot_be_written_stops_the_run(fake_api, make_client, mon
     with pytest.raises(RunAborted, match="can no longer be written"):
         client.map_sync(STAGE, [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini")
                                 for i in range(50)])
-    assert len(fake_api.requests) <= 8  # the calls in flight when the write failed
+    # the calls in flight when the first write failed, plus those a freed slot started
+    # while that write was still queued (the writer thread may lag on a loaded machine):
+    # at most 3 per slot, far from the 50 a run that did not stop would pay for
+    assert len(fake_api.requests) <= 3 * 4
     assert not client.cache.available

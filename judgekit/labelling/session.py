@@ -272,7 +272,8 @@ def _estimate(src: Source, state: _State, target_width: float, level: float,
     else:
         q_next, share, ratio, future = np.full(n, 1.0 / n), 1.0, 1.0, [None] * len(ests)
     steering = {"uniform_share": share, "variance_vs_uniform": round(ratio, 4),
-                "steered": share < 1.0}
+                "steered": share < 1.0,
+                "predicted_var": {e.name: v for e, v in zip(ests, future) if v is not None}}
     scale = 1.0 - 2.0 * (err or 0.0)
     left = n - len(y)
     plan = max((int(d.get("plan", 0)) for d in prefix), default=0)
@@ -292,8 +293,8 @@ def _estimate(src: Source, state: _State, target_width: float, level: float,
             err or 0.0, err_ci)
         t = fit.idx.size
         fixed = seq if t < 2 else active.label_error_map(  # one draw has no spread
-            active.fixed_interval(tm.z_cf, level, e.low, e.high, floor, tm.block), e,
-            err or 0.0, err_ci)
+            active.fixed_interval(tm.z_cf, level, e.low, e.high, floor, tm.block,
+                                  tm.expected), e, err or 0.0, err_ci)
         if t < 2:
             shown = seq
             need = active.PILOT - t
@@ -307,7 +308,7 @@ def _estimate(src: Source, state: _State, target_width: float, level: float,
             elif (fixed.high - fixed.low) / 2 > target_width / 2:  # a look: re-plan
                 need = active.draws_needed(
                     tm.z_cf, level, target_width / 2 * scale, e.low, e.high, floor, tm.block,
-                    int(share < 1.0), fvar)
+                    int(share < 1.0), fvar, expected=tm.expected)
                 if need > active.EXTEND * t:  # far off: aim short, the next look re-plans
                     need = math.ceil(active.AIM * need)
                 need = min(max(need, 1), undrawn)  # each draw is another item
@@ -337,6 +338,7 @@ class Terms(NamedTuple):
     high: np.ndarray
     z_cf: np.ndarray  # cross-fitted terms (the fixed-n interval's)
     block: np.ndarray  # 0: a uniform draw, 1: a steered one
+    expected: np.ndarray  # each draw's variance as predicted when it was drawn (nan: none)
 
 
 def terms_of(e: active.Estimand, fit: _Fit, n: int) -> Terms:
@@ -362,7 +364,9 @@ def terms_of(e: active.Estimand, fit: _Fit, n: int) -> Terms:
     else:
         z_cf = z_seq
     block = np.array([float(d.get("share", 1.0)) < 1.0 for d in fit.rows], int)
-    return Terms(z_seq, bnd[:, 0], bnd[:, 1], z_cf, block)
+    expected = np.array([float((d.get("predicted_var") or {}).get(e.name, np.nan))
+                         for d in fit.rows])
+    return Terms(z_seq, bnd[:, 0], bnd[:, 1], z_cf, block, expected)
 
 
 def counted(src: Source, state: _State, seed: int = 0) -> _Fit | None:
@@ -450,6 +454,7 @@ def next_draws(src: Source, state: _State, batch: int, seed: int, target_width: 
                     "probability": float(qu[j]), "prediction": float(m[j]),
                     "frame": "undrawn", "share": (st.steering or {}).get("uniform_share", 1.0),
                     "plan": plan,
+                    "predicted_var": (st.steering or {}).get("predicted_var", {}),
                     **_draw_row(every, m, qu, undrawn), **(head if not new and head else {})})
         undrawn[j] = False
         if ids[j] not in y:

@@ -142,22 +142,29 @@ def _features(pop: Population) -> np.ndarray:
     return np.column_stack(cols)
 
 
-def _logistic(x: np.ndarray, xl: np.ndarray, yl: np.ndarray, ridge: float) -> np.ndarray:
+def _logistic(x: np.ndarray, xl: np.ndarray, yl: np.ndarray, ridge: float,
+              offset: np.ndarray | None = None, offset_l: np.ndarray | None = None
+              ) -> np.ndarray:
     beta = np.zeros(x.shape[1])
     pen = ridge * np.eye(x.shape[1])
     pen[0, 0] = 1e-6  # the intercept is not shrunk
+    o, ol = (np.zeros(x.shape[0]), np.zeros(xl.shape[0])) if offset is None else \
+        (offset, offset_l)
     for _ in range(30):
-        p = 1 / (1 + np.exp(-np.clip(xl @ beta, -30, 30)))
+        p = 1 / (1 + np.exp(-np.clip(xl @ beta + ol, -30, 30)))
         grad = xl.T @ (yl - p) - pen @ beta
         hess = (xl * (p * (1 - p))[:, None]).T @ xl + pen
         step = np.linalg.solve(hess, grad)
         beta += step
         if float(np.abs(step).max()) < 1e-8:
             break
-    return np.asarray(1 / (1 + np.exp(-np.clip(x @ beta, -30, 30))))
+    return np.asarray(1 / (1 + np.exp(-np.clip(x @ beta + o, -30, 30))))
 
 
-MODELS = ("full", "verdict", "flat")  # feature sets the cross-fit chooses among
+# the predictors the cross-fit chooses among: "trust" starts from the judge's own score
+# (its logit as an offset; the features' coefficients shrink towards trusting it),
+# "full" from nothing, "verdict" and "flat" use less
+MODELS = ("trust", "full", "verdict", "flat")
 
 
 def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
@@ -171,9 +178,16 @@ def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
     if labelled.size == 0:
         return np.full(pop.n, 0.5)
     x = _features(pop)
-    x = x[:, :{"full": x.shape[1], "verdict": 2, "flat": 1}[model]]
+    x = x[:, :{"trust": x.shape[1], "full": x.shape[1], "verdict": 2, "flat": 1}[model]]
     yl = np.clip(np.asarray(y, float), 0.0, 1.0)
-    m = _logistic(x, x[labelled], yl, ridge)
+    offset = None
+    if model == "trust":
+        f = pop.verdict.astype(float)
+        prior = np.clip(pop.score.astype(float), 0.02, 0.98) if pop.score is not None \
+            else 0.2 + 0.6 * f
+        offset = np.log(prior / (1 - prior))
+    m = _logistic(x, x[labelled], yl, ridge, offset,
+                  None if offset is None else offset[labelled])
     # a linear recalibration on top (least squares of the labels on m): labels that
     # annotators flip at a rate e have P(y = 1) in [e, 1 - e], a range the logistic
     # curve cannot end in
@@ -348,21 +362,31 @@ class Combined(NamedTuple):
     blocks: list[tuple[int, float, float]]  # (terms, mean, per-term variance) per block
 
 
-def combine(z: np.ndarray, block: np.ndarray | None = None, floor: float = 0.0
-            ) -> Combined:
+def combine(z: np.ndarray, block: np.ndarray | None = None, floor: float = 0.0,
+            expected: np.ndarray | None = None) -> Combined:
     """The estimate from the terms z: each block's mean (block 0: uniform draws, 1:
     steered draws, whose terms spread differently) weighted by the inverse of its
     variance; a block of fewer than MIN_BLOCK terms joins the rest (one plain mean).
-    A block's per-term variance is at least ``floor`` (one unseen error)."""
+    A block's per-term variance is at least ``floor`` (one unseen error) and at least
+    the mean of ``expected`` over its draws (each draw's variance as predicted before
+    it, from the labels then: steered draws whose rare large terms have not yet shown
+    cannot make their block look surer than predicted)."""
     z = np.asarray(z, float)
     b = np.zeros(z.size, int) if block is None else np.asarray(block, int)
     sizes = {int(k): int((b == k).sum()) for k in np.unique(b)}
     if len(sizes) > 1 and min(sizes.values()) < MIN_BLOCK:
         b = np.zeros(z.size, int)
     parts = []
+    ex = None if expected is None else np.asarray(expected, float)
     for k in np.unique(b):
         zk = z[b == k]
-        parts.append((zk.size, float(zk.mean()), max(float(zk.var(ddof=1)), floor)))
+        v = max(float(zk.var(ddof=1)), floor)
+        if ex is not None and len(set(b.tolist())) > 1:
+            got = ex[b == k]
+            got = got[np.isfinite(got)]
+            if got.size:
+                v = max(v, float(got.mean()))
+        parts.append((zk.size, float(zk.mean()), v))
     if len(parts) == 1:
         nk, mk, vk = parts[0]
         return Combined(mk, vk / nk, nk - 1, parts)
@@ -372,32 +396,33 @@ def combine(z: np.ndarray, block: np.ndarray | None = None, floor: float = 0.0
 
 
 def fixed_interval(z: np.ndarray, level: float, low: float = 0.0, high: float = 1.0,
-                   floor: float = 0.0, block: np.ndarray | None = None) -> Interval:
+                   floor: float = 0.0, block: np.ndarray | None = None,
+                   expected: np.ndarray | None = None) -> Interval:
     """The fixed-n interval of the terms z (one per draw, see :func:`combine`): for a
     share, Wilson's interval at the effective sample size (Student's t, half the
     continuity correction), as ``judgekit analyse`` reports PPI++; for a difference,
     Student's t. Clipped to [low, high]; always holds the estimate."""
     if np.asarray(z).size < 2:
         raise StatsError("an interval needs at least two labelled draws")
-    c = combine(z, block, floor)
+    c = combine(z, block, floor, expected)
     return _interval(c.estimate, c.var, c.df, level, low, high)
 
 
 def draws_needed(z: np.ndarray, level: float, halfwidth: float, low: float = 0.0,
                  high: float = 1.0, floor: float = 0.0, block: np.ndarray | None = None,
-                 future: int = 0, future_var: float | None = None, cap: int = 10 ** 7
-                 ) -> int:
+                 future: int = 0, future_var: float | None = None, cap: int = 10 ** 7,
+                 expected: np.ndarray | None = None) -> int:
     """Further draws until the fixed-n interval is at most 2 * ``halfwidth`` wide at the
     estimate so far (0 when it already is): the interval actually reported, its
     precision growing by 1 / v per draw, v the per-term variance of block ``future``
     once it has MIN_BLOCK terms, else ``future_var`` (the variance steering is expected
     to give), else the terms' own."""
     z = np.asarray(z, float)
-    c = combine(z, block, floor)
+    c = combine(z, block, floor, expected)
     b = np.zeros(z.size, int) if block is None else np.asarray(block, int)
     own = z[b == future]
     if own.size >= MIN_BLOCK:
-        fv = max(float(own.var(ddof=1)), floor)
+        fv = max(float(own.var(ddof=1)), floor, future_var or 0.0)
     elif future_var is not None:
         fv = max(float(future_var), floor)
     else:
