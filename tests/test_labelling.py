@@ -484,3 +484,41 @@ def test_a_labels_file_of_the_previous_version_is_read(tmp_path):
     nxt = session.propose(path, batch=5)
     assert nxt.pending and all(str(p["id"]) not in {r["id"] for r in rows}
                                for p in nxt.pending)
+
+
+def test_two_processes_proposing_at_once_draw_one_batch(tmp_path):
+    """Proposals are decided and appended under the file's lock: two processes asking at
+    once get the same batch, drawn once."""
+    path, _ = _file(tmp_path, n=200)
+    code = ("import sys; from pathlib import Path; from judgekit.labelling import session;"
+            "st = session.propose(Path(sys.argv[1]), batch=10, seed=1);"
+            "print(','.join(p['id'] for p in st.pending))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path)],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert outs[0] == outs[1] and len(outs[0].split(",")) == 10
+    draws = store.read(path.with_name("verdicts.labels.jsonl")).draws
+    assert len(draws) == 10 and len({d["id"] for d in draws}) == 10
+
+
+def test_hand_appends_and_links(tmp_path):
+    path, truth = _file(tmp_path, n=50)
+    lab = path.with_name("verdicts.labels.jsonl")
+    # a complete line appended by hand without its newline (CRLF before it) is kept
+    lab.write_bytes(b'{"id": "i1", "label": 1, "annotator": "a"}\r\n'
+                    b'{"id": "i2", "label": 0, "annotator": "a"}')
+    session.add_label(path, "i3", 1, "b")
+    assert set(store.read(lab).by_item) == {"i1", "i2", "i3"}
+    # a torn line (a writer killed mid-line) is cut, and only it
+    with lab.open("ab") as fh:
+        fh.write(b'{"id": "i4", "lab')
+    session.add_label(path, "i5", 1, "b")
+    assert set(store.read(lab).by_item) == {"i1", "i2", "i3", "i5"}
+    # never written through a symbolic link
+    other = tmp_path / "elsewhere.jsonl"
+    other.write_text("")
+    lab.unlink()
+    lab.symlink_to(other)
+    with pytest.raises(Exception, match="symbolic link"):
+        session.add_label(path, "i1", 1, "a")
+    assert other.read_text() == ""

@@ -285,3 +285,15 @@ def test_sign_flip_test_is_exact_for_few_clusters():
     # LLaMA-2 on LLMBar Natural: 19 + 7 pairs of +-1/2, near the exact sign test's 0.029
     p = sign_flip_p([0.5] * 19 + [-0.5] * 7 + [0.0] * 74, seed=0)
     assert 0.02 < p < 0.05
+
+
+def test_non_finite_and_out_of_range_verdicts_are_unreadable_and_named(tmp_path):
+    f = tmp_path / "odd.csv"
+    f.write_text("id,judge,human\n1,1,1\n2,0,0\n3,nan,1\n4,inf,0\n5,2.5,1\n6,1,1\n7,0,1\n")
+    r = _cli("analyse", str(f), "--out", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    keys = {m["key"]: m for m in res["measures"]}
+    assert keys["pass_rate"]["n"] == 4 and res["unreadable"] == 3
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "row 3 ('nan'), row 4 ('inf'), row 5 ('2.5')" in report

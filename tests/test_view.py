@@ -99,9 +99,14 @@ def test_view_lists_runs_and_labels_append_one_line(server):
                  "/label?name=verdicts_a", "/cards?run=verdicts_a"):
         status, text = _get(base + path)
         assert status == 200 and "http:" not in text and "https:" not in text, path
-    status, body = _get(base + "/api/next?run=verdicts_a")
+    labels = folder / "verdicts_a" / "labels.jsonl"
+    status, body = _get(base + "/api/next?run=verdicts_a")  # a GET changes nothing
+    assert status == 200 and json.loads(body)["pending"] == [] and not labels.exists()
+    status, body = _post(base + "/api/next", {"run": "verdicts_a"})
     nxt = json.loads(body)
     assert status == 200 and nxt["pending"] and nxt["draws"] == 0
+    again = json.loads(_get(base + "/api/next?run=verdicts_a")[1])
+    assert again["pending"] == nxt["pending"]  # the same items, drawn once
     item = nxt["next"][0]["id"]
     labels = folder / "verdicts_a" / "labels.jsonl"
     before = labels.read_text().splitlines()

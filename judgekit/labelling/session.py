@@ -96,10 +96,11 @@ class _State(NamedTuple):
     y: dict[str, float]  # labelled item -> the mean of its annotators' labels
 
 
-def _state(src: Source, which: str) -> _State:
-    """The labels so far: the labels file's, over people's labels already in the source
-    (which count as labelled and are never proposed)."""
-    labels = store.read(src.labels_path)
+def _state(src: Source, which: str, labels: store.Labels | None = None) -> _State:
+    """The labels so far: the labels file's (``labels``, read under a lock, or read
+    now), over people's labels already in the source (which count as labelled and are
+    never proposed)."""
+    labels = store.read(src.labels_path) if labels is None else labels
     pop = population(src.items)
     given = store.values_of(labels, src.shape)
     known = {str(x["id"]) for x in src.items}
@@ -409,11 +410,12 @@ def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width:
     if batch < 1:
         raise ConfigError(f"--batch {batch}: give at least 1")
     src = load(source) if isinstance(source, Path) else source
-    st, new = next_draws(src, _state(src, which), batch, seed, target_width, level, which,
-                         design, label_error)
-    if not new:
-        return st
-    store.append(src.labels_path, new)
+
+    def decide(labels: store.Labels) -> list[JSONObject]:  # under the file's lock
+        return next_draws(src, _state(src, which, labels), batch, seed, target_width,
+                          level, which, design, label_error)[1]
+
+    store.transact(src.labels_path, decide)
     return estimate(src, target_width, level, which, design, label_error, seed)
 
 

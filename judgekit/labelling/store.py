@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -86,30 +86,58 @@ def _last_line(path: Path) -> int:
 
 def append(path: Path, rows: Iterable[JSONObject]) -> None:
     """Append lines under an exclusive lock, fsynced before returning."""
-    data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in rows)
-    if not data:
-        return
+    got = list(rows)
+    if got:
+        transact(path, lambda _labels: got)
+
+
+def transact(path: Path, decide: Callable[[Labels], list[JSONObject]]) -> list[JSONObject]:
+    """Read the labels file, ``decide`` the lines to append from what it holds, and
+    append them, all under one exclusive lock: two processes (two annotators, the viewer
+    and the command) never decide from the same state, so a batch is proposed once.
+    A torn last line (a writer killed mid-line, never acknowledged) is cut; a complete
+    last line without its newline (a hand append) is kept and ended. The file is never
+    written through a symbolic link. Returns the lines appended."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, flags, 0o644)
     except OSError as exc:
-        raise OutputError(f"{path}: cannot write the labels file ({exc.strerror})") from None
+        why = "it is a symbolic link" if os.path.islink(path) else exc.strerror
+        raise OutputError(f"{path}: cannot write the labels file ({why})") from None
     try:
         _lock(fd)
-        size = os.fstat(fd).st_size
-        if size:  # a writer killed mid-line left a torn tail (never acknowledged): cut it
-            with open(path, "rb") as fh:
-                fh.seek(max(0, size - 65536))
-                tail = fh.read()
-            if not tail.endswith(b"\n"):
-                cut = tail.rfind(b"\n")
-                os.ftruncate(fd, size - len(tail) + cut + 1 if cut >= 0 else
-                             (0 if size <= 65536 else size))
-        os.write(fd, data.encode("utf-8"))
-        os.fsync(fd)
+        _mend_tail(fd, path)
+        rows = decide(read(path))
+        data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
+                       for r in rows)
+        if data:
+            os.write(fd, data.encode("utf-8"))
+            os.fsync(fd)
+        return rows
     except OSError as exc:
         raise OutputError(f"{path}: cannot write the labels file ({exc.strerror})") from None
     finally:
         os.close(fd)
+
+
+def _mend_tail(fd: int, path: Path) -> None:
+    size = os.fstat(fd).st_size
+    if not size:
+        return
+    os.lseek(fd, max(0, size - 65536), os.SEEK_SET)
+    tail = os.read(fd, 65536)
+    if tail.endswith(b"\n"):
+        return
+    cut = tail.rfind(b"\n")
+    last = tail[cut + 1:]
+    try:
+        complete = isinstance(json.loads(last.decode("utf-8")), dict)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        complete = False
+    if complete:  # a whole line someone appended without its newline: keep it
+        os.write(fd, b"\n")
+    elif cut >= 0 or size <= 65536:
+        os.ftruncate(fd, size - len(last))
 
 
 def _lock(fd: int) -> None:

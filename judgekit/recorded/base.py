@@ -13,6 +13,8 @@ the pointwise probe read), or both; the one it lacks is derived from the other
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,20 +69,27 @@ FAIL = {"i", "incorrect", "fail", "failed", "false", "no", "0", "0.0"}
 
 
 def label_of(value: Any, threshold: float = 0.5) -> int | None:
-    """A verdict as 1 / 0, or None when it is neither (partial credit, empty)."""
+    """A verdict as 1 / 0, or None when it is neither (partial credit, empty, a number
+    that is not finite, or, with a threshold in [0, 1], a score outside [0, 1])."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, (int, float)):
-        return int(value >= threshold)
+        return _scored(float(value), threshold)
     text = str(value).strip().casefold() if value is not None else ""
     if text in PASS:
         return 1
     if text in FAIL:
         return 0
     try:
-        return int(float(text) >= threshold)
+        return _scored(float(text), threshold)
     except ValueError:
         return None
+
+
+def _scored(x: float, threshold: float) -> int | None:
+    if not math.isfinite(x) or (0.0 <= threshold <= 1.0 and not 0.0 <= x <= 1.0):
+        return None
+    return int(x >= threshold)
 
 
 def text_of(content: Any) -> str:

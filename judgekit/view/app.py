@@ -4,7 +4,8 @@ Pages: ``/`` the run list; ``/run?name=`` a run's sample grid and transcripts;
 ``/report?name=`` its report; ``/compare?a=&b=`` two runs on the same items;
 ``/cards?run=&run=`` judge cards side by side; ``/label?name=`` the labelling page.
 API (JSON): ``/api/runs``, ``/api/items?run=``, ``/api/item?run=&id=``,
-``/api/next?run=``, ``POST /api/label`` and ``POST /api/undo``.
+``/api/next?run=`` (read only; ``POST /api/next`` draws the next batch), ``POST
+/api/label`` and ``POST /api/undo``.
 
 Requests whose Host is not this server's loopback address are refused (a web page
 elsewhere cannot reach it through DNS rebinding), and POST bodies must be JSON (a
@@ -179,8 +180,16 @@ async def _off_loop(fn: Any, *args: Any) -> Any:
 
 
 async def api_next(request: web.Request) -> web.Response:
-    src = _label_source(request, request.query.get("run", ""))
-    out = await _off_loop(_status, request, src, True, request.query.get("label_error"))
+    """GET: the figures and the items already pending (reads change nothing); POST
+    {"run"}: the same after drawing the next batch when none is pending."""
+    if request.method == "POST":
+        body = await _body(request)
+        src = _label_source(request, str(body.get("run", "")))
+        err = body.get("label_error")
+    else:
+        src = _label_source(request, request.query.get("run", ""))
+        err = request.query.get("label_error")
+    out = await _off_loop(_status, request, src, request.method == "POST", err)
     return web.json_response(out, dumps=_dumps)
 
 
@@ -271,6 +280,7 @@ def make_app(root: Path) -> web.Application:
     app.router.add_get("/api/items", api_items)
     app.router.add_get("/api/item", api_item)
     app.router.add_get("/api/next", api_next)
+    app.router.add_post("/api/next", api_next)
     app.router.add_post("/api/label", api_label)
     app.router.add_post("/api/undo", api_undo)
     return app

@@ -61,6 +61,16 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
         measures, items, unread = pointwise.pointwise(table.rows, roles, cfg)
         graders = sorted({str(r["grader"]) for r in table.rows if r.get("grader")})
         judge = ", ".join(graders) or roles["judge"]
+        if unread:
+            from judgekit.recorded.base import label_of
+
+            bad = [(i + 1, r.get(roles["judge"])) for i, r in enumerate(table.rows)
+                   if label_of(r.get(roles["judge"]), cfg.pass_threshold) is None]
+            notes.append(f"{unread} row(s) of {roles['judge']!r} could not be read as a "
+                         "verdict and were left out (pass/fail, 1/0, or a finite score in "
+                         "[0, 1]): " + ", ".join(f"row {k} ({str(v)[:20]!r})"
+                                                for k, v in bad[:5])
+                         + (", ..." if len(bad) > 5 else ""))
     elif table.shape == "pairwise":
         measures, items, unread, notes = pairwise.pairwise(table.rows, roles, cfg)
         judge = roles["winner"]
