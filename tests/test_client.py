@@ -418,3 +418,25 @@ def test_map_sends_the_first_requests_before_rendering_every_call(make_client, t
     # (cache, claim) before they reach the provider: within two chunks, not after all
     assert at_first_call[0] <= 2 * PREPARE_CHUNK < n
     assert [r.output.answer for r in res] == [f"question {i:06d}" for i in range(n)]
+
+
+def test_a_key_in_the_base_url_never_reaches_disk(fake_api, make_client, tmp_path):
+    """Azure-style gateways take the key as ?api-key=; user:pass@ hosts take a password:
+    neither enters identities, cache keys or cassettes."""
+    from judgekit.llm.secrets import public_url
+
+    assert public_url("https://u:pw-SECRET-123@h.example:8443/v1?api-key=SECRETSECRET1&x=1") \
+        == "https://u@h.example:8443/v1?api-key=%3Credacted%3E&x=%3Credacted%3E"
+    fake_api.default = Reply(body=openai_body(GOOD))
+    cas = tmp_path / "cassettes" / "k.json"
+    client = make_client(cassette=cas, cassette_mode="new")
+    client.settings.base_urls["openai"] = fake_api.url + "/v1?api-key=SECRETSECRET123"
+    client._secrets = client._secret_list()
+    got = client.map_sync(STAGE, [_call("q")])
+    client.close()
+    assert got[0].ok
+    assert fake_api.requests[0]["query"] == {"api-key": "SECRETSECRET123"}  # still used
+    for folder in (tmp_path / "cassettes", tmp_path / "cache"):
+        for f in folder.rglob("*"):
+            if f.is_file():
+                assert b"SECRETSECRET123" not in f.read_bytes(), f

@@ -94,7 +94,7 @@ class Client:
         self._required: set[str] = set()
         # secret values scrubbed from every record: read from the environment once per
         # map (scanning it on every answer cost 0.07 ms a call)
-        self._secrets: list[str] = secret_values()
+        self._secrets: list[str] = self._secret_list()
 
     # Storage and statistics, as attributes (kept for existing callers).
     @property
@@ -141,7 +141,7 @@ class Client:
         cassette miss in mode none, a bad template or model string).
         """
         t0 = asyncio.get_running_loop().time()
-        self._secrets = secret_values()
+        self._secrets = self._secret_list()
         prep = self.prepare(stage, Call(variables, model, draw, sampling))
         st = self.ledger.stage(stage.name)
         st.calls += 1
@@ -241,7 +241,7 @@ class Client:
             return await run_batch(self, stage, calls)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        self._secrets = secret_values()
+        self._secrets = self._secret_list()
         st = self.ledger.stage(stage.name)
         results: list[StageResult[M] | None] = [None] * len(calls)
         with fewer_collections(), Progress(self.settings.progress,
@@ -341,6 +341,14 @@ class Client:
             p = make_provider(model, self.settings.base_urls.get(prov_name))
             self.providers[model] = p
         return p
+
+    def _secret_list(self) -> list[str]:
+        """The secrets to scrub: the environment's, and any key in a configured base
+        URL's query or password."""
+        from judgekit.llm.secrets import url_secrets
+
+        extra = {v for url in self.settings.base_urls.values() for v in url_secrets(url)}
+        return sorted(set(secret_values()) | extra, key=len, reverse=True)
 
     # ---- one online call -------------------------------------------------------------
     def _limit(self, provider: Provider) -> asyncio.Semaphore:

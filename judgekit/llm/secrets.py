@@ -31,6 +31,38 @@ REDACTED = "<redacted>"
 _SECRET_ENV_B = re.compile(rb"(API_KEY|_TOKEN|_SECRET|PASSWORD)$")
 
 
+def public_url(url: str | None) -> str | None:
+    """A base URL as it may be written down: without the password of a ``user:pass@``
+    and with every query parameter's value replaced (``?api-key=...``: Azure-style
+    gateways put keys there), so identities, cassettes and cache keys never hold one."""
+    if not url:
+        return url
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    if parts.username:
+        host = f"{parts.username}@{host}"
+    query = urlencode([(k, REDACTED) for k, _ in parse_qsl(parts.query,
+                                                           keep_blank_values=True)])
+    return urlunsplit((parts.scheme, host, parts.path, query, ""))
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The secret parts of a URL: the password and the query parameters' values."""
+    if not url:
+        return []
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    found = [v for _, v in parse_qsl(parts.query, keep_blank_values=True)]
+    if parts.password:
+        found.append(parts.password)
+    return [v for v in found if len(v) >= _MIN_SECRET_LEN]
+
+
 def secret_values() -> list[str]:
     """Values of secret-named environment variables long enough to be credentials.
 
@@ -40,9 +72,13 @@ def secret_values() -> list[str]:
         env = os.environb
         found = {os.fsdecode(v) for k, v in env.items()
                  if _SECRET_ENV_B.search(k) and len(v) >= _MIN_SECRET_LEN}
+        urls = [os.fsdecode(v) for k, v in env.items() if k.endswith(b"_BASE_URL")]
     else:  # pragma: no cover - Windows
         found = {v for k, v in os.environ.items()
                  if _SECRET_ENV.search(k) and len(v) >= _MIN_SECRET_LEN}
+        urls = [v for k, v in os.environ.items() if k.endswith("_BASE_URL")]
+    for url in urls:  # a key in a base URL's query or password is a secret too
+        found.update(url_secrets(url))
     return sorted((v for v in found if len(v) >= _MIN_SECRET_LEN), key=len, reverse=True)
 
 

@@ -6,7 +6,7 @@ import json
 import os
 
 from judgekit.core.errors import ProviderError
-from judgekit.llm.providers.base import PROVIDERS, Provider
+from judgekit.llm.providers.base import PROVIDERS, Provider, endpoint
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param
 
@@ -77,7 +77,7 @@ class AnthropicProvider(Provider):
 
     async def generate(self, request: ProviderRequest) -> Completion:
         headers = {"x-api-key": self.api_key(), "anthropic-version": API_VERSION}
-        url = f"{str(self.base_url).rstrip('/')}/v1/messages"
+        url = endpoint(str(self.base_url), "/v1/messages")
         data = await self.post_json(url, messages_payload(self.resolve_model(), request),
                                     headers, request.timeout)
         return parse_messages_response(data)

@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit, urlunsplit
 
 import aiohttp
 
@@ -61,6 +61,14 @@ def run_wide(status: int | None, body: str) -> bool:
         bool(_RUN_WIDE_TEXT.search(message))
 
 
+def endpoint(base_url: str, path: str) -> str:
+    """``path`` under ``base_url``, the base URL's query (a gateway's ``?api-key=``,
+    ``?api-version=``) kept after it, not cut in two."""
+    parts = urlsplit(str(base_url))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + path,
+                       parts.query, ""))
+
+
 def check_base_url(url: str, provider: str) -> str:
     """A base URL must be absolute http(s) with a host; anything else fails at once."""
     parsed = urlparse(str(url))
@@ -105,7 +113,9 @@ class Provider:
 
     @property
     def identity_base_url(self) -> str | None:
-        return self.base_url
+        from judgekit.llm.secrets import public_url
+
+        return public_url(self.base_url)
 
     def resolve_model(self) -> str:
         return self.model

@@ -20,7 +20,7 @@ from typing import ClassVar
 import aiohttp
 
 from judgekit.core.errors import ProviderError
-from judgekit.llm.providers.base import PROVIDERS, Requirement
+from judgekit.llm.providers.base import PROVIDERS, Requirement, endpoint
 from judgekit.llm.providers.openai import OpenAIProvider
 from judgekit.llm.served import served_ids, serves, stem
 from judgekit.llm.types import Completion, ProviderRequest
@@ -78,7 +78,7 @@ class LocalProvider(OpenAIProvider):
 
     async def _check_served(self) -> None:
         """Refuse a server that lists its models without the one named (once per URL)."""
-        url = f"{str(self.base_url).rstrip('/')}/models"
+        url = endpoint(str(self.base_url), "/models")
         try:
             async with self.session().get(url, headers=self.headers(), allow_redirects=False,
                                           timeout=aiohttp.ClientTimeout(total=10)) as resp:

@@ -12,7 +12,7 @@ import os
 from typing import Any, ClassVar
 
 from judgekit.core.errors import ProviderError
-from judgekit.llm.providers.base import PROVIDERS, Provider
+from judgekit.llm.providers.base import PROVIDERS, Provider, endpoint
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param
 
@@ -99,6 +99,6 @@ class OpenAIProvider(Provider):
     async def generate(self, request: ProviderRequest) -> Completion:
         payload = chat_payload(self.resolve_model(), request, schema_mode=self.schema_mode,
                                max_tokens_field=self.max_tokens_field)
-        url = f"{str(self.base_url).rstrip('/')}/chat/completions"
+        url = endpoint(str(self.base_url), "/chat/completions")
         data = await self.post_json(url, payload, self.headers(), request.timeout)
         return parse_chat_response(data, self.name)
