@@ -256,3 +256,31 @@ def test_inspect_grader_cost_from_model_usage(tmp_path):
     got = read_inspect(path, None, 0.5)
     # gpt-4o: $2.50 / M input, $10 / M output
     assert got[0]["Cost"] == pytest.approx((1000 * 2.5 + 100 * 10) / 1e6)
+
+
+def test_choose_on_real_llmbar_judges(tmp_path):
+    """LLMBar's Natural set (MIT; excerpt in tests/fixtures/llmbar): GPT-4 and LLaMA-2,
+    every pair in both orders with its gold label. GPT-4 is chosen; the paired agreement
+    difference and LLaMA-2's position bias come with intervals."""
+    from .conftest import ROOT
+
+    base = ROOT / "tests" / "fixtures" / "llmbar" / "Natural"
+    for judge in ("GPT-4", "LLaMA2"):
+        dst = tmp_path / judge / "Vanilla_NoRules"
+        dst.mkdir(parents=True)
+        shutil.copy(base / judge / "Vanilla_NoRules" / "result.json", dst / "result.json")
+    r = _cli("choose", "GPT-4/Vanilla_NoRules/result.json",
+             "LLaMA2/Vanilla_NoRules/result.json", "--out", "c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "c" / "choice.json").read_text())
+    rows = {j["name"]: j for j in doc["judges"]}
+    assert len(rows) == 2 and all(j["n"] == 200 for j in rows.values())
+    gpt4 = next(k for k in rows if "GPT-4" in k)
+    llama = next(k for k in rows if "LLaMA2" in k)
+    assert doc["chosen"] == gpt4
+    assert rows[gpt4]["agreement"]["estimate"] > rows[llama]["agreement"]["estimate"]
+    pair = next(p for p in doc["pairs"] if p["measure"] == "agreement")
+    lo, hi = pair["ci"]
+    diff = pair["difference"] if pair["a"] == gpt4 else -pair["difference"]
+    assert diff > 0 and (lo > 0 if pair["a"] == gpt4 else hi < 0)
+    assert rows[llama]["position_bias"]["ci"] is not None

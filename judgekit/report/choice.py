@@ -89,6 +89,26 @@ def _from_payload(src: str, p: Any, prices: dict[str, float]) -> list[JudgeItems
     return out
 
 
+def _by_folder(judges: list[JudgeItems], origin: list[Path]) -> list[JudgeItems]:
+    """Judges named only by a file name they share (LLMBar's JUDGE/SETTING/result.json)
+    are named by the folders that tell them apart: GPT-4/Vanilla_NoRules."""
+    import os
+
+    stems = [p.stem if p.is_file() else p.name for p in origin]
+    out = list(judges)
+    for stem in {s for s in stems if stems.count(s) > 1}:
+        idx = [i for i, (j, s) in enumerate(zip(judges, stems)) if s == stem and j.name == s]
+        if len(idx) < 2:
+            continue
+        paths = [origin[i].resolve() for i in idx]
+        common = Path(os.path.commonpath([str(p.parent) for p in paths]))
+        for i, p in zip(idx, paths):
+            rel = p.parent.relative_to(common).as_posix()
+            if rel and rel != ".":
+                out[i] = out[i]._replace(name=rel)
+    return out
+
+
 def label_id(key: str, shape: str) -> str:
     """An item's key here as `judgekit label` names it: a pair's n-th order (0 first)
     is PAIR for the first and PAIR#(n+1) after it; pointwise ids are the same."""
@@ -169,8 +189,10 @@ def load_judges(sources: list[str | Path], prices: dict[str, float] | None = Non
 
     prices = prices or {}
     out: list[JudgeItems] = []
+    origin: list[Path] = []  # each judge's source
     for s in sources:
         path = Path(s)
+        start = len(out)
         if path.is_dir() and is_run(path):
             res = load_results(path)
         elif path.is_file() and _is_alpaca(path):
@@ -184,6 +206,8 @@ def load_judges(sources: list[str | Path], prices: dict[str, float] | None = Non
             raise ConfigError(f"{s}: choose reads `judgekit analyse` runs of pointwise or "
                               f"pairwise verdicts (or their files), not a {res.method} run")
         out += _from_payload(path.stem if path.is_file() else path.name, res.payload, prices)
+        origin += [path] * (len(out) - start)
+    out = _by_folder(out, origin)
     names = [j.name for j in out]
     if len(set(names)) < len(names):  # two files of one judge name: name them by source
         seen: dict[str, int] = {}
