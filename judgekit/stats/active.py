@@ -27,10 +27,11 @@ The design (``judgekit label``'s default, "planned"):
    ``STEER_GAIN`` of the uniform one;
 4. the **fixed-n interval** from the cross-fitted terms (each draw's m fitted on the
    other folds' labels; Zrnic & Candes' cross-prediction), Wilson's interval at the
-   effective sample size (Student's t, half the continuity correction) as
-   ``judgekit analyse`` reports PPI++; labelling stops once it is at most the target
-   width (a fixed-width rule on the spread, Chow & Robbins 1965; its coverage is
-   checked by benchmarks/active_labels.py).
+   effective sample size (Student's t, Wilson's continuity correction); the design
+   plans the draws that reach the target width and looks only at the plan (a look that
+   misses re-plans; a far plan aims at AIM of it), so the interval is looked at a few
+   times, not after every label; its coverage is checked by
+   benchmarks/active_labels.py.
 
 For a user who checks after every label, the anytime-valid interval is a betting
 confidence sequence (Waudby-Smith & Ramdas 2024, hedged capital with the predictable
@@ -336,8 +337,11 @@ def steer(m: np.ndarray, estimands: Sequence[Estimand], drawn: np.ndarray,
 def _interval(est: float, var: float, df: float, level: float, low: float, high: float
               ) -> Interval:
     """Wilson's interval at the effective sample size est (1 - est) / var (Student's t on
-    df degrees of freedom, half the continuity correction) for a share, Student's t for
-    a difference; clipped to [low, high], always holding the estimate."""
+    df degrees of freedom, Wilson's continuity correction) for a share, Student's t for
+    a difference; clipped to [low, high], always holding the estimate. The full
+    correction, not analyse's half: the session stops when the interval is narrow
+    enough, and that look costs coverage (benchmarks/active_labels.py: 0.88 with half
+    the correction, 0.92 with all of it, calibrated score, 120 runs; +3% labels)."""
     from judgekit.stats.bootstrap import t_quantile
     from judgekit.stats.proportions import wilson_effective
 
@@ -348,7 +352,7 @@ def _interval(est: float, var: float, df: float, level: float, low: float, high:
         edge = 1 / (df + 1)
         p = min(max(est, edge), 1 - edge)
         n_eff = p * (1 - p) / var if var > 0 else df + 1
-        ci = wilson_effective(est, max(2.0, min(n_eff, 1e9)), level, continuity=0.5,
+        ci = wilson_effective(est, max(2.0, min(n_eff, 1e9)), level, continuity=1.0,
                               df=max(df, 1)).as_list()
         return Interval(est, max(low, min(ci[0], est)), min(high, max(ci[1], est)))
     half = t_quantile(0.5 + level / 2, max(df, 1)) * math.sqrt(max(var, 0.0))
