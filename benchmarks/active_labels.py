@@ -236,7 +236,7 @@ def llmbar_files(folder: Path) -> list[Path]:
             swapped = r["order"] == "swapped"
             first, second = (("b", "a") if swapped else ("a", "b"))
 
-            def slot(w):
+            def slot(w, swapped=swapped):
                 return "first" if (w == "1") != swapped else "second"
             if r[j] not in ("1", "2"):
                 continue

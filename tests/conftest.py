@@ -98,7 +98,8 @@ class FakeAPI:
 
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.requests.append({"path": request.path, "query": dict(request.query), "headers": dict(request.headers),
+        self.requests.append({"path": request.path, "query": dict(request.query),
+                              "headers": dict(request.headers),
                               "json": body})
         reply = self.replies.pop(0) if self.replies else self.default
         assert reply is not None, "FakeAPI ran out of replies"

@@ -239,7 +239,8 @@ def test_a_person_filters_sorts_searches_reads_a_transcript_and_labels(server):
             assert "no labelled draw" not in shown[-1] and "[" in shown[-1]
             await b.key("u")  # undo the last label
             await b.wait_for("document.getElementById('status').textContent"
-                             ".includes('2 of ') && document.getElementById('status').textContent.includes('items labelled')")
+                             ".includes('2 of ') && document.getElementById('status')"
+                             ".textContent.includes('items labelled')")
     asyncio.run(session())
     lines = [json.loads(x) for x in (folder / "verdicts_a" / "labels.jsonl").read_text()
              .splitlines()]

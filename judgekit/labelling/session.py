@@ -268,10 +268,12 @@ def _estimate(src: Source, state: _State, target_width: float, level: float,
     m_next = active.fit_predictor(state.pop, labelled, np.array(
         [y[str(src.items[i]["id"])] for i in labelled]),
         model=fit.model if fit is not None else "full")
+    future: list[float | None] = [None] * len(ests)
     if fit is not None and fit.preds:
-        q_next, share, ratio, future = active.steer(m_next, ests, fit.idx, fit.q, fit.resid)
+        q_next, share, ratio, got = active.steer(m_next, ests, fit.idx, fit.q, fit.resid)
+        future = list(got)
     else:
-        q_next, share, ratio, future = np.full(n, 1.0 / n), 1.0, 1.0, [None] * len(ests)
+        q_next, share, ratio = np.full(n, 1.0 / n), 1.0, 1.0
     steering = {"uniform_share": share, "variance_vs_uniform": round(ratio, 4),
                 "steered": share < 1.0,
                 "predicted_var": {e.name: v for e, v in zip(ests, future) if v is not None}}
@@ -280,7 +282,7 @@ def _estimate(src: Source, state: _State, target_width: float, level: float,
     plan = max((int(d.get("plan", 0)) for d in prefix), default=0)
     undrawn = n - (0 if fit is None else int(np.unique(fit.idx).size))
     figures = []
-    for e, fvar in zip(ests, future):
+    for e, fvar in zip(ests, future, strict=True):
         if fit is None:
             need = active.PILOT
             figures.append(Figure(e.name, None, None, None, None, need,

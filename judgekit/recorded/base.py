@@ -14,7 +14,6 @@ the pointwise probe read), or both; the one it lacks is derived from the other
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path

@@ -56,9 +56,10 @@ import numpy as np
 
 from judgekit.core.errors import StatsError
 
-__all__ = ["Estimand", "Interval", "Population", "betting_cs", "betting_cs_path", "crossfit",
-           "draws_needed", "estimands_for", "expected_new_labels", "fit_predictor",
-           "combine", "fixed_interval", "frame", "known_before", "MODELS", "label_error_map", "sampling_probabilities", "steer", "term_bounds", "terms"]
+__all__ = ["MODELS", "Estimand", "Interval", "Population", "betting_cs", "betting_cs_path",
+           "combine", "crossfit", "draws_needed", "estimands_for", "expected_new_labels",
+           "fit_predictor", "fixed_interval", "frame", "known_before", "label_error_map",
+           "sampling_probabilities", "steer", "term_bounds", "terms"]
 
 UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without bounds)
 # uniform share candidates (1: no steering). A share of 0.1 lets one surprise weigh 10
@@ -149,8 +150,8 @@ def _logistic(x: np.ndarray, xl: np.ndarray, yl: np.ndarray, ridge: float,
     beta = np.zeros(x.shape[1])
     pen = ridge * np.eye(x.shape[1])
     pen[0, 0] = 1e-6  # the intercept is not shrunk
-    o, ol = (np.zeros(x.shape[0]), np.zeros(xl.shape[0])) if offset is None else \
-        (offset, offset_l)
+    o = np.zeros(x.shape[0]) if offset is None else offset
+    ol = np.zeros(xl.shape[0]) if offset_l is None else offset_l
     for _ in range(30):
         p = 1 / (1 + np.exp(-np.clip(xl @ beta + ol, -30, 30)))
         grad = xl.T @ (yl - p) - pen @ beta
