@@ -15,6 +15,11 @@ from judgekit.recorded.base import FORMATS, RecordedFormat, Table
 __all__: list[str] = []
 
 
+def read_annotations(path: Path) -> list[JSONObject]:
+    """The annotations of an alpaca_eval ``annotations.json``, checked."""
+    return _alpaca(path)
+
+
 def _alpaca(path: Path) -> list[JSONObject]:
     try:
         doc = json.loads(read_text(path))

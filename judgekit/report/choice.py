@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from judgekit.core.errors import ConfigError
+from judgekit.report.choice_sources import load_judges
 from judgekit.report.choice_types import (
     Choice,
     Estimate,
@@ -29,84 +29,7 @@ from judgekit.report.choice_types import (
     rate,
 )
 
-__all__ = ["Choice", "JudgeItems", "choose", "load_judges", "write"]
-
-
-# ---- reading -----------------------------------------------------------------------------
-def _num(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if np.isfinite(v) and 0 <= v <= 1 else None
-
-
-def _from_payload(src: str, p: Any, prices: dict[str, float]) -> list[JudgeItems]:
-    if p.shape not in ("pointwise", "pairwise"):
-        raise ConfigError(f"{src}: choose compares pointwise or pairwise verdicts, not "
-                          f"{p.shape}")
-    names = [p.judge, *(o.judge for o in p.others or [])]
-    measures = [p.measures, *(o.measures for o in p.others or [])]
-    rows = list(p.items.rows())
-    out = []
-    for name, ms in zip(names, measures):
-        mine = [r for r in rows if r.get("judge", names[0]) == name] if p.others else rows
-        verdict, human, conf, cluster = {}, {}, {}, {}
-        spent: dict[str, list[float]] = {"cost": [], "seconds": []}
-        for r in mine:
-            for k in spent:
-                v = _amount(r.get(k))
-                if v is not None:
-                    spent[k].append(v)
-            if p.shape == "pointwise":
-                key = str(r["id"])
-                verdict[key] = str(r["verdict"])
-                if r.get("human") is not None:
-                    human[key] = str(r["human"])
-                cluster[key] = str(r.get("question_id") or key)
-            else:
-                key = f"{r['pair_id']}#{r.get('order', 0)}"
-                verdict[key] = str(r["winner"])
-                if r.get("label") is not None:
-                    human[key] = str(r["label"])
-                cluster[key] = str(r["pair_id"])
-            c = _num(r.get("confidence"))
-            if c is not None:
-                conf[key] = c
-        acc = next((m for m in ms if m.key == "accuracy"), None)
-        # a judge named only by its generic column is named by its file or run
-        label = src if name in ("judge", "winner", "verdict") else name
-        given = prices.get(label, prices.get(name))
-        recorded = float(np.mean(spent["cost"])) if spent["cost"] else None
-        out.append(JudgeItems(
-            label, p.shape, verdict, human, conf, cluster,
-            acc.decision if acc is not None else None,
-            given if given is not None else recorded,
-            float(np.mean(spent["seconds"])) if spent["seconds"] else None,
-            "--price" if given is not None else
-            f"the file's cost column (mean of {len(spent['cost'])} items)"
-            if recorded is not None else None))
-    return out
-
-
-def _by_folder(judges: list[JudgeItems], origin: list[Path]) -> list[JudgeItems]:
-    """Judges named only by a file name they share (LLMBar's JUDGE/SETTING/result.json)
-    are named by the folders that tell them apart: GPT-4/Vanilla_NoRules."""
-    import os
-
-    stems = [p.stem if p.is_file() else p.name for p in origin]
-    out = list(judges)
-    for stem in {s for s in stems if stems.count(s) > 1}:
-        idx = [i for i, (j, s) in enumerate(zip(judges, stems)) if s == stem and j.name == s]
-        if len(idx) < 2:
-            continue
-        paths = [origin[i].resolve() for i in idx]
-        common = Path(os.path.commonpath([str(p.parent) for p in paths]))
-        for i, p in zip(idx, paths):
-            rel = p.parent.relative_to(common).as_posix()
-            if rel and rel != ".":
-                out[i] = out[i]._replace(name=rel)
-    return out
+__all__ = ["Choice", "JudgeItems", "choose", "label_id", "load_judges", "write"]
 
 
 def label_id(key: str, shape: str) -> str:
@@ -116,114 +39,6 @@ def label_id(key: str, shape: str) -> str:
         return key
     pair, _, order = key.rpartition("#")
     return pair if order in ("", "0") else f"{pair}#{int(order) + 1}"
-
-
-def _is_alpaca(path: Path) -> bool:
-    from judgekit.recorded.tables import format_of
-
-    try:
-        return format_of(path, "auto") == "alpaca_eval"
-    except Exception:  # noqa: BLE001 - not readable as alpaca_eval: the analysis says why
-        return False
-
-
-def _alpaca_judges(path: Path, prices: dict[str, float]) -> list[JudgeItems]:
-    """alpaca_eval annotations (one file may hold several annotators): each annotator's
-    preferences as a pairwise judge, items keyed by instruction and both outputs, with
-    its ``price_per_example`` and ``time_per_example`` as cost and time. A preference of
-    1 is the first output, 2 the second; anything else (1.5, 0, null) is a tie or no
-    verdict and is left out. alpaca_eval files carry no people's labels: agreement with
-    people needs them from another source."""
-    import hashlib
-    import tempfile
-
-    import judgekit
-    from judgekit.recorded.alpaca_eval import _alpaca
-
-    rows = _alpaca(path)
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        key = hashlib.sha1("\x1f".join(str(r.get(k, "")) for k in (
-            "instruction", "output_1", "output_2")).encode()).hexdigest()[:12]
-        pref = r.get("preference")
-        winner = {1: "first", 2: "second"}.get(pref if isinstance(pref, int) else
-                                               int(pref) if isinstance(pref, float)
-                                               and pref in (1.0, 2.0) else -1)
-        if winner is None:
-            continue
-        by.setdefault(str(r.get("annotator") or path.stem), []).append(
-            {"pair_id": key, "question": r.get("instruction", ""),
-             "first": r.get("output_1", ""), "second": r.get("output_2", ""),
-             "winner": winner,
-             **({"price_per_example": r["price_per_example"]}
-                if r.get("price_per_example") is not None else {}),
-             **({"time_per_example": r["time_per_example"]}
-                if r.get("time_per_example") is not None else {})})
-    if not by:
-        raise ConfigError(f"{path}: no annotation with a preference of 1 or 2")
-    out: list[JudgeItems] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, lines in by.items():
-            f = Path(tmp) / "annotations.jsonl"
-            f.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-            res = judgekit.run({"method": "verdicts", "data_path": str(f)}, save=False)
-            out += [j._replace(name=name) for j in _from_payload(name, res.payload, prices)]
-    return out
-
-
-def _amount(x: Any) -> float | None:
-    """A cost or a duration as recorded (a number >= 0), None when absent or unreadable."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if np.isfinite(v) and v >= 0 else None
-
-
-def load_judges(sources: list[str | Path], prices: dict[str, float] | None = None
-                ) -> list[JudgeItems]:
-    """Every judge of ``sources``: `judgekit analyse` run folders, or verdict files
-    (analysed in memory, one judge per judge column)."""
-    import judgekit
-    from judgekit.runs.folder import is_run, load_results
-
-    prices = prices or {}
-    out: list[JudgeItems] = []
-    origin: list[Path] = []  # each judge's source
-    for s in sources:
-        path = Path(s)
-        start = len(out)
-        if path.is_dir() and is_run(path):
-            res = load_results(path)
-        elif path.is_file() and _is_alpaca(path):
-            out += _alpaca_judges(path, prices)
-            continue
-        elif path.is_file():
-            res = judgekit.run({"method": "verdicts", "data_path": str(path)}, save=False)
-        else:
-            raise ConfigError(f"{s}: no such analyse run or verdicts file")
-        if getattr(res.payload, "shape", None) not in ("pointwise", "pairwise"):
-            raise ConfigError(f"{s}: choose reads `judgekit analyse` runs of pointwise or "
-                              f"pairwise verdicts (or their files), not a {res.method} run")
-        out += _from_payload(path.stem if path.is_file() else path.name, res.payload, prices)
-        origin += [path] * (len(out) - start)
-    out = _by_folder(out, origin)
-    names = [j.name for j in out]
-    if len(set(names)) < len(names):  # two files of one judge name: name them by source
-        seen: dict[str, int] = {}
-        fixed = []
-        for j in out:
-            seen[j.name] = seen.get(j.name, 0) + 1
-            fixed.append(j._replace(name=j.name if names.count(j.name) == 1
-                                    else f"{j.name}#{seen[j.name]}"))
-        out = fixed
-    if len(out) < 2:
-        raise ConfigError("choose compares at least 2 judges: give several runs or files, "
-                          "or one file with several judge columns")
-    shapes = {j.shape for j in out}
-    if len(shapes) > 1:
-        raise ConfigError("choose compares judges of one shape (pointwise or pairwise)")
-    return out
 
 
 # ---- measures ----------------------------------------------------------------------------

@@ -48,13 +48,23 @@ Pure functions and arrays: files, items and the command line are judgekit.labell
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 
 from judgekit.core.errors import StatsError
+from judgekit.stats.label_intervals import (  # noqa: F401 - the session's intervals
+    MIN_BLOCK,
+    Combined,
+    Interval,
+    betting_cs,
+    betting_cs_path,
+    combine,
+    draws_needed,
+    expected_new_labels,
+    fixed_interval,
+)
 
 __all__ = ["MODELS", "Estimand", "Interval", "Population", "betting_cs", "betting_cs_path",
            "combine", "crossfit", "draws_needed", "estimands_for", "expected_new_labels",
@@ -69,11 +79,9 @@ UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without 
 SHARES = (1.0, 0.5, 0.25)
 STEER_GAIN = 0.9  # steer only if the estimated variance is at most this of uniform's
 PILOT = 30  # uniform draws before any steering or stopping
-MIN_BLOCK = 10  # terms a block needs to be weighted by its own spread
 EXTEND = 0.1  # a plan further than this share of the draws so far is aimed short
 AIM = 0.7  # of the draws a far plan asks for, then looked at again
 FOLDS = 5
-CS_GRID = 2001
 
 
 class Population(NamedTuple):
@@ -101,12 +109,6 @@ class Estimand(NamedTuple):
     weights: np.ndarray
     low: float = 0.0
     high: float = 1.0
-
-
-class Interval(NamedTuple):
-    estimate: float
-    low: float
-    high: float
 
 
 def estimands_for(pop: Population) -> list[Estimand]:
@@ -333,188 +335,6 @@ def steer(m: np.ndarray, estimands: Sequence[Estimand], drawn: np.ndarray,
     if best[2] > STEER_GAIN:
         return uniform, 1.0, best[2], base
     return best[1], best[0], best[2], best[3]
-
-
-def _interval(est: float, var: float, df: float, level: float, low: float, high: float
-              ) -> Interval:
-    """Wilson's interval at the effective sample size est (1 - est) / var (Student's t on
-    df degrees of freedom, Wilson's continuity correction) for a share, Student's t for
-    a difference; clipped to [low, high], always holding the estimate. The full
-    correction, not analyse's half: the session stops when the interval is narrow
-    enough, and that look costs coverage (benchmarks/active_labels.py: 0.88 with half
-    the correction, 0.92 with all of it, calibrated score, 120 runs; +3% labels)."""
-    from judgekit.stats.bootstrap import t_quantile
-    from judgekit.stats.proportions import wilson_effective
-
-    est = min(high, max(low, est))
-    if low == 0.0 and high == 1.0:
-        # the share's variance taken at least one error away from 0 and 1, as the
-        # terms' floor is (one unseen error in df + 1 draws)
-        edge = 1 / (df + 1)
-        p = min(max(est, edge), 1 - edge)
-        n_eff = p * (1 - p) / var if var > 0 else df + 1
-        ci = wilson_effective(est, max(2.0, min(n_eff, 1e9)), level, continuity=1.0,
-                              df=max(df, 1)).as_list()
-        return Interval(est, max(low, min(ci[0], est)), min(high, max(ci[1], est)))
-    half = t_quantile(0.5 + level / 2, max(df, 1)) * math.sqrt(max(var, 0.0))
-    return Interval(est, max(low, est - half), min(high, est + half))
-
-
-class Combined(NamedTuple):
-    estimate: float
-    var: float  # of the estimate
-    df: float
-    blocks: list[tuple[int, float, float]]  # (terms, mean, per-term variance) per block
-
-
-def combine(z: np.ndarray, block: np.ndarray | None = None, floor: float = 0.0,
-            expected: np.ndarray | None = None) -> Combined:
-    """The estimate from the terms z: each block's mean (block 0: uniform draws, 1:
-    steered draws, whose terms spread differently) weighted by the inverse of its
-    variance; a block of fewer than MIN_BLOCK terms joins the rest (one plain mean).
-    A block's per-term variance is at least ``floor`` (one unseen error) and at least
-    the mean of ``expected`` over its draws (each draw's variance as predicted before
-    it, from the labels then: steered draws whose rare large terms have not yet shown
-    cannot make their block look surer than predicted)."""
-    z = np.asarray(z, float)
-    b = np.zeros(z.size, int) if block is None else np.asarray(block, int)
-    sizes = {int(k): int((b == k).sum()) for k in np.unique(b)}
-    if len(sizes) > 1 and min(sizes.values()) < MIN_BLOCK:
-        b = np.zeros(z.size, int)
-    parts = []
-    ex = None if expected is None else np.asarray(expected, float)
-    for k in np.unique(b):
-        zk = z[b == k]
-        v = max(float(zk.var(ddof=1)), floor)
-        if ex is not None and len(set(b.tolist())) > 1:
-            got = ex[b == k]
-            got = got[np.isfinite(got)]
-            if got.size:
-                v = max(v, float(got.mean()))
-        parts.append((zk.size, float(zk.mean()), v))
-    if len(parts) == 1:
-        nk, mk, vk = parts[0]
-        return Combined(mk, vk / nk, nk - 1, parts)
-    prec = [nk / vk if vk > 0 else 1e12 for nk, _, vk in parts]
-    est = sum(p * mk for p, (_, mk, _) in zip(prec, parts)) / sum(prec)
-    return Combined(est, 1 / sum(prec), z.size - len(parts), parts)
-
-
-def fixed_interval(z: np.ndarray, level: float, low: float = 0.0, high: float = 1.0,
-                   floor: float = 0.0, block: np.ndarray | None = None,
-                   expected: np.ndarray | None = None) -> Interval:
-    """The fixed-n interval of the terms z (one per draw, see :func:`combine`): for a
-    share, Wilson's interval at the effective sample size (Student's t, half the
-    continuity correction), as ``judgekit analyse`` reports PPI++; for a difference,
-    Student's t. Clipped to [low, high]; always holds the estimate."""
-    if np.asarray(z).size < 2:
-        raise StatsError("an interval needs at least two labelled draws")
-    c = combine(z, block, floor, expected)
-    return _interval(c.estimate, c.var, c.df, level, low, high)
-
-
-def draws_needed(z: np.ndarray, level: float, halfwidth: float, low: float = 0.0,
-                 high: float = 1.0, floor: float = 0.0, block: np.ndarray | None = None,
-                 future: int = 0, future_var: float | None = None, cap: int = 10 ** 7,
-                 expected: np.ndarray | None = None) -> int:
-    """Further draws until the fixed-n interval is at most 2 * ``halfwidth`` wide at the
-    estimate so far (0 when it already is): the interval actually reported, its
-    precision growing by 1 / v per draw, v the per-term variance of block ``future``
-    once it has MIN_BLOCK terms, else ``future_var`` (the variance steering is expected
-    to give), else the terms' own."""
-    z = np.asarray(z, float)
-    c = combine(z, block, floor, expected)
-    b = np.zeros(z.size, int) if block is None else np.asarray(block, int)
-    own = z[b == future]
-    if own.size >= MIN_BLOCK:
-        fv = max(float(own.var(ddof=1)), floor, future_var or 0.0)
-    elif future_var is not None:
-        fv = max(float(future_var), floor)
-    else:
-        fv = max(float(z.var(ddof=1)), floor)
-    t0 = z.size
-
-    def half(k: int) -> float:
-        prec = 1 / c.var if c.var > 0 else 1e12
-        prec += k / fv if fv > 0 else (1e12 if k else 0.0)
-        iv = _interval(c.estimate, 1 / prec, c.df + k, level, low, high)
-        return (iv.high - iv.low) / 2
-
-    if half(0) <= halfwidth:
-        return 0
-    lo, hi = 0, max(t0, 4)
-    while half(hi) > halfwidth and hi < cap:
-        lo, hi = hi, hi * 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if half(mid) > halfwidth else (lo, mid)
-    return hi
-
-
-def expected_new_labels(q: np.ndarray, labelled: np.ndarray, draws: int) -> int:
-    """Items not yet labelled that ``draws`` more draws from q are expected to reach
-    (draws of labelled items cost nothing): never more than the items left."""
-    if draws <= 0:
-        return 0
-    free = np.ones(q.size, bool)
-    free[np.asarray(labelled, int)] = False
-    got = float(np.sum(1 - (1 - q[free]) ** draws))
-    return int(min(int(free.sum()), math.ceil(got - 1e-9)))
-
-
-def betting_cs(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
-               low: float = 0.0, high: float = 1.0, grid: int = CS_GRID) -> Interval:
-    """The betting confidence sequence at the last draw: :func:`betting_cs_path`'s
-    last interval."""
-    return betting_cs_path(z, lo, hi, level, low, high, grid)[-1]
-
-
-def betting_cs_path(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
-                    low: float = 0.0, high: float = 1.0, grid: int = CS_GRID
-                    ) -> list[Interval]:
-    """The betting confidence sequence at the last draw (Waudby-Smith & Ramdas 2024,
-    hedged capital, predictable plug-in bets) for the mean of terms z_t whose
-    conditional mean is theta and which lie in [lo_t, hi_t] fixed before draw t. A
-    candidate theta on a grid over [low, high] is out once either capital process
-    reaches 2 / alpha at the last draw (valid at every time by Ville's inequality).
-    The estimate is the running mean moved into the set. An empty set is an error: it
-    happens with probability below alpha only if the terms' bounds or unbiasedness
-    fail."""
-    z, lo, hi = (np.asarray(a, float) for a in (z, lo, hi))
-    if z.size == 0:
-        raise StatsError("a confidence sequence needs at least one labelled draw")
-    alpha = 1 - level
-    theta = np.linspace(low, high, grid)
-    t = np.arange(1, z.size + 1, dtype=float)
-    mu = np.cumsum(z) / t
-    # predictable spread and mean (before draw t): prior spread 1/4, mean (low+high)/2
-    mu_prev = np.concatenate([[(low + high) / 2], (0.5 * (low + high) + np.cumsum(z)[:-1])
-                              / t[1:]])
-    dev = np.cumsum((z - mu_prev) ** 2)
-    var_prev = np.concatenate([[0.25], (0.25 + dev[:-1]) / t[1:]])
-    lam = np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t)))
-    log_up = np.zeros(grid)
-    log_down = np.zeros(grid)
-    c = 0.5
-    bar = math.log(2 / alpha)
-    step = (high - low) / (grid - 1)
-    out = []
-    for i in range(z.size):
-        d = z[i] - theta
-        up = np.minimum(lam[i], c / np.maximum(theta - lo[i], 1e-12))
-        down = np.minimum(lam[i], c / np.maximum(hi[i] - theta, 1e-12))
-        with np.errstate(invalid="ignore", divide="ignore"):  # a term out of its bounds
-            log_up += np.nan_to_num(np.log1p(up * d), nan=-np.inf)
-            log_down += np.nan_to_num(np.log1p(-down * d), nan=-np.inf)
-        keep = np.flatnonzero((log_up < bar) & (log_down < bar))
-        if keep.size == 0:
-            raise StatsError("the confidence sequence is empty: the labels contradict the "
-                             "draw probabilities recorded in the labels file (edited draw "
-                             "lines, or labels of another run?)")
-        a = max(low, float(theta[keep[0]]) - step)
-        b = min(high, float(theta[keep[-1]]) + step)
-        out.append(Interval(min(b, max(a, float(mu[i]))), a, b))
-    return out
 
 
 def label_error_map(iv: Interval, e: Estimand, error: float,

@@ -1,0 +1,221 @@
+"""What a labelling session's estimates are made of: the state read from the labels
+file, people's labels already in the source as a first random sample, each counted
+draw's terms (predictable and cross-fitted) and bounds, and the annotators' error rate.
+judgekit.labelling.session builds the figures and proposals from them."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from judgekit.core import seeds
+from judgekit.core.errors import ConfigError, DataError
+from judgekit.core.jsontypes import JSONObject
+from judgekit.labelling import store
+from judgekit.labelling.items import Source, population, present_labels
+from judgekit.labelling.store import human_value
+from judgekit.stats import active
+
+FOR = ("pass_rate", "agreement", "difference", "all")
+MIN_REPEATS = 10  # items labelled twice needed to estimate the annotators' error
+
+
+def chosen(pop: active.Population, which: str) -> list[active.Estimand]:
+    if which not in FOR:
+        raise ConfigError(f"--for {which!r}: use {', '.join(FOR)}")
+    every = active.estimands_for(pop)
+    if which == "all":
+        return every
+    return [e for e in every if e.name.startswith(which)] or every[:1]
+
+
+class State(NamedTuple):
+    labels: store.Labels
+    pop: active.Population
+    estimands: list[active.Estimand]
+    y: dict[str, float]  # labelled item -> the mean of its annotators' labels
+
+
+def state_of(src: Source, which: str, labels: store.Labels | None = None) -> State:
+    """The labels so far: the labels file's (``labels``, read under a lock, or read
+    now), over people's labels already in the source (which count as labelled and are
+    never proposed)."""
+    labels = store.read(src.labels_path) if labels is None else labels
+    pop = population(src.items)
+    given = store.values_of(labels, src.shape)
+    known = {str(x["id"]) for x in src.items}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise DataError(store.unknown_ids(src.labels_path, unknown))
+    y = {**present_labels(src), **given}
+    return State(labels, pop, chosen(pop, which), y)
+
+
+def parse_label_error(raw: object) -> float | str | None:
+    """``--label-error``: a rate in [0, 0.5), or "repeats" (measured from items two
+    annotators labelled); None: labels taken as error-free."""
+    if raw is None or raw == "":
+        return None
+    if str(raw).strip().casefold() == "repeats":
+        return "repeats"
+    try:
+        e = float(str(raw))
+    except ValueError:
+        raise ConfigError(f"--label-error {raw!r}: give a rate in [0, 0.5) or "
+                          "'repeats'") from None
+    if not 0.0 <= e < 0.5:
+        raise ConfigError(f"--label-error {raw!r}: give a rate in [0, 0.5) (the chance an "
+                          "annotator flips a label) or 'repeats'")
+    return e
+
+
+def label_error_of(src: Source, labels: store.Labels, setting: float | str | None,
+                 level: float) -> tuple[float | None, list[float] | None]:
+    if setting is None:
+        return None, None
+    if setting != "repeats":
+        return float(setting), None
+    from judgekit.stats.ppi import label_error_from_repeats
+
+    firsts, seconds = [], []
+    for who in labels.by_item.values():
+        vals = [v for v in (human_value(x, src.shape) for x in who.values()) if v is not None]
+        if len(vals) >= 2:
+            firsts.append(vals[0])
+            seconds.append(vals[1])
+    if len(firsts) < MIN_REPEATS:
+        raise ConfigError(f"--label-error repeats: only {len(firsts)} item(s) of "
+                          f"{src.labels_path} have labels from two annotators; have at least "
+                          f"{MIN_REPEATS} labelled twice, or give a rate (e.g. 0.1)")
+    e, ci, _ = label_error_from_repeats(firsts, seconds, level)
+    return e, ci
+
+
+def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject]:
+    """People's labels already in the source, as the first draws of a simple random
+    sample (each drawn uniformly from the items not drawn before it, with the flat
+    prediction 0.5, so each term is the estimand's value on that item plus what is
+    known): they enter every estimate before the drawn ones. The file's labelled items
+    are assumed a random sample of its items; items the labels file drew are counted
+    there, not twice. Order: a seeded shuffle (judgekit.core.seeds' "labelling.present")."""
+    given = present_labels(src)
+    ids = [str(x["id"]) for x in src.items if str(x["id"]) in given
+           and str(x["id"]) not in drawn and str(x["id"]) in state.y]
+    if not ids:
+        return []
+    n = len(src.items)
+    m = np.full(n, 0.5)
+    index = {str(x["id"]): i for i, x in enumerate(src.items)}
+    every = active.estimands_for(state.pop)
+    undrawn = np.ones(n, bool)
+    order = seeds.rng("labelling.present", 0).permutation(len(ids))
+    rows = []
+    for k in order:
+        q = undrawn / undrawn.sum()
+        rows.append({"id": ids[k], "probability": float(q[index[ids[k]]]), "prediction": 0.5,
+                     "frame": "undrawn", **draw_row(every, m, q, undrawn)})
+        undrawn[index[ids[k]]] = False
+    return rows
+
+
+def draw_row(every: list[active.Estimand], m: np.ndarray, q: np.ndarray,
+              undrawn: np.ndarray) -> JSONObject:
+    """What a draw line records of the predictor and probabilities it was drawn under:
+    c + sum over the undrawn items of w m, and the bounds of its own part."""
+    means, bounds = {}, {}
+    for e in every:
+        base, lo, hi = active.frame(e, m, q, undrawn)
+        means[e.name] = round(base, 12)
+        bounds[e.name] = [lo, hi]
+    return {"means": means, "bounds": bounds}
+
+
+def bounds_of(d: JSONObject, e: active.Estimand, n: int) -> tuple[float, float]:
+    """A draw's term bounds before the labels known at its draw are added; a line of the
+    previous version (drawn with replacement, no bounds) was drawn with at least
+    UNIFORM_SHARE / N of uniform probability, which bounds its weight."""
+    got = d.get("bounds", {}).get(e.name)
+    if got is not None:
+        return float(d["means"][e.name]) + float(got[0]), \
+            float(d["means"][e.name]) + float(got[1])
+    reach = float(np.abs(e.weights).max()) * n / active.UNIFORM_SHARE
+    return float(d["means"][e.name]) - reach, float(d["means"][e.name]) + reach
+
+
+class Fit(NamedTuple):
+    rows: list[JSONObject]  # the counted draws (people's labels first)
+    idx: np.ndarray  # each row's item index
+    yv: np.ndarray  # each row's label value
+    q: np.ndarray  # each row's draw probability
+    fold_of: dict[int, int]  # labelled item -> its fold
+    preds: list[np.ndarray]  # each fold's predictor
+    resid: np.ndarray  # each row's cross-fitted residual
+    yfull: np.ndarray  # every item's label value (0 where unlabelled)
+    model: str = "full"  # the predictor's feature set the cross-fit kept
+
+
+def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int) -> Fit:
+    index = {str(x["id"]): i for i, x in enumerate(src.items)}
+    idx = np.array([index[str(d["id"])] for d in rows], int)
+    yv = np.array([state.y[str(d["id"])] for d in rows], float)
+    q = np.array([float(d["probability"]) for d in rows], float)
+    yfull = np.zeros(len(src.items))
+    yfull[idx] = yv
+    items = np.unique(idx)
+    if items.size < 2:
+        return Fit(rows, idx, yv, q, {}, [], np.zeros(idx.size), yfull)
+    yi = np.array([state.y[str(src.items[i]["id"])] for i in items], float)
+    fold, preds, model = active.crossfit(state.pop, items, yi, seed)
+    fold_of = {int(i): int(k) for i, k in zip(items, fold)}
+    resid = np.array([yv[t] - preds[fold_of[int(j)]][j] for t, j in enumerate(idx)])
+    return Fit(rows, idx, yv, q, fold_of, preds, resid, yfull, model)
+
+
+class Terms(NamedTuple):
+    z_seq: np.ndarray  # predictable terms (each batch's predictor fitted on earlier labels)
+    low: np.ndarray  # their bounds, fixed before each draw
+    high: np.ndarray
+    z_cf: np.ndarray  # cross-fitted terms (the fixed-n interval's)
+    block: np.ndarray  # 0: a uniform draw, 1: a steered one
+    expected: np.ndarray  # each draw's variance as predicted when it was drawn (nan: none)
+
+
+def terms_of(e: active.Estimand, fit: Fit, n: int) -> Terms:
+    """Each counted draw's terms for estimand e: des Raj's ordered terms for draws
+    without replacement (the labels of items drawn before are known), the
+    with-replacement terms for draw lines of the previous version."""
+    new = np.array([d.get("frame") == "undrawn" for d in fit.rows], float)
+    known = active.known_before(fit.idx, e.weights * fit.yfull)
+    means = np.array([float(d["means"][e.name]) for d in fit.rows])
+    pred = np.array([float(d["prediction"]) for d in fit.rows])
+    z_seq = means + new * known + e.weights[fit.idx] * (fit.yv - pred) / fit.q
+    bnd = np.array([bounds_of(d, e, n) for d in fit.rows]) + (new * known)[:, None]
+    if fit.preds:
+        k = np.array([fit.fold_of[int(j)] for j in fit.idx])
+        base = np.empty(fit.idx.size)
+        m_cf = np.empty(fit.idx.size)
+        for kk, p in enumerate(fit.preds):
+            here = k == kk
+            rest = float(e.weights @ p) - new * active.known_before(fit.idx, e.weights * p)
+            base[here] = (e.const + new * known + rest)[here]
+            m_cf[here] = p[fit.idx[here]]
+        z_cf = base + e.weights[fit.idx] * (fit.yv - m_cf) / fit.q
+    else:
+        z_cf = z_seq
+    block = np.array([float(d.get("share", 1.0)) < 1.0 for d in fit.rows], int)
+    expected = np.array([float((d.get("predicted_var") or {}).get(e.name, np.nan))
+                         for d in fit.rows])
+    return Terms(z_seq, bnd[:, 0], bnd[:, 1], z_cf, block, expected)
+
+
+def counted(src: Source, state: State, seed: int = 0) -> Fit | None:
+    """The counted draws (people's labels first, then the labels file's draws up to the
+    first one still unlabelled) with their cross-fitted predictors."""
+    prefix = []
+    for d in state.labels.draws:
+        if str(d["id"]) not in state.y:
+            break
+        prefix.append(d)
+    rows = uniform_first(src, state, {str(d["id"]) for d in prefix}) + prefix
+    return fit_counted(src, state, rows, seed) if rows else None
