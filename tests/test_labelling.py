@@ -522,3 +522,13 @@ def test_hand_appends_and_links(tmp_path):
     with pytest.raises(Exception, match="symbolic link"):
         session.add_label(path, "i1", 1, "a")
     assert other.read_text() == ""
+
+
+def test_a_pilot_with_no_positive_plans_a_finite_number_of_draws():
+    """Thirty draws, none a pass: the share's effective n grows with every further draw
+    (the variance floor is one unseen error), so the plan is modest, not every item."""
+    z = np.zeros(30)
+    need = active.draws_needed(z, 0.9, 0.05, floor=1 / 30)
+    assert 0 < need < 60
+    iv = active.fixed_interval(np.zeros(30 + need), 0.9, floor=1 / (30 + need))
+    assert iv.low == 0.0 and iv.high <= 0.1 + 1e-9

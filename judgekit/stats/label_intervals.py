@@ -28,8 +28,8 @@ class Interval(NamedTuple):
     high: float
 
 
-def _interval(est: float, var: float, df: float, level: float, low: float, high: float
-              ) -> Interval:
+def _interval(est: float, var: float, df: float, level: float, low: float, high: float,
+              edge_df: float | None = None) -> Interval:
     """Wilson's interval at the effective sample size est (1 - est) / var (Student's t on
     df degrees of freedom, Wilson's continuity correction) for a share, Student's t for
     a difference; clipped to [low, high], always holding the estimate. The full
@@ -43,7 +43,7 @@ def _interval(est: float, var: float, df: float, level: float, low: float, high:
     if low == 0.0 and high == 1.0:
         # the share's variance taken at least one error away from 0 and 1, as the
         # terms' floor is (one unseen error in df + 1 draws)
-        edge = 1 / (df + 1)
+        edge = 1 / ((df if edge_df is None else edge_df) + 1)
         p = min(max(est, edge), 1 - edge)
         n_eff = p * (1 - p) / var if var > 0 else df + 1
         ci = wilson_effective(est, max(2.0, min(n_eff, 1e9)), level, continuity=1.0,
@@ -130,7 +130,9 @@ def draws_needed(z: np.ndarray, level: float, halfwidth: float, low: float = 0.0
     def half(k: int) -> float:
         prec = 1 / c.var if c.var > 0 else 1e12
         prec += k / fv if fv > 0 else (1e12 if k else 0.0)
-        iv = _interval(c.estimate, 1 / prec, c.df + k, level, low, high)
+        # the edge stays the current draws' (the floor's variance is theirs): a share
+        # at 0 or 1 then gains effective n with every draw, as it would
+        iv = _interval(c.estimate, 1 / prec, c.df + k, level, low, high, edge_df=c.df)
         return (iv.high - iv.low) / 2
 
     if half(0) <= halfwidth:
