@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.core.errors import ConfigError
+from judgekit.core.jsontypes import JSONObject
 from judgekit.report.choice_types import JudgeItems
 
 __all__ = ["load_judges"]
@@ -115,7 +116,7 @@ def _alpaca_judges(path: Path, prices: dict[str, float]) -> list[JudgeItems]:
     from judgekit.recorded.alpaca_eval import read_annotations
 
     rows = read_annotations(path)
-    by: dict[str, list[dict[str, Any]]] = {}
+    by: dict[str, list[JSONObject]] = {}
     for r in rows:
         key = hashlib.sha1("\x1f".join(str(r.get(k, "")) for k in (
             "instruction", "output_1", "output_2")).encode()).hexdigest()[:12]
