@@ -47,18 +47,35 @@ COLLECTIONS = 300
 
 
 def draw(model: str, rng: np.random.Generator, params: np.ndarray, b: int) -> np.ndarray:
+    if model == "dominant":  # one reading scores about 0.85, a rare one 0.1
+        common = rng.random((params.size, b)) < params[:, None]
+        return np.where(common, np.clip(0.85 + rng.normal(0, 0.02, (params.size, b)), 0, 1),
+                        0.1)
+    if model == "heavy":  # heavy-tailed scores (t on 1.5 df) around mu
+        return np.clip(params[:, None] + 0.05 * rng.standard_t(1.5, (params.size, b)), 0, 1)
     if model == "continuous":
         return np.clip(params[:, None] + rng.normal(0, 0.15, (params.size, b)), 0, 1)
     return (rng.random((params.size, b)) < params[:, None]).astype(float)
 
 
 def params_of(model: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    if model == "dominant":  # the common reading's share
+        return rng.uniform(0.85, 0.97, n)
+    if model == "heavy":
+        return rng.uniform(0.3, 0.7, n)
     return rng.uniform(0.2, 0.9, n) if model == "continuous" else rng.uniform(0.5, 1.0, n)
 
 
 def true_mean(model: str, params: np.ndarray) -> np.ndarray:
     if model == "binary":
         return params
+    if model == "dominant":  # E over the clip is exact to 1e-9 at 0.85 +- 0.02
+        return params * 0.85 + (1 - params) * 0.1
+    if model == "heavy":
+        t = 0.05 * np.random.default_rng(7).standard_t(1.5, 400_000)
+        grid = np.linspace(0.3, 0.7, 401)
+        means = np.array([np.clip(m + t, 0, 1).mean() for m in grid])
+        return np.interp(params, grid, means)
     # E[clip(mu + e)] by quadrature over e ~ N(0, 0.15)
     z = np.linspace(-6, 6, 801)
     w = np.exp(-z**2 / 2)
@@ -71,13 +88,14 @@ def main() -> None:
     rng = np.random.default_rng(2026)
     figs: dict[str, float] = {}
     rows = []
-    for model in ("continuous", "binary"):
-        for b in BS:
+    for model in ("continuous", "binary", "dominant", "heavy"):
+        for b in (BS if model in ("continuous", "binary") else (5, 20)):
             p = params_of(model, rng, QUERIES)
             x = draw(model, rng, p, b)
             truth = true_mean(model, p)
             norm = np.array([normal_interval(r) for r in x])
             ours = np.array([query_interval(r) for r in x])
+            figs[f"query_width/{model}/judgekit/B={b}"] = float(np.mean(ours[:, 1] - ours[:, 0]))
             perc = batched_percentile_intervals(x, 0.95, 1000, rng)
             for name, ci in (("t", norm), ("judgekit", ours), ("percentile", perc)):
                 cov = float(np.mean((ci[:, 0] <= truth) & (truth <= ci[:, 1])))
@@ -89,6 +107,8 @@ def main() -> None:
                         f"  judgekit {figs[f'query/{model}/judgekit/B={b}']:.3f}"
                         f"  percentile {figs[f'query/{model}/percentile/B={b}']:.3f}"
                         f"  zero-width {zero:.3f}")
+        if model not in ("continuous", "binary"):
+            continue
         superpop = float(true_mean(model, params_of(model, np.random.default_rng(0),
                                                      20_000)).mean())
         for q in QS:
@@ -110,6 +130,8 @@ def main() -> None:
     figs.update(more)
     rows += edge_rows
     print("\n".join(rows))
+    figs["vb_query_coverage_min"] = min(v for k, v in figs.items()
+                                        if k.startswith("query/") and "/judgekit/" in k)
     figs["wall_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(figs, sort_keys=True))
 

@@ -288,11 +288,60 @@ def vb(reps: int, rng: np.random.Generator) -> tuple[dict[str, float], list[str]
             "vb_percentile_coverage_min": float(np.min(perc))}, rows
 
 
+SMALL_JUDGES = ((0.95, 0.8), (0.97, 0.5), (0.99, 0.9), (0.9, 0.3), (0.85, 0.85),
+                (0.99, 0.99), (0.9, 0.9), (0.999, 0.95), (0.98, 0.7), (0.95, 0.95))
+
+
+def small_edges(reps: int, rng: np.random.Generator) -> tuple[dict[str, float], list[str]]:
+    """Issue 49's small edges: kappa at n = 40 and 95/5 skew, AC1 at n = 50 (prevalence
+    0.9 and 0.95), at 0.95 over judges (sensitivity, specificity) of SMALL_JUDGES; and
+    the corrected pass rate at a pass rate of 0.05 with 100 labels of 2,000 items, at
+    0.90, against the population's own rate, over judges from near-perfect to weak,
+    also in the draws whose labels show at most two false passes."""
+    rows, worst = [], {"kappa": 1.0, "ac": 1.0}
+    for key, prev, n in (("kappa", 0.95, 40), ("ac", 0.9, 50), ("ac", 0.95, 50)):
+        for se, sp in SMALL_JUDGES:
+            truth = _population(prev, se, sp)[key]
+            cells = rng.multinomial(n, [sp * (1 - prev), (1 - se) * prev,
+                                        (1 - sp) * (1 - prev), se * prev], size=reps)
+            hits = 0
+            for i, cnt in enumerate(cells):
+                ag = agreement(np.repeat([0, 0, 1, 1], cnt), np.repeat([0, 1, 0, 1], cnt),
+                               seed=i, resamples=2000, level=0.95)
+                ci = ag.cis.get(key)
+                hits += ci is not None and ci[0] <= truth <= ci[1]
+            worst[key] = min(worst[key], hits / reps)
+            rows.append(f"small {key} n {n} prev {prev} se {se} sp {sp}: {hits / reps:.3f}")
+    covs, few_covs = [], []
+    for se, sp in ((0.9, 0.95), (0.7, 0.99), (0.95, 0.8), (0.5, 0.98), (0.99, 0.9),
+                   (0.8, 0.8), (0.95, 0.99), (0.6, 0.9), (1.0, 0.97), (0.99, 0.995)):
+        hits = few = few_hits = 0
+        for _ in range(reps):
+            y = (rng.random(2000) < 0.05).astype(float)
+            f = np.where(y == 1, rng.random(2000) < se, rng.random(2000) >= sp).astype(float)
+            lab = rng.choice(2000, 100, replace=False)
+            c = ppi_mean(f, f[lab], y[lab], LEVEL)
+            ok = c.ci[0] <= y.mean() <= c.ci[1]
+            hits += ok
+            if np.sum((f[lab] == 1) & (y[lab] == 0)) <= 2:
+                few += 1
+                few_hits += ok
+        covs.append(hits / reps)
+        if few >= 50:
+            few_covs.append(few_hits / few)
+        rows.append(f"ppi pass 0.05 n 100 se {se} sp {sp}: {hits / reps:.3f}"
+                    + (f" (at most 2 false passes: {few_hits / few:.3f} of {few})" if few
+                       else ""))
+    return {"kappa_small_skew_coverage": worst["kappa"], "ac1_small_coverage": worst["ac"],
+            "ppi_low_prevalence_coverage": float(min(covs)),
+            "ppi_low_prevalence_few_errors_coverage": float(min(few_covs))}, rows
+
+
 def run(reps: int = 1000) -> tuple[dict[str, float], list[str]]:
     rng = np.random.default_rng(33)
     figs: dict[str, float] = {}
     rows: list[str] = []
-    for part in (ppi, paired, agreement_cov, plan, vb):
+    for part in (ppi, paired, agreement_cov, plan, vb, small_edges):
         f, r = part(reps if part is not plan else 300, rng)
         figs.update(f)
         rows += r

@@ -12,7 +12,12 @@ rates over sampling designs.
    cannot see (issue 34): a temperature-0 verifier with 5% fixed misreads under a perfect
    judge, 5% of readings failing wholesale (10 criteria) under a perfect judge and under
    one right on 70% of items, a blind spot on 30% of items shared by judge and verifier
-   (with human rubric values, or without them and one model family). Trustworthy: the
+   (with human rubric values, or without them and one model family); and with no human
+   values at all (issue 49): that blind spot under another family, a verifier copying
+   the judge's errors, a judge right only on items the verifier reads easily, a worse
+   second verifier (6% misreads) under a 70%-right judge, a temperature-0 verifier
+   re-reading its own fixed misreads (5% of 6 criteria, 10% of 3) under a perfect judge.
+   Trustworthy: the
    oracles (false negative = "do not trust"); not trustworthy: the others (false
    positive = "trust").
 3. Probe (``probe_verdicts`` fed to the runner's ``analyse``), 400 pairs, RUNS runs:
@@ -93,6 +98,25 @@ AUDIT_CASES: dict[str, tuple[str, float, float, bool, dict[str, object]]] = {
     "wholesale_005_right_70_no_people": ("mostly_right", 0.5, 0.0, False,
                                          {"wholesale": 0.05, "criteria": 10,
                                           "labelled": False}),
+    # issue 49: no human values, the verifier's self-agreement is all there is
+    "no_people_shared_blind_spot": ("blind_spot", 0.5, 0.0, False,
+                                    {"blind_spot": 0.3, "labelled": False}),
+    "no_people_shared_blind_spot_15": ("blind_spot", 0.5, 0.0, False,
+                                       {"blind_spot": 0.15, "labelled": False}),
+    "no_people_copied_errors": ("copied", 0.5, 0.0, False, {"labelled": False}),
+    "no_people_easy_items_only": ("easy_only", 0.5, 0.0, False,
+                                  {"hard": 0.3, "labelled": False}),
+    "worse_second_verifier": ("mostly_right", 0.5, 0.0, False,
+                              {"reread_noise": 0.06, "labelled": False,
+                               "second_verifier": True}),
+    "temp0_perfect_judge_005": ("oracle", 0.5, 0.0, True,
+                                {"fixed": 0.05, "criteria": 6, "reread": "same",
+                                 "labelled": False}),
+    "temp0_perfect_judge_010": ("oracle", 0.5, 0.0, True,
+                                {"fixed": 0.10, "criteria": 3, "reread": "same",
+                                 "labelled": False}),
+    "copied_errors_people": ("copied", 0.5, 0.0, False, {}),
+    "easy_items_only_people": ("easy_only", 0.5, 0.0, False, {"hard": 0.3}),
 }
 
 
@@ -101,17 +125,21 @@ def audit_table() -> tuple[list[list[str]], dict[str, float]]:
     from judgekit.testing.simulate import audit_items
 
     rows, figs = [], {}
-    fp = fn = n_bad = n_good = 0
+    fp = fn = n_bad = n_good = plans = planned = 0
     for name, (judge, rate, noise, good, extra) in AUDIT_CASES.items():
         c: collections.Counter[str] = collections.Counter()
         rules: collections.Counter[str] = collections.Counter()
         kw = dict(extra)
         same_family = bool(kw.pop("same_family", False))
+        second = bool(kw.pop("second_verifier", False))
         for s in range(RUNS):
             d = decide(audit_items(judge, n=200, pass_rate=rate, noise=noise, seed=s,
                                    **kw),  # type: ignore[arg-type]
-                       DecisionSettings(seed=s, resamples=500, same_family=same_family)
+                       DecisionSettings(seed=s, resamples=500, same_family=same_family,
+                                        second_verifier=second)
                        ).model_dump(mode="json")
+            plans += 1
+            planned += d["decision"] == "trust" or isinstance(d.get("items_to_score"), int)
             c[d["decision"]] += 1
             rules[d["rule"]] += 1
         trust, no, inc = (c[k] / RUNS for k in ("trust", "do not trust", "inconclusive"))
@@ -134,6 +162,16 @@ def audit_table() -> tuple[list[list[str]], dict[str, float]]:
     figs["wholesale_failure_70_trusted"] = max(
         figs["audit_wholesale_005_right_70_trust"],
         figs["audit_wholesale_005_right_70_no_people_trust"])
+    for key in ("no_people_shared_blind_spot", "no_people_copied_errors",
+                "no_people_easy_items_only", "worse_second_verifier"):
+        figs[f"{key}_trusted"] = figs[f"audit_{key}_trust"]
+    figs["no_people_shared_blind_spot_trusted"] = max(
+        figs["audit_no_people_shared_blind_spot_trust"],
+        figs["audit_no_people_shared_blind_spot_15_trust"])
+    figs["temp0_verifier_perfect_judge_distrusted"] = max(
+        figs["audit_temp0_perfect_judge_005_distrust"],
+        figs["audit_temp0_perfect_judge_010_distrust"])
+    figs["items_to_score_given"] = planned == plans
     return rows, figs
 
 

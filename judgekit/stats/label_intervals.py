@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from judgekit.core.errors import StatsError
+from judgekit.stats import bootstrap
 
 __all__ = ["Combined", "Interval", "betting_cs", "betting_cs_path", "combine",
            "draws_needed", "expected_new_labels", "fixed_interval"]
@@ -158,17 +159,38 @@ def expected_new_labels(q: np.ndarray, labelled: np.ndarray, draws: int) -> int:
 
 
 def betting_cs(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
-               low: float = 0.0, high: float = 1.0, grid: int = CS_GRID) -> Interval:
+               low: float = 0.0, high: float = 1.0, grid: int = CS_GRID,
+               horizon: int | None = None) -> Interval:
     """The betting confidence sequence at the last draw: :func:`betting_cs_path`'s
     last interval."""
-    return betting_cs_path(z, lo, hi, level, low, high, grid)[-1]
+    return betting_cs_path(z, lo, hi, level, low, high, grid, horizon)[-1]
+
+
+def betting_mean_interval(values: np.ndarray, level: float, low: float = 0.0,
+                          high: float = 1.0, grid: int = CS_GRID) -> bootstrap.Interval:
+    """A fixed-n interval for the mean of a few i.i.d. values known to lie in
+    [low, high] (Waudby-Smith & Ramdas 2024, hedged betting with bets tuned to n): it
+    covers at its level whatever the distribution, including a rare value a handful of
+    draws never shows (where t and Wilson intervals collapse onto the common one)."""
+    v = np.asarray(values, float)
+    if v.size == 0:
+        raise StatsError("an interval of a mean needs at least one value")
+    low, high = min(low, float(v.min())), max(high, float(v.max()))
+    width = high - low
+    if width <= 0:
+        return bootstrap.Interval(low, high)
+    x = (v - low) / width  # on [0, 1], where the bets' prior spread 1/4 is the largest
+    r = betting_cs(x, np.zeros(x.size), np.ones(x.size), level, 0.0, 1.0, grid,
+                   horizon=x.size)
+    return bootstrap.Interval(low + width * r.low, low + width * r.high)
 
 
 def betting_cs_path(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
-                    low: float = 0.0, high: float = 1.0, grid: int = CS_GRID
-                    ) -> list[Interval]:
+                    low: float = 0.0, high: float = 1.0, grid: int = CS_GRID,
+                    horizon: int | None = None) -> list[Interval]:
     """The betting confidence sequence at the last draw (Waudby-Smith & Ramdas 2024,
-    hedged capital, predictable plug-in bets) for the mean of terms z_t whose
+    hedged capital, predictable plug-in bets; ``horizon``: bets tuned to that n) for the
+    mean of terms z_t whose
     conditional mean is theta and which lie in [lo_t, hi_t] fixed before draw t. A
     candidate theta on a grid over [low, high] is out once either capital process
     reaches 2 / alpha at the last draw (valid at every time by Ville's inequality).
@@ -187,7 +209,10 @@ def betting_cs_path(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
                               / t[1:]])
     dev = np.cumsum((z - mu_prev) ** 2)
     var_prev = np.concatenate([[0.25], (0.25 + dev[:-1]) / t[1:]])
-    lam = np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t)))
+    # bets tuned to every time (a sequence), or to one sample size ``horizon`` (an
+    # interval valid at that n: WSR 2024, eq. for the fixed-n hedged capital)
+    lam = np.sqrt(2 * math.log(2 / alpha) / (var_prev * (t * np.log1p(t) if horizon is None
+                                                          else horizon)))
     log_up = np.zeros(grid)
     log_down = np.zeros(grid)
     c = 0.5

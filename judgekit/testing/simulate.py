@@ -24,14 +24,16 @@ import numpy as np
 from judgekit.core import seeds
 from judgekit.methods.nodata.readings import ItemEvidence
 
-AUDIT_JUDGES = ("oracle", "always_pass", "random", "liar", "mostly_right", "blind_spot")
+AUDIT_JUDGES = ("oracle", "always_pass", "random", "liar", "mostly_right", "blind_spot",
+                "copied", "easy_only")
 CRITERIA = ("c1", "c2", "c3")
 
 
 def audit_items(judge: str, *, n: int = 200, pass_rate: float = 0.5, noise: float = 0.0,
                 rounds: int = 3, seed: int = 0, labelled: bool = True, criteria: int = 3,
                 fixed: float = 0.0, reread: str = "reworded", wholesale: float = 0.0,
-                blind_spot: float = 0.0) -> list[ItemEvidence]:
+                blind_spot: float = 0.0, hard: float = 0.0, hard_noise: float = 0.25,
+                reread_noise: float = 0.0) -> list[ItemEvidence]:
     """One simulated audit: per item the evidence the runner would collect.
 
     The verifier misreads each criterion with probability ``noise`` afresh on every
@@ -40,17 +42,29 @@ def audit_items(judge: str, *, n: int = 200, pass_rate: float = 0.5, noise: floa
     ``reread="same"``; under reworded ones it is drawn again); on a share ``wholesale``
     of readings it loses the whole breakdown (every criterion a coin). ``blind_spot``:
     on that share of items the judge and the verifier both misread the first criterion
-    the same way, on x and on every paraphrase (people do not)."""
+    the same way, on x and on every paraphrase (people do not).
+
+    Adversaries of the verifier's self-agreement (issue 49): judge ``copied`` is right on
+    70% of items and random on the rest, and the verifier reads its claims there (it
+    copies the judge's errors, on x and on every paraphrase); ``hard``: that share of
+    items is hard to read (every reading misreads each criterion with probability
+    ``hard_noise``), and judge ``easy_only`` is right only on the easy ones;
+    ``reread_noise``: the re-read is a second verifier that misreads each criterion
+    with that probability (on top of ``noise``)."""
     rng = seeds.rng("testing.judges", seed)
     names = CRITERIA if criteria == len(CRITERIA) else tuple(f"c{i + 1}" for i in range(criteria))
     k = len(names)
     p = pass_rate ** (1 / k)
     truth = (rng.random((n, k)) < p).astype(int)
 
+    is_hard = (rng.random(n) < hard) if hard else np.zeros(n, bool)
+
     def read(values: np.ndarray, item: int, text: int, words: int) -> np.ndarray:
         if wholesale and rng.random() < wholesale:
             return (rng.random(values.shape) < 0.5).astype(int)
         out = np.where(rng.random(values.shape) < noise, 1 - values, values)
+        if is_hard[item]:
+            out = np.where(rng.random(values.shape) < hard_noise, 1 - out, out)
         if fixed:
             g = seeds.rng("testing.fixed", seed, item, text, words)
             out = np.where(g.random(values.shape) < fixed, 1 - out, out)
@@ -75,10 +89,17 @@ def audit_items(judge: str, *, n: int = 200, pass_rate: float = 0.5, noise: floa
             claim[j] = 1 - claim[j]
         elif judge == "mostly_right":  # right on 70% of items, random on 30%
             claim = t.copy() if rng.random() < 0.7 else (rng.random(k) < 0.5).astype(int)
+        elif judge == "copied":  # as mostly_right, and the verifier copies its errors
+            claim = t.copy() if rng.random() < 0.7 else (rng.random(k) < 0.5).astype(int)
+            seen = claim.copy()
+        elif judge == "easy_only":  # right where the verifier reads easily, else random
+            claim = (rng.random(k) < 0.5).astype(int) if is_hard[item] else t.copy()
         else:
             raise ValueError(f"unknown simulated judge {judge!r}; use {AUDIT_JUDGES}")
         vx = read(seen, item, 0, 0)
         again = read(seen, item, 0, 0 if reread == "same" else 1)
+        if reread_noise:
+            again = np.where(rng.random(k) < reread_noise, 1 - again, again)
         label, vlabel = int(claim.all()), int(vx.all())
         ok = bool(label == vlabel and (claim == vx).all())  # challenge 0
         reached = 0

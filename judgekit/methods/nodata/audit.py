@@ -375,7 +375,9 @@ def verdict(cfg: NoDataConfig, run: dict[str, Any], raw: dict[str, Any],
         rounds=cfg.rounds, check=cfg.check, level=cfg.level,
         trust_threshold=cfg.trust_threshold, distrust_threshold=cfg.distrust_threshold,
         min_reference=cfg.min_reference, resamples=cfg.resamples, seed=cfg.seed,
-        self_check=m["verifier"] == m["evaluator"], same_family=same_family(
+        self_check=m["verifier"] == m["evaluator"],
+        second_verifier=m.get("second_verifier") not in (None, m["verifier"]),
+        same_family=same_family(
             m["evaluator"], m["verifier"], m.get("second_verifier") or m["verifier"])))
     d.items_excluded = len(items) - d.n_items
     d.measures = ("success = the judge's whole claimed breakdown (every criterion and the "

@@ -64,6 +64,7 @@ class DecisionSettings:
     resamples: int = 1000
     seed: int = 0
     min_human_items: int = 10  # human rubric values on fewer items are not used
+    second_verifier: bool = False  # the re-reads come from another verifier model
 
 
 def _baselines(items: Sequence[ItemEvidence]) -> tuple[np.ndarray, np.ndarray, str]:
@@ -183,7 +184,7 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
     rate, ci, _ = rate_with_interval([bool(x) for x in succ], s.level)
     # -- the verifier, measured before the judge
     rounds = _rounds(items, s.rounds)
-    noise = VerifierReadings(items, rounds, s.check, s.min_human_items)
+    noise = VerifierReadings(items, rounds, s.check, s.min_human_items, s.second_verifier)
     ver = noise.summary(items, s.level)
     refs = noise.references(np.arange(n))
     ref = min(refs.values(), default=1.0)
@@ -211,6 +212,15 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
                      human_match=None if noise.human is None else
                      float(np.nanmean(noise.human)))
     decision, rule, reason = _rule(judged, s)
+    more = None
+    if decision != TRUST:
+        more = items_to_score(judged.people.rate if judged.people is not None
+                              else judged.claims, s,
+                              0 if judged.people is None else judged.people.n)
+        reason += ("; the items people scored already settle it against them" if more == 0
+                   else f"; score {more} {'more ' if judged.people is not None else ''}"
+                   "audited items by hand (rubric values, or labels with judgekit label) "
+                   "to settle it against people")
     v = Verdict(
         n_items=n, level=s.level, success_rate=rate, success_ci=ci, verifier=ver,
         reference=ref, distinct_rounds=rounds,
@@ -224,11 +234,38 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
                                        percent=None if ag is None else ag.percent,
                                        undefined=None if ag is None else ag.undefined),
         decision=decision, rule=rule, reason=reason)
+    if more is not None:
+        v.items_to_score = more
     if accuracy is not None:
         v.label_accuracy = accuracy
     if judged.people is not None:
         v.claims_vs_people = judged.people
     return v
+
+
+MAX_TO_SCORE = 5000
+
+
+def items_to_score(rate: float, s: DecisionSettings, scored: int = 0) -> int:
+    """How many more items people should score so that the judge's claims against them,
+    at the rate expected now, give an interval that clears the trust threshold (or falls
+    below the distrust threshold): the smallest such n minus the items already scored,
+    at least ``min_human_items`` in all (0: those scored already suffice). A rate between the thresholds cannot clear
+    either; the plan then separates the interval from the nearer one, and MAX_TO_SCORE
+    means "more than that"."""
+    lo_t, hi_t = s.distrust_threshold, s.trust_threshold
+    near_hi = rate >= hi_t or (rate >= lo_t and hi_t - rate <= rate - lo_t)
+    for n in range(max(s.min_human_items, 1), MAX_TO_SCORE + 1):
+        lo, hi = wilson_interval(round(rate * n), n, s.level)
+        if rate >= hi_t:
+            done = lo >= hi_t
+        elif rate < lo_t:
+            done = hi < lo_t
+        else:  # between: exclude the nearer threshold
+            done = hi < hi_t if near_hi else lo > lo_t
+        if done:
+            return max(n - scored, 0)
+    return MAX_TO_SCORE
 
 
 def _claims_vs_people(items: Sequence[ItemEvidence], s: DecisionSettings) -> Rate | None:
@@ -325,6 +362,15 @@ def _trust(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | None:
                 f"{e.claims:.0%} of items, which a blind spot they share would also "
                 "give; add a verifier of another family (second_verifier) or human "
                 "rubric values for some items")
+    if e.people is None:
+        return (INCONCLUSIVE, "verifier_only",
+                f"consistent with the verifier: success {e.rate:.3f} is {e.rho:.2f} of a "
+                f"perfect judge's {e.ref:.3f} under it ({s.level:.0%} interval "
+                f"[{e.rho_ci[0]:.2f}, {e.rho_ci[1]:.2f}]) and its claims beat a judge "
+                f"without information by {e.skill:+.3f}; but no person scored these "
+                "items, so errors the judge shares with the verifier (a blind spot, "
+                "copied errors, items the verifier reads easily) are not excluded, and "
+                "the verifier's own error rates are not measured")
     return (TRUST, "above_reference",
             f"success {e.rate:.3f} is {e.rho:.2f} of a perfect judge's {e.ref:.3f} under "
             f"this verifier ({s.level:.0%} interval [{e.rho_ci[0]:.2f}, {e.rho_ci[1]:.2f}], "

@@ -26,6 +26,13 @@ class VerifierNoise(Record):
     readings: int | None = None
     by_criterion: dict[str, Rate] | None = None
     human_agreement: dict[str, Rate] | None = None
+    # the re-reader (a second verifier, or the verifier again) against people
+    reread_human_agreement: dict[str, Rate] | None = absent()
+    # did the re-reads count towards the reference (a second verifier counts only when
+    # people measured it)
+    rereads_counted: bool | None = absent()
+    # paraphrase readings that read as x did: the verifier on texts of known values
+    paraphrase_agreement: Rate | None = absent()
 
 
 class Uninformed(Record):
@@ -89,6 +96,9 @@ class Verdict(Figures):
     # the judge's claims (label and shared criteria) against human rubric values, where
     # people scored enough items: what a verifier sharing the judge's errors cannot see
     claims_vs_people: Rate | None = absent()
+    # how many more items people should score (rubric values or labels) for the
+    # judge's claims against them to clear a threshold; set on every decision but trust
+    items_to_score: int | None = absent()
     items_excluded: int | None = absent()
     measures: str | None = absent()
     rests_on: RestsOn | None = absent()

@@ -66,8 +66,15 @@ class VerifierReadings:
     where the item was not re-read); the perfect-judge reference of any resample."""
 
     def __init__(self, items: Sequence[ItemEvidence], rounds: float, check: str,
-                 min_human: int = 10) -> None:
+                 min_human: int = 10, second_verifier: bool = False) -> None:
         n = len(items)
+        # per item, the distinct paraphrase readings that ran and how many matched the
+        # reading of x: the verifier reading texts whose values are known (the judge's
+        # confirmed claims), in the same way on x and on each paraphrase
+        self.tried = np.array([float(it.distinct_x_primes or 0) for it in items])
+        self.passed = np.array([float((it.distinct_x_primes or 0)
+                                      - (0 if it.success or not it.rounds_reached else 1))
+                                for it in items])
         self.crits = list(items[0].verifier_top)
         self.width = len(items[0].verifier_total)
         self.reread = [it for it in items if it.reread_total is not None]
@@ -89,6 +96,10 @@ class VerifierReadings:
                 human[r] = float(all(it.verifier_top[c] == it.human_criteria[c]
                                      for c in shared))
         self.human = human if np.sum(~np.isnan(human)) >= min_human else None
+        # a second verifier's re-reads say how often two readers differ, which is the
+        # verifier's error only when both err alike and independently: without human
+        # values to measure it, a second verifier is not evidence about the first
+        self.rereads_count = not (second_verifier and self.human is None)
 
     def reference(self, rows: np.ndarray) -> float:
         """The perfect-judge reference of the items ``rows``: from the verifier's
@@ -98,9 +109,19 @@ class VerifierReadings:
         return min(self.references(rows).values(), default=1.0)
 
     def references(self, rows: np.ndarray) -> dict[str, float]:
-        """The reference from each source: ``rereads`` and ``people``."""
+        """The reference from each source: ``rereads``, ``paraphrases`` and ``people``.
+
+        ``paraphrases``: of the paraphrase readings that ran, the share p that read as x
+        did; a perfect judge's claims meet a reading of x that is right as often, so its
+        success is about p ** (rounds + 1). Unlike a re-read, a paraphrase is another
+        text, so a temperature-0 verifier's fixed misreads show here. Used only without
+        human values (people measure the verifier directly)."""
         refs: dict[str, float] = {}
-        if self.reread:
+        tried = float(self.tried[rows].sum())
+        if tried > 0 and self.human is None:
+            p = float(self.passed[rows].sum()) / tried
+            refs["paraphrases"] = p ** (self.rounds + 1)
+        if self.reread and self.rereads_count:
             t, p = self.total[rows], self.top[rows]
             keep = ~np.isnan(t[:, 0]) if self.width else np.zeros(len(rows), bool)
             if keep.any():
@@ -128,11 +149,21 @@ class VerifierReadings:
                                 disagreement_ci=[lo, hi], readings=m, by_criterion={
                                     c: rate_of([bool(x) for x in tops[:, j]], level)
                                     for j, c in enumerate(self.crits)})
+        tried = int(self.tried.sum())
+        if tried:
+            ok = int(self.passed.sum())
+            ver.paraphrase_agreement = rate_of([True] * ok + [False] * (tried - ok), level)
+        ver.rereads_counted = self.rereads_count if self.reread else None
         humans = [it for it in items if it.human_criteria]
-        if humans:
+        if humans:  # each reader's error rates, by criterion, against people
             ver.human_agreement = {c: rate_of(
                 [it.verifier_top[c] == it.human_criteria[c] for it in humans
                  if c in it.human_criteria], level) for c in self.crits}
+            again = [it for it in humans if it.reread_top is not None]
+            if again:
+                ver.reread_human_agreement = {c: rate_of(
+                    [(it.reread_top or {}).get(c) == it.human_criteria[c] for it in again
+                     if c in it.human_criteria], level) for c in self.crits}
         return ver
 
 
