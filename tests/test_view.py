@@ -196,16 +196,21 @@ def test_a_person_filters_sorts_searches_reads_a_transcript_and_labels(server):
             assert {"verdicts_a", "verdicts_b", "nested/demo"} <= set(names)
             # the sample grid: 300 items, filter on failures, sort, search
             await b.goto(base + "/run?name=verdicts_a")
-            assert await b.eval("document.getElementById('count').textContent") \
-                == "300 of 300 items"
+            await b.wait_for("document.getElementById('count').textContent === "
+                             "'300 of 300 items'")
             await b.eval("{ const f = document.getElementById('filter'); f.value = 'fail';"
                          "f.dispatchEvent(new Event('change')) }")
             fails = sum(1 for x in json.loads(_get(base + "/api/items?run=verdicts_a")[1])
                         ["items"] if x["verdict"] == 0)
-            assert await b.eval("document.getElementById('count').textContent") \
-                == f"{fails} of 300 items"
+            await b.wait_for(f"document.getElementById('count').textContent === "
+                             f"'{fails} of 300 items'")
             await b.eval("document.querySelector('th[data-col=\"_id\"]').click()")
+            await b.wait_for("document.querySelector('th[data-col=\"_id\"]')"
+                             ".textContent.includes('\u25b2')")
             await b.eval("document.querySelector('th[data-col=\"_id\"]').click()")
+            await b.wait_for("document.querySelector('th[data-col=\"_id\"]')"
+                             ".textContent.includes('\u25bc') && document.getElementById("
+                             "'count').textContent.includes(' of 300')")
             first = await b.eval("document.querySelector('#body tr').dataset.id")
             ids = sorted((x["_id"] for x in json.loads(_get(
                 base + "/api/items?run=verdicts_a")[1])["items"] if x["verdict"] == 0),
@@ -217,7 +222,8 @@ def test_a_person_filters_sorts_searches_reads_a_transcript_and_labels(server):
             await b.wait_for("document.getElementById('count').textContent === "
                              "'1 of 300 items'")
             # a transcript: the VB run's item opens its recorded calls
-            await b.goto(base + "/run?name=nested%2Fdemo")
+            await b.goto(base + "/run?name=nested%2Fdemo",
+                         "document.querySelector('#body tr[data-id=\"jordan\"]') !== null")
             await b.eval("document.querySelector('#body tr[data-id=\"jordan\"]').click()")
             await b.wait_for("document.querySelectorAll('.transcript').length > 0")
             text = await b.eval("document.getElementById('dbody').textContent")

@@ -125,3 +125,21 @@ def _with_labels(chosen: list[tuple[int, Any]], doc: list[Any], path: Path
         out.append((i, {**raw, "Label": int(v)} if v in (0.0, 1.0) and isinstance(raw, dict)
                     else raw))
     return out
+
+
+def attach_labels(items: list[JudgedItem], positions: list[int], path: str) -> None:
+    """People's labels from a labels file (``judgekit label`` on an audit run: ids are
+    the items' positions in the data file) become the items' human labels; an id
+    matching no audited item is an error, not a label silently dropped."""
+    from pathlib import Path
+
+    from judgekit.core.errors import DataError
+    from judgekit.labelling import store
+
+    got = store.values(Path(path))
+    where = {str(p): i for i, p in enumerate(positions)}
+    unknown = [k for k in got if k not in where]
+    if unknown:
+        raise DataError(store.unknown_ids(f"human_labels {path}", unknown, "position"))
+    for key, value in got.items():
+        items[where[key]].Label = int(value >= 0.5)

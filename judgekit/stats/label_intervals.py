@@ -160,10 +160,10 @@ def expected_new_labels(q: np.ndarray, labelled: np.ndarray, draws: int) -> int:
 
 def betting_cs(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
                low: float = 0.0, high: float = 1.0, grid: int = CS_GRID,
-               horizon: int | None = None) -> Interval:
+               horizon: int | None = None, cap: float = 0.5) -> Interval:
     """The betting confidence sequence at the last draw: :func:`betting_cs_path`'s
     last interval."""
-    return betting_cs_path(z, lo, hi, level, low, high, grid, horizon)[-1]
+    return betting_cs_path(z, lo, hi, level, low, high, grid, horizon, cap)[-1]
 
 
 def betting_mean_interval(values: np.ndarray, level: float, low: float = 0.0,
@@ -180,14 +180,17 @@ def betting_mean_interval(values: np.ndarray, level: float, low: float = 0.0,
     if width <= 0:
         return bootstrap.Interval(low, high)
     x = (v - low) / width  # on [0, 1], where the bets' prior spread 1/4 is the largest
+    # bets up to 3/4 of the capital (WSR's other choice): at 50 values of spread 0.15
+    # the interval is 0.12 wide where 1/2 gave 0.15 (Student t: 0.08, but t covers 0.45
+    # when one reading dominates)
     r = betting_cs(x, np.zeros(x.size), np.ones(x.size), level, 0.0, 1.0, grid,
-                   horizon=x.size)
+                   horizon=x.size, cap=0.75)
     return bootstrap.Interval(low + width * r.low, low + width * r.high)
 
 
 def betting_cs_path(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
                     low: float = 0.0, high: float = 1.0, grid: int = CS_GRID,
-                    horizon: int | None = None) -> list[Interval]:
+                    horizon: int | None = None, cap: float = 0.5) -> list[Interval]:
     """The betting confidence sequence at the last draw (Waudby-Smith & Ramdas 2024,
     hedged capital, predictable plug-in bets; ``horizon``: bets tuned to that n) for the
     mean of terms z_t whose
@@ -215,7 +218,7 @@ def betting_cs_path(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
                                                           else horizon)))
     log_up = np.zeros(grid)
     log_down = np.zeros(grid)
-    c = 0.5
+    c = cap  # a bet never stakes more than this share of the capital (below 1: valid)
     bar = math.log(2 / alpha)
     step = (high - low) / (grid - 1)
     out = []

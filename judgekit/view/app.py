@@ -26,6 +26,7 @@ from aiohttp import web
 
 from judgekit.core.errors import JudgekitError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.view import pages
 from judgekit.view import runs as runmod
 
 STATIC = Path(__file__).with_name("static")
@@ -108,6 +109,21 @@ async def api_runs(request: web.Request) -> web.Response:
 
 async def api_items(request: web.Request) -> web.Response:
     run = _run(request, "run")
+    query = request.query
+    if "offset" in query or "limit" in query:  # one page, searched and filtered here
+        try:
+            offset, limit = int(query.get("offset", "0")), int(query.get("limit", "100"))
+        except ValueError:
+            raise web.HTTPBadRequest(text="offset and limit must be whole numbers") from None
+        try:
+            got_page = await asyncio.to_thread(
+                pages.page, runmod.item_file(run), runmod.labels_by_item(run.folder),
+                offset=offset, limit=limit, q=query.get("q", ""), show=query.get("filter", ""),
+                sort=query.get("sort", ""), descending=query.get("dir") == "desc")
+        except JudgekitError as exc:
+            raise web.HTTPBadRequest(text=str(exc)) from None
+        return web.json_response({"run": run.name, "method": run.method, **got_page},
+                                 dumps=_dumps)
     got = await asyncio.to_thread(runmod.items, run)
     columns = list(dict.fromkeys(k for row in got[:2000] for k in row))
     return web.json_response({"run": run.name, "method": run.method, "columns": columns,
@@ -117,7 +133,14 @@ async def api_items(request: web.Request) -> web.Response:
 async def api_item(request: web.Request) -> web.Response:
     run = _run(request, "run")
     item = request.query.get("id", "")
-    row = await asyncio.to_thread(runmod.full_item, run, item)
+    number = request.query.get("row")
+    if number is not None:  # by line number: exact, whatever the ids look like
+        if not number.isdigit():
+            raise web.HTTPBadRequest(text="row must be a line number (0, 1, ...)")
+        row = await asyncio.to_thread(pages.record, runmod.item_file(run), row=int(number))
+        item = number
+    else:
+        row = await asyncio.to_thread(pages.record, runmod.item_file(run), item=item)
     if row is None:
         raise web.HTTPNotFound(text=f"no item {item!r} in {run.name}")
     calls = await asyncio.to_thread(runmod.transcripts, run, request.app[ROOT], row)

@@ -198,6 +198,13 @@ def items(run: Run) -> list[JSONObject]:
     return out
 
 
+def labels_by_item(folder: Path) -> dict[str, dict[str, object]]:
+    """Item id -> annotator -> the label standing in the run's labels file."""
+    from judgekit.labelling import store
+
+    return dict(store.read(folder / "labels.jsonl").by_item)
+
+
 def _labels(folder: Path) -> dict[str, str]:
     from judgekit.labelling import store
 
@@ -242,7 +249,7 @@ def cassettes(run: Run, root: Path) -> list[Path]:
 
 def transcripts(run: Run, root: Path, row: JSONObject, limit: int = 50) -> list[JSONObject]:
     """The recorded calls whose prompt mentions the item (its question or text): the
-    messages sent, the raw answer, the parsed object and the model."""
+    messages sent, the raw answer, the parsed object, the model and the tokens."""
     needles = [str(row[k]) for k in ("query", "question", "instruction", "input", "prompt")
                if isinstance(row.get(k), str) and len(row[k]) >= 8]
     if not needles:
@@ -262,7 +269,9 @@ def transcripts(run: Run, root: Path, row: JSONObject, limit: int = 50) -> list[
                 found.append({"cassette": path.name, "template": (ident.get("template") or {})
                               .get("name"), "model": ident.get("model"),
                               "messages": msgs, "raw": resp.get("text"),
-                              "parsed": resp.get("parsed"), "error": resp.get("error")})
+                              "parsed": resp.get("parsed"), "error": resp.get("error"),
+                              "usage": resp.get("usage") if isinstance(resp.get("usage"),
+                                                                       dict) else None})
                 if len(found) >= limit:
                     return found
     return found

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.core import seeds
-from judgekit.data.judged import JudgedItem, check_judged, load_judged
+from judgekit.data.judged import JudgedItem, attach_labels, check_judged, load_judged
 from judgekit.judging import stages as st
 from judgekit.judging.family import same_family
 from judgekit.judging.rubric import Rubric, load_rubric
@@ -285,6 +285,8 @@ def execute(cfg: AuditConfig, client: Client) -> AuditPayload:
     items = load_judged(str(cfg.data_path), cfg.start, cfg.sample_size, cfg.indices, cfg)
     ev_rubric, ver_rubric = load_rubric(cfg.rubric), load_rubric(cfg.verifier_rubric)
     positions = list(cfg.indices or range(cfg.start, cfg.start + len(items)))
+    if cfg.human_labels:
+        attach_labels(items, positions, cfg.human_labels)
     data_checks = check_judged(items, ver_rubric.ids(), ver_rubric.aggregate, positions,
                                str(cfg.data_path), strict=cfg.strict,
                                known=ver_rubric.data_fields)

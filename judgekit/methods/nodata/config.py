@@ -51,6 +51,10 @@ class NoDataConfig(RunSettings, JudgedInput):
     # the re-read's instruction: reworded (default; a temperature-0 verifier repeats its
     # misreads under the same words) or the same words (as cassettes recorded before)
     reread_instruction: Literal["reworded", "same"] = "reworded"
+    # a labels file from `judgekit label RUN` on an earlier audit of these items (ids:
+    # the items' positions in the data file): people's pass/fail labels, counted as
+    # human values where the data has none (issue 49: items scored by hand)
+    human_labels: str | None = None
     level: float = Field(0.95, gt=0, lt=1)
     resamples: int = Field(1000, ge=200)
     ensemble: list[str] = Field(default_factory=list)

@@ -214,13 +214,14 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
     decision, rule, reason = _rule(judged, s)
     more = None
     if decision != TRUST:
-        more = items_to_score(judged.people.rate if judged.people is not None
-                              else judged.claims, s,
+        people_rate = None if judged.people is None else judged.people.rate
+        more = items_to_score(judged.claims if people_rate is None else people_rate, s,
                               0 if judged.people is None else judged.people.n)
         reason += ("; the items people scored already settle it against them" if more == 0
                    else f"; score {more} {'more ' if judged.people is not None else ''}"
-                   "audited items by hand (rubric values, or labels with judgekit label) "
-                   "to settle it against people")
+                   "items by hand (rubric values in the data, or labels with judgekit "
+                   "label RUN, read back with human_labels:) to settle it against people"
+                   + (f" (audit more items: {n} were audited)" if more > n else ""))
     v = Verdict(
         n_items=n, level=s.level, success_rate=rate, success_ci=ci, verifier=ver,
         reference=ref, distinct_rounds=rounds,
@@ -250,9 +251,9 @@ def items_to_score(rate: float, s: DecisionSettings, scored: int = 0) -> int:
     """How many more items people should score so that the judge's claims against them,
     at the rate expected now, give an interval that clears the trust threshold (or falls
     below the distrust threshold): the smallest such n minus the items already scored,
-    at least ``min_human_items`` in all (0: those scored already suffice). A rate between the thresholds cannot clear
-    either; the plan then separates the interval from the nearer one, and MAX_TO_SCORE
-    means "more than that"."""
+    at least ``min_human_items`` in all (0: those scored already suffice). A rate
+    between the thresholds cannot clear either; the plan then separates the interval
+    from the nearer one, and MAX_TO_SCORE means "more than that"."""
     lo_t, hi_t = s.distrust_threshold, s.trust_threshold
     near_hi = rate >= hi_t or (rate >= lo_t and hi_t - rate <= rate - lo_t)
     for n in range(max(s.min_human_items, 1), MAX_TO_SCORE + 1):
@@ -270,12 +271,15 @@ def items_to_score(rate: float, s: DecisionSettings, scored: int = 0) -> int:
 
 def _claims_vs_people(items: Sequence[ItemEvidence], s: DecisionSettings) -> Rate | None:
     """Share of items whose human rubric values equal the judge's claims on every shared
-    criterion (and the label, where people gave one), with its interval; None when
+    criterion (and the label, where people gave one; the label alone where people gave
+    only a label), with its interval; None when
     people scored fewer than ``min_human_items`` items."""
     hits = []
     for it in items:
         shared = [c for c in it.claimed if c in it.human_criteria]
-        if not shared:
+        if not shared:  # a label alone (scored with judgekit label) checks the label
+            if it.human_label is not None:
+                hits.append(it.human_label == it.judge_label)
             continue
         hits.append(all(it.claimed[c] == it.human_criteria[c] for c in shared)
                     and (it.human_label is None or it.human_label == it.judge_label))

@@ -95,6 +95,8 @@ class VerifierReadings:
             if shared:
                 human[r] = float(all(it.verifier_top[c] == it.human_criteria[c]
                                      for c in shared))
+            elif it.human_label is not None:  # a label alone: the verifier's label
+                human[r] = float(it.verifier_label == it.human_label)
         self.human = human if np.sum(~np.isnan(human)) >= min_human else None
         # a second verifier's re-reads say how often two readers differ, which is the
         # verifier's error only when both err alike and independently: without human

@@ -12,7 +12,6 @@ from judgekit.core.errors import StatsError
 from judgekit.methods.vbscore.metric import vb_from
 from judgekit.stats import (
     Interval,
-    normal_interval,
     paired_t_test,
 )
 from judgekit.stats.bootstrap import row_quantiles

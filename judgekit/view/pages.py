@@ -1,0 +1,250 @@
+"""Pages of a run's item records without reading the whole file per request: an index
+of line offsets (one byte scan, cached by the file's size and modification time), the
+page's lines parsed alone; and, for search, filters and sorting, one parse of every
+row's few scalar facts (id, verdict, people's label in the file), kept while the file
+is unchanged. The index lives in the viewer's memory: a run's folder holds only what
+the run wrote."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from judgekit.core.errors import DataError
+from judgekit.core.jsontypes import JSONObject
+
+MAX_LIMIT = 1000
+CELL = 2000  # characters of a nested value shown in a grid cell
+FILTERS = ("", "fail", "error", "labelled", "unlabelled", "disagree")
+_VERDICT_KEYS = ("verdict", "pass", "correct", "score")
+_ID_KEYS = ("id", "pair_id", "query_id", "item_id", "unit_id")
+
+
+def row_id(row: JSONObject, k: int) -> str:
+    """An item's id as labels name it: its first id field, else its line number."""
+    for key in _ID_KEYS:
+        if row.get(key) not in (None, ""):
+            return str(row[key])
+    return str(k)
+
+
+def flat(row: JSONObject) -> JSONObject:
+    """Scalars as they are; nested values as compact JSON text, cut to CELL characters."""
+    return {k: v if isinstance(v, (str, int, float, bool)) or v is None else
+            json.dumps(v, sort_keys=True, ensure_ascii=False)[:CELL] for k, v in row.items()}
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return math.nan
+
+
+@dataclass
+class Index:
+    """Line offsets of one JSONL file; ``facts`` once every row was parsed."""
+
+    data: bytes
+    starts: np.ndarray
+    ends: np.ndarray
+    ids: list[str] | None = None  # unique: the second row of one id is "id#2"
+    verdict: np.ndarray | None = None
+    file_label: list[Any] | None = None
+    error: np.ndarray | None = None
+    by_id: dict[str, int] = field(default_factory=dict)
+    sorted_by: dict[str, np.ndarray] = field(default_factory=dict)
+    building: Any = field(default_factory=threading.Lock)
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    def line(self, k: int) -> JSONObject:
+        try:
+            row = json.loads(self.data[int(self.starts[k]):int(self.ends[k])])
+        except ValueError:
+            row = None
+        if not isinstance(row, dict):
+            return {"_unreadable": f"line {k + 1} is not a JSON object"}
+        return row
+
+    def facts(self) -> Index:
+        """Parse every row once for its id, verdict, file label and error flag (one
+        thread builds them; another asking meanwhile waits for it)."""
+        with self.building:
+            return self._facts()
+
+    def start_facts(self) -> None:
+        """Build the facts in the background, so that the first search or filter does
+        not wait for them."""
+        if self.ids is None:
+            threading.Thread(target=self.facts, daemon=True).start()
+
+    def _facts(self) -> Index:
+        if self.ids is not None:
+            return self
+        n = len(self)
+        ids, seen = [], {}  # type: ignore[var-annotated]
+        verdict = np.full(n, np.nan)
+        error = np.zeros(n, bool)
+        labels: list[Any] = [None] * n
+        for k in range(n):
+            row = self.line(k)
+            base = row_id(row, k)
+            c = seen.get(base, 0)
+            seen[base] = c + 1
+            ids.append(base if c == 0 else f"{base}#{c + 1}")
+            verdict[k] = next((_number(row[key]) for key in _VERDICT_KEYS
+                               if row.get(key) is not None), math.nan)
+            error[k] = "_unreadable" in row or any(
+                ("error" in key.lower() or "fail" in key.lower())
+                and v not in (None, "", False, 0) for key, v in row.items())
+            got = row.get("human", row.get("label"))
+            labels[k] = None if got in (None, "") else got
+        self.by_id = {v: k for k, v in enumerate(ids)}
+        self.verdict, self.error, self.file_label = verdict, error, labels
+        self.ids = ids
+        return self
+
+    def order(self, column: str) -> np.ndarray:
+        """Row numbers sorted by ``column`` (numbers before text, missing last)."""
+        if column not in self.sorted_by:
+            keys = []
+            for k in range(len(self)):
+                v = self.line(k).get(column)
+                num = _number(v)
+                keys.append((2, 0.0, "") if v is None else (0, num, "") if not math.isnan(num)
+                            else (1, 0.0, str(v) if isinstance(v, str) else json.dumps(v)))
+            self.sorted_by[column] = np.array(sorted(range(len(self)), key=keys.__getitem__),
+                                              dtype=np.int64)
+        return self.sorted_by[column]
+
+
+_CACHE: dict[Path, tuple[tuple[int, int], Index]] = {}
+_LOCK = threading.Lock()
+
+
+def index(path: Path) -> Index:
+    """The file's index, rebuilt when its size or modification time changed."""
+    st = path.stat()
+    stamp = (st.st_size, st.st_mtime_ns)
+    with _LOCK:
+        got = _CACHE.get(path)
+        if got is not None and got[0] == stamp:
+            return got[1]
+    data = path.read_bytes()
+    raw = np.frombuffer(data, dtype=np.uint8)
+    nl = np.flatnonzero(raw == 10)
+    starts = np.concatenate([[0], nl + 1]).astype(np.int64)
+    ends = np.concatenate([nl, [len(data)]]).astype(np.int64)
+    keep = np.array([bool(data[s:e].strip()) for s, e in zip(starts.tolist(), ends.tolist())],
+                    bool)
+    made = Index(data, starts[keep], ends[keep])
+    with _LOCK:
+        _CACHE.clear()  # one file's index at a time: memory stays one file's worth
+        _CACHE[path] = (stamp, made)
+    return made
+
+
+def label_value(v: Any) -> float | None:
+    text = str(v).strip().lower()
+    if text in ("1", "1.0", "pass", "true", "first", "yes"):
+        return 1.0
+    if text in ("0", "0.0", "fail", "false", "second", "no"):
+        return 0.0
+    return None
+
+
+def page(path: Path | None, labels: dict[str, dict[str, Any]], *, offset: int = 0,
+         limit: int = 100, q: str = "", show: str = "", sort: str = "",
+         descending: bool = False) -> JSONObject:
+    """One page of rows (flat, with ``_id``, ``_row`` and ``_label``) after search,
+    filter and sort, with the counts before and after them. ``labels``: item id ->
+    annotator -> label, from the labels file."""
+    if show not in FILTERS:
+        raise DataError(f"filter {show!r}: use one of {', '.join(f or '(none)' for f in FILTERS)}")
+    if not 1 <= limit <= MAX_LIMIT or offset < 0:
+        raise DataError(f"offset {offset}, limit {limit}: use offset >= 0 and 1 <= limit <= "
+                        f"{MAX_LIMIT}")
+    if path is None:
+        return {"total": 0, "matched": 0, "offset": offset, "limit": limit, "items": [],
+                "columns": []}
+    ix = index(path)
+    n = len(ix)
+    if not (q or show or sort):  # no row but the page's is read
+        rows = np.arange(offset, min(n, offset + limit))
+        matched = n
+        ix.start_facts()
+    else:
+        ix.facts()
+        rows = ix.order(sort) if sort else np.arange(n)
+        if descending:
+            rows = rows[::-1]
+        if q:
+            rows = np.array([k for k in rows.tolist() if _has(ix, k, q.lower())], np.int64)
+        if show:
+            rows = rows[[_shown(ix, int(k), labels, show) for k in rows]] if rows.size else rows
+        matched = int(rows.size)
+        rows = rows[offset:offset + limit]
+    out = []
+    for k in rows.tolist():
+        row = ix.line(k)
+        item = {"_id": ix.ids[k] if ix.ids is not None else row_id(row, k), "_row": k}
+        item.update(flat(row))
+        got = labels.get(str(item["_id"]))
+        if got:
+            item["_label"] = ", ".join(f"{who}: {v}" for who, v in got.items())
+        elif row.get("human", row.get("label")) not in (None, ""):
+            item["_label"] = f"file: {row.get('human', row.get('label'))}"
+        out.append(item)
+    head = [ix.line(k) for k in range(min(n, 200))]
+    columns = list(dict.fromkeys(["_id", "_label"] + [k for r in head + out for k in r
+                                                      if k not in ("_row",)]))
+    return {"total": n, "matched": matched, "offset": offset, "limit": limit,
+            "columns": columns, "items": out}
+
+
+def _has(ix: Index, k: int, needle: str) -> bool:
+    """Does a value of row k contain ``needle`` (lower case)? The raw line is checked
+    first, and the parsed values only where it could match: keys do not count."""
+    if needle.isascii() and '"' not in needle and "\\" not in needle and \
+            needle.encode() not in ix.data[ix.starts[k]:ix.ends[k]].lower():
+        return False
+    return any(needle in (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
+               .lower() for v in ix.line(k).values())
+
+
+def _shown(ix: Index, k: int, labels: dict[str, dict[str, Any]], show: str) -> bool:
+    assert ix.ids is not None and ix.verdict is not None and ix.error is not None
+    given = list((labels.get(ix.ids[k]) or {}).values()) or (
+        [] if ix.file_label is None or ix.file_label[k] is None else [ix.file_label[k]])
+    if show == "fail":
+        return bool(ix.verdict[k] == 0)
+    if show == "error":
+        return bool(ix.error[k])
+    if show == "labelled":
+        return bool(given)
+    if show == "unlabelled":
+        return not given
+    values = [v for v in (label_value(x) for x in given) if v is not None]
+    return bool(values) and not math.isnan(ix.verdict[k]) and \
+        round(sum(values) / len(values)) != ix.verdict[k]
+
+
+def record(path: Path | None, *, row: int | None = None, item: str | None = None
+           ) -> JSONObject | None:
+    """One record by its line number, or by its (unique) id."""
+    if path is None:
+        return None
+    ix = index(path)
+    if row is not None:
+        return ix.line(row) if 0 <= row < len(ix) else None
+    k = ix.facts().by_id.get(item or "")
+    return None if k is None else ix.line(k)
