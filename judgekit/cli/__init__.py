@@ -17,6 +17,12 @@ def __getattr__(name: str) -> object:
         from judgekit.cli.commands import app
 
         return app
+    if name == "click_app":  # the same commands as a Click group (the docs' CLI reference)
+        import typer
+
+        from judgekit.cli.commands import app as typer_app
+
+        return typer.main.get_command(typer_app)
     raise AttributeError(f"module 'judgekit.cli' has no attribute {name!r}")
 
 

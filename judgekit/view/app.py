@@ -110,7 +110,7 @@ async def api_runs(request: web.Request) -> web.Response:
 async def api_items(request: web.Request) -> web.Response:
     run = _run(request, "run")
     query = request.query
-    if "offset" in query or "limit" in query:  # one page, searched and filtered here
+    if any(k in query for k in ("offset", "limit", "q", "filter", "sort")):  # one page
         try:
             offset, limit = int(query.get("offset", "0")), int(query.get("limit", "100"))
         except ValueError:
