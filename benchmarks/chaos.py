@@ -18,6 +18,11 @@ answered_unpersisted (answers in flight at the kill: served but not yet stored, 
 legitimately asked again), secret_leaks (occurrences of the sentinel key in every file
 written and in the workers' stderr), scrub_changed (judged texts that differ from what
 the server sent), max_call_s (longest single call, from StageResult.elapsed_s).
+Scenarios each with their own server: a torn journal, two concurrent runs, one of two
+sharers killed (``killed_run_repaid``), a full disk, a split key, open files, hostile
+exports, and the viewer under hostile requests (benchmarks/chaos_viewer.py:
+``viewer_5xx``, ``outside_root_files_served``, ``get_requests_changed_state``,
+``concurrent_label_posts_duplicate_draws``).
 The last line is one JSON object.
 """
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import signal
@@ -142,6 +148,28 @@ def concurrent_runs(root: Path, env: dict[str, str]) -> dict[str, object]:
     return {"concurrent_runs_repaid": sum(c - 1 for c in per_item.values()),
             "concurrent_runs_requests": sum(per_item.values()),
             "concurrent_runs_calls": n, "concurrent_runs_ok": rcs == [0, 0]}
+
+
+def killed_sharer(root: Path, env: dict[str, str]) -> dict[str, object]:
+    """Two runs of one config and cache started together; one is killed (SIGKILL)
+    mid-way and the other finishes: no answer persisted before the kill is paid again
+    (``killed_run_repaid``; answers in flight at the kill may be asked again)."""
+    from judgekit.testing import ChaosServer
+
+    work, n = _fresh(root, "killed_sharer"), 360
+    with ChaosServer(seed=3, delay_s=0.03) as srv:
+        procs = [subprocess.Popen(_cmd(srv.url, work, n), env=env, stderr=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL) for _ in range(2)]
+        while procs[0].poll() is None and srv.counts["ok"] < 120:
+            time.sleep(0.005)
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait()
+        persisted = persisted_items(work)
+        n_before = len(srv.log)
+        rc = procs[1].wait(600)
+        repaid = sum(1 for pr, _ in srv.log[n_before:] if _item(pr) in persisted)
+    return {"killed_run_repaid": repaid, "killed_run_survivor_ok": rc == 0,
+            "killed_run_persisted": len(persisted)}
 
 
 def disk_full(root: Path, env: dict[str, str]) -> dict[str, object]:
@@ -305,9 +333,16 @@ def main() -> None:
         faults = dict(srv.counts)
     wall = time.perf_counter() - t0
     extra: dict[str, object] = {}
-    for scenario in (torn_journal, concurrent_runs, disk_full, split_key, open_files):
+    for scenario in (torn_journal, concurrent_runs, killed_sharer, disk_full, split_key,
+                     open_files):
         extra.update(scenario(work / "scenarios", env))
     extra.update(hostile_exports(work / "scenarios" / "hostile"))
+    spec = importlib.util.spec_from_file_location("chaos_viewer",
+                                                  Path(__file__).with_name("chaos_viewer.py"))
+    assert spec is not None and spec.loader is not None
+    viewer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(viewer)
+    extra.update(viewer.viewer_scenarios(work / "scenarios" / "viewer"))
     rows = json.loads((work / "results.json").read_text()) if rc == 0 else []
     by_kind: dict[str, int] = {}
     for r in rows:

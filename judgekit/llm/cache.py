@@ -4,7 +4,9 @@ Values are stored as JSON text, never as pickles: a cache directory is data,
 and loading it must not run code. An entry in any other form (a pickle planted
 or left by an older version) is refused and counted as a miss. A cache that
 cannot be opened or read (a truncated ``cache.db``, a full disk) is reported
-once as a warning and bypassed: calls go to the provider and the run goes on.
+once as a warning and bypassed: calls go to the provider and the run goes on. A cache
+that can be read but not written (a read-only folder or file system) is used read-only:
+its answers are served, new answers are not stored, with one warning.
 Only successful answers are stored; a failed call is simply a miss next time.
 """
 
@@ -77,6 +79,54 @@ class CacheStats:
     last_run_misses: int
 
 
+class _ReadOnlyCache:
+    """The part of diskcache.Cache the response cache uses, on a cache it may not write
+    (a read-only folder or file system): lookups read SQLite directly, with ``mode=ro``
+    (or ``immutable=1`` where even SQLite's shared-memory file cannot be made), and
+    writes are refused (``set_many`` does not call them)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        db = directory / "cache.db"
+        if not db.is_file():
+            raise sqlite3.OperationalError(f"no cache.db in {directory}")
+        last: sqlite3.Error | None = None
+        for flags in ("mode=ro", "mode=ro&immutable=1"):
+            try:
+                con = sqlite3.connect(f"file:{db}?{flags}", uri=True, check_same_thread=False)
+                con.execute("SELECT count(*) FROM Cache").fetchone()
+                self._con = con
+                return
+            except sqlite3.Error as exc:
+                last = exc
+        raise last or sqlite3.OperationalError("cannot open the cache read-only")
+
+    def get(self, key: str) -> str | None:
+        row = self._con.execute("SELECT value, filename, mode, raw FROM Cache WHERE key = ?",
+                                (key,)).fetchone()
+        if row is None:
+            return None
+        value, filename, mode, raw = row
+        if not raw or mode == diskcache.core.MODE_PICKLE:
+            raise UnsafeEntry("cache value is not JSON text (a pickle?)")
+        if filename:
+            return (self.directory / filename).read_text(encoding="utf-8")
+        return value if isinstance(value, str) else None
+
+    def __contains__(self, key: str) -> bool:
+        return self._con.execute("SELECT 1 FROM Cache WHERE key = ?", (key,)).fetchone() \
+            is not None
+
+    def __len__(self) -> int:
+        return int(self._con.execute("SELECT count(*) FROM Cache").fetchone()[0])
+
+    def volume(self) -> int:
+        return sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
+
+    def close(self) -> None:
+        self._con.close()
+
+
 class ResponseCache:
     """A JSON-valued diskcache that counts hits and misses and never raises on I/O."""
 
@@ -90,6 +140,7 @@ class ResponseCache:
         self._cache: diskcache.Cache | None = None
         self._writer: BatchWriter[tuple[str, CallRecord]] | None = None
         self._reader: sqlite3.Connection | None = None  # prefetch's read-only connection
+        self.read_only = False  # answers are served, new ones not stored
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             # cull_limit 0: no eviction query on every write (two more SQL statements per
@@ -97,7 +148,14 @@ class ResponseCache:
             self._cache = diskcache.Cache(str(self.directory), size_limit=2**34,
                                           disk=_JSONOnlyDisk, cull_limit=0)
         except _CACHE_ERRORS as exc:
-            self._disable(exc)
+            try:  # a folder it may read but not write: used read-only
+                self._cache = cast(diskcache.Cache, _ReadOnlyCache(self.directory))
+                self.read_only = True
+                log.warning("judgekit: the response cache at %s cannot be written (%s); its "
+                            "answers are served and new answers are not stored",
+                            self.directory, type(exc).__name__)
+            except (*_CACHE_ERRORS, UnsafeEntry):
+                self._disable(exc)
 
     @property
     def available(self) -> bool:
@@ -216,7 +274,7 @@ class ResponseCache:
         write-ahead log, so a committed batch survives a crash of the machine, not only
         of the process."""
         cache = self._cache
-        if cache is None or not items:
+        if cache is None or not items or self.read_only:
             return
         try:
             with cache.transact():
@@ -228,7 +286,7 @@ class ResponseCache:
             self._disable(exc)
 
     def delete(self, key: str) -> None:
-        if self._cache is None:
+        if self._cache is None or self.read_only:
             return
         try:
             self._cache.delete(key)
@@ -254,7 +312,7 @@ class ResponseCache:
         if self._cache is None:
             return
         with contextlib.suppress(*_CACHE_ERRORS):  # the counts are informative only
-            if self.hits or self.misses:
+            if (self.hits or self.misses) and not self.read_only:
                 self._cache.set(_STATS_KEY, json.dumps({"hits": self.hits,
                                                         "misses": self.misses}))
             self._cache.close()
@@ -274,6 +332,6 @@ class ResponseCache:
                           int(last.get("hits", 0)), int(last.get("misses", 0)))
 
     def clear(self) -> int:
-        if self._cache is None:
+        if self._cache is None or self.read_only:
             return 0
         return int(self._cache.clear())

@@ -85,6 +85,9 @@ async def report(request: web.Request) -> web.StreamResponse:
     path = folder / "report.html"
     if not path.is_file():
         raise web.HTTPNotFound(text=f"{folder.name} has no report.html")
+    if not runmod.inside(request.app[ROOT], path):
+        raise web.HTTPForbidden(text=f"{folder.name}/report.html leads outside the served "
+                                "folder: not served")
     # a copied run's report is not trusted: sandboxed, its scripts run in an origin of
     # their own and cannot reach the API (POSTs need a preflight nobody answers)
     return web.FileResponse(path, headers={"Content-Type": "text/html; charset=utf-8",
@@ -168,7 +171,9 @@ def _label_source(request: web.Request, name: str) -> Any:
 
     try:
         run = runmod.find(request.app[ROOT], name)
-        return label_source(run.folder)
+        src = label_source(run.folder)
+        runmod.confined(request.app[ROOT], src.labels_path, "the labels file")
+        return src
     except JudgekitError as exc:
         raise web.HTTPBadRequest(text=str(exc)) from None
 
@@ -283,6 +288,24 @@ def _ci(ci: Any) -> str:
 
 
 @web.middleware
+async def total(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Every failure is a 4xx with one line, and the server stays up: a judgekit error
+    says what to fix; anything else (a NUL byte in a name, a body nested too deep, a
+    torn file) is named by its kind."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except JudgekitError as exc:
+        raise web.HTTPBadRequest(text=str(exc).splitlines()[0] if str(exc) else
+                                 type(exc).__name__) from None
+    except Exception as exc:  # noqa: BLE001 - the one place that turns anything into a 4xx
+        first = (str(exc).splitlines() or [""])[0][:200]
+        raise web.HTTPBadRequest(text=f"cannot answer this request ({type(exc).__name__}"
+                                 f"{': ' + first if first else ''})") from None
+
+
+@web.middleware
 async def local_only(request: web.Request, handler: Any) -> web.StreamResponse:
     host = (request.host or "").rsplit(":", 1)[0].strip("[]")
     if host not in ("127.0.0.1", "localhost"):
@@ -291,7 +314,7 @@ async def local_only(request: web.Request, handler: Any) -> web.StreamResponse:
 
 
 def make_app(root: Path) -> web.Application:
-    app = web.Application(middlewares=[local_only], client_max_size=1 << 20)
+    app = web.Application(middlewares=[local_only, total], client_max_size=1 << 20)
     app[ROOT] = root
     app.router.add_get("/", index)
     app.router.add_get("/run", _static("run.html"))

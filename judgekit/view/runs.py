@@ -151,18 +151,35 @@ def find(root: Path, name: str) -> Run:
     return run
 
 
+def inside(root: Path, path: Path) -> bool:
+    """Does ``path``, links followed, stay inside ``root``? What the viewer reads or
+    writes must: a link planted in a run folder is not a way out."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError, RuntimeError):  # a loop, a NUL byte
+        return False
+
+
+def confined(root: Path, path: Path, what: str) -> Path:
+    """``path`` if it stays inside ``root``, else a one-line error naming it."""
+    if not inside(root, path):
+        raise DataError(f"{what} {path.name} leads outside the served folder: not served")
+    return path
+
+
 def item_file(run: Run | Path) -> Path | None:
     """The run's item records: its payload's first detail file (a folder given alone:
-    its largest JSONL file that is not labels or failures)."""
+    its largest JSONL file that is not labels or failures). A file whose link leads
+    out of its run's folder is not one."""
     if isinstance(run, Run):
         for name in run.details:
-            if (run.folder / name).is_file():
+            if (run.folder / name).is_file() and inside(run.folder, run.folder / name):
                 return run.folder / name
         folder = run.folder
     else:
         folder = run
-    rest = sorted((p for p in folder.glob("*.jsonl") if p.name not in SKIP),
-                  key=lambda p: -p.stat().st_size)
+    rest = sorted((p for p in folder.glob("*.jsonl") if p.name not in SKIP
+                   and p.is_file() and inside(folder, p)), key=lambda p: -p.stat().st_size)
     return rest[0] if rest else None
 
 
@@ -214,29 +231,29 @@ def _labels(folder: Path) -> dict[str, str]:
 
 
 def full_item(run: Run, item: str) -> JSONObject | None:
-    path = item_file(run)
-    for k, row in enumerate(read_jsonl(path) if path else []):
-        if item_id(row, k) == item.split("#")[0]:
-            return row
-    return None
+    from judgekit.view import pages
+
+    return pages.record(item_file(run), item=item)
 
 
 def cassettes(run: Run, root: Path) -> list[Path]:
     """The cassette the run's config names, else cassettes/*.json under the viewer's
-    root or beside the run, else the packaged cassette of its experiment name."""
+    root or beside the run, else the packaged cassette of its experiment name: only
+    files inside the served folder, or the packaged ones."""
     from judgekit.runs.folder import head
     from judgekit.runs.names import RESULTS
 
     cfg = (head(run.folder) or {}).get("config", {})
     named = cfg.get("cassette") if isinstance(cfg, dict) else None
     out: list[Path] = []
-    if isinstance(named, str):
-        for cand in (Path(named), run.folder / named, root / named):
-            if cand.is_file():
+    if isinstance(named, str) and "\x00" not in named:
+        for cand in (run.folder / named, root / named):  # never an absolute path outside
+            if cand.is_file() and inside(root, cand):
                 out.append(cand)
                 break
     for d in (root / "cassettes", run.folder.parent / "cassettes", run.folder):
-        out += sorted(d.glob("*.json")) if d.is_dir() else []
+        out += sorted(p for p in d.glob("*.json") if inside(root, p)) \
+            if d.is_dir() and inside(root, d) else []
     if isinstance(cfg, dict) and cfg.get("name"):
         from judgekit.core.resources import resource_dir
 
