@@ -81,3 +81,32 @@ def test_demo_report_shows_each_figure_once_and_its_headline_first(tmp_path):
     assert page.index("class='warning'") < page.index("Headline: demo: VB = 1.000 [0.333, "
                                                       "1.000]") < first_table
     assert "n = 4 queries" in page[:first_table]
+
+
+def test_no_report_shows_literal_markdown(tmp_path):
+    """Every report's prose reaches the HTML page without Markdown syntax (the probe's
+    said "**Direction**"), and the page of a large run is bounded (the rest is paged by
+    `judgekit view`)."""
+    from judgekit.report.document import Doc, Para, to_html
+
+    for name in ("probe_local", "nodata_west_frisian", "demo"):
+        judgekit.run(name, cassette_mode="none", out=str(tmp_path / name))
+        page = (tmp_path / name / "report.html").read_text()
+        prose = re.sub(r"<(script|style|code|pre)\b.*?</\1>", "", page, flags=re.S)
+        assert "**" not in prose, name
+    assert "**" not in to_html(Doc("t", [Para("plain words")]))
+
+
+def test_a_large_run_keeps_report_html_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(rhtml, "MAX_ITEMS", 50)
+    monkeypatch.setattr(rhtml, "MAX_SUMMARISED", 100)
+    res = judgekit.run("nodata_synthetic", evaluators=["dt_decimal"], phi=[0.5],
+                       escape_rounds=[1], out=str(tmp_path / "syn"))
+    page = (tmp_path / "syn" / "report.html").read_text()
+    assert page.count("<details class='item'") == 50
+    data = re.search(r"<script type='application/json' id='jk-rest-data'>(.*?)</script>",
+                     page, re.S).group(1)
+    assert len(json.loads(data.replace("<\\/", "</"))) == 100
+    n = sum(1 for _ in (tmp_path / "syn" / "items.jsonl").open())
+    assert f"The other {n - 150} are in items.jsonl" in page and "judgekit view" in page
+    assert res is not None

@@ -164,7 +164,8 @@ def test_view_usage_errors(tmp_path):
     assert r.stderr.strip().count("\n") == 0
 
 
-def test_view_stays_fast_on_20000_items(tmp_path):
+def test_view_reads_20000_items(tmp_path):
+    """(Its speed is measured by benchmarks/view_pages.py, never asserted by a test.)"""
     from judgekit.view import runs as runmod
 
     folder = tmp_path / "big"
@@ -174,9 +175,9 @@ def test_view_stays_fast_on_20000_items(tmp_path):
         json.dumps({"id": f"i{i}", "verdict": i % 2, "system": "AB"[i % 2],
                     "explanation": "x" * 200}) + "\n" for i in range(20000)))
     run = runmod.find(tmp_path, "big")
-    t = time.perf_counter()
     got = runmod.items(run)
-    assert len(got) == 20000 and time.perf_counter() - t < 5
+    assert len(got) == 20000 and got[19999]["_id"] == "i19999"
+    assert got[5]["explanation"] == "x" * 200
 
 
 needs_chromium = pytest.mark.skipif(chromium() is None,

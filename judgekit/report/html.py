@@ -98,6 +98,8 @@ _SINGULAR = {"queries": "query", "items": "item", "replica_failures": "failed re
 MAX_REPLICAS = 5  # replicas shown per query; the rest stay in queries.jsonl
 MAX_ITEMS = 2000  # items rendered on the page; the rest are searchable as compact rows
 MAX_REST_SHOWN = 300  # rows beyond MAX_ITEMS listed at once for a search
+MAX_SUMMARISED = 20_000  # compact rows beyond MAX_ITEMS: the page has a fixed maximum size;
+# the rest are in the detail file, paged by `judgekit view`
 Item = tuple[str, str, str]  # (kind for the filter, summary line, body HTML)
 
 
@@ -136,11 +138,16 @@ def write_report_html(out: Path, doc: Doc, details: Mapping[str, Any],
         # tables were held at once)
         rest_rows: list[tuple[str, str, str, int]] = [
             (k, s, html.unescape(_TAGS.sub("", s)).lower(), i)
-            for i, (k, s, _) in enumerate(map(render, rows), start=MAX_ITEMS + 1)]
+            for i, (k, s, _) in enumerate(map(render, itertools.islice(rows, MAX_SUMMARISED)),
+                                          start=MAX_ITEMS + 1)]
+        covered = MAX_ITEMS + len(rest_rows)
         more = (f"<p>{MAX_ITEMS} of {total} are shown in full; the search and the filter "
-                f"cover all {total} (matches beyond these are listed below them, "
-                f"{MAX_REST_SHOWN} at a time, with their line in {html.escape(name)}.jsonl)."
-                "</p>" if rest_rows else "")
+                f"cover {'all ' if covered >= total else 'the first '}{covered} (matches "
+                f"beyond these are listed below them, {MAX_REST_SHOWN} at a time, with their "
+                f"line in {html.escape(name)}.jsonl)."
+                + (f" The other {total - covered} are in {html.escape(name)}.jsonl: "
+                   "<code>judgekit view FOLDER</code> pages, searches and filters every one."
+                   if covered < total else "") + "</p>" if rest_rows else "")
         kinds = sorted({k for k, _, _ in items} | {r[0] for r in rest_rows})
         options = "".join(f"<option value='{html.escape(k)}'>{html.escape(k)}</option>"
                           for k in kinds)

@@ -38,8 +38,8 @@ def build(cfg: ProbeConfig, r: ProbePayload, seed: int | None) -> Doc:
         f"seed {seed}. Intervals: {lv} (Newcombe's "
         "paired score interval for differences, Wilson for rates). Decisions: "
         f"Benjamini-Hochberg over every test below at {1 - cfg.level:.2g}."),
-        Para("Two questions, two tests. **Direction** (bias): does a transform move verdicts one "
-        "way? **Consistency**: does it flip verdicts more often than " + (
+        Para("Two questions, two tests. Direction (bias): does a transform move verdicts one "
+        "way? Consistency: does it flip verdicts more often than " + (
             "the placebo, an irrelevant reference id added to the question" if floor ==
             "the placebo" else "identical re-runs of each verdict") +
         "? A judge can be inconsistent without being biased."),
