@@ -314,3 +314,35 @@ def test_a_page_of_a_hundred_thousand_items_reads_only_its_rows(tmp_path, monkey
     assert got["total"] == 100_000 and len(got["items"]) == 100
     assert got["items"][0]["input"] == "question 99900" and got["items"][-1]["_row"] == 99_999
     assert sorted(set(calls)) == list(range(200)) + list(range(99_900, 100_000))
+
+
+@needs_chromium
+def test_one_grid_holds_every_runs_items_with_the_run_as_a_column(server):
+    base, folder, truth, _ = server
+    got = json.loads(_get(base + "/api/samples?offset=0&limit=1000")[1])
+    runs = {x["_run"] for x in got["items"]}
+    assert {"verdicts_a", "verdicts_b"} <= runs and got["columns"][0] == "_run"
+    a = json.loads(_get(base + "/api/items?run=verdicts_a&limit=1")[1])
+    b = json.loads(_get(base + "/api/items?run=verdicts_b&limit=1")[1])
+    assert got["total"] >= a["total"] + b["total"]
+    one = json.loads(_get(base + "/api/samples?limit=10&q=i123")[1])
+    assert {(x["_run"], x["_id"]) for x in one["items"]} >= {("verdicts_a", "i123"),
+                                                             ("verdicts_b", "i123")}
+
+    async def session() -> None:
+        async with Browser() as b:
+            await b.goto(base + "/samples")
+            count = await b.eval("document.getElementById('count').textContent")
+            assert count == f"{got['total']} of {got['total']} items"
+            assert await b.eval("document.getElementById('label') === null")
+            head = await b.eval("[...document.querySelectorAll('#head th')]"
+                                ".map(t => t.dataset.col)")
+            assert head[0] == "_run"
+            await b.key("j")  # the cursor moves to the next row, Enter opens it
+            assert await b.eval("document.querySelectorAll('#body tr.cursor').length") == 1
+            await b.eval("document.dispatchEvent(new KeyboardEvent('keydown', "
+                         "{key: 'Enter'}))")
+            await b.wait_for("document.getElementById('dtitle').textContent.includes(' \\u00b7 ')")
+            await b.wait_for("document.getElementById('dbody').textContent.includes("
+                             "'every field')")
+    asyncio.run(session())

@@ -3,7 +3,8 @@
 Pages: ``/`` the run list; ``/run?name=`` a run's sample grid and transcripts;
 ``/report?name=`` its report; ``/compare?a=&b=`` two runs on the same items;
 ``/cards?run=&run=`` judge cards side by side; ``/label?name=`` the labelling page.
-API (JSON): ``/api/runs``, ``/api/items?run=``, ``/api/item?run=&id=``,
+API (JSON): ``/api/runs``, ``/api/items?run=`` (``&offset=&limit=&q=&filter=&sort=``: one
+page), ``/api/samples?offset=&limit=`` (every run's items), ``/api/item?run=&id=|row=``,
 ``/api/next?run=`` (read only; ``POST /api/next`` draws the next batch), ``POST
 /api/label`` and ``POST /api/undo``.
 
@@ -125,12 +126,35 @@ async def api_items(request: web.Request) -> web.Response:
                 sort=query.get("sort", ""), descending=query.get("dir") == "desc")
         except JudgekitError as exc:
             raise web.HTTPBadRequest(text=str(exc)) from None
-        return web.json_response({"run": run.name, "method": run.method, **got_page},
-                                 dumps=_dumps)
+        return web.json_response({"run": run.name, "method": run.method,
+                                  "labelable": run.labelable, **got_page}, dumps=_dumps)
     got = await asyncio.to_thread(runmod.items, run)
     columns = list(dict.fromkeys(k for row in got[:2000] for k in row))
     return web.json_response({"run": run.name, "method": run.method, "columns": columns,
                               "items": got}, dumps=_dumps)
+
+
+async def api_samples(request: web.Request) -> web.Response:
+    """One page of the sample grid across every run under the folder (``_run`` names
+    each row's run)."""
+    query = request.query
+    try:
+        offset, limit = int(query.get("offset", "0")), int(query.get("limit", "100"))
+    except ValueError:
+        raise web.HTTPBadRequest(text="offset and limit must be whole numbers") from None
+    if query.get("filter", "") not in pages.FILTERS:
+        raise web.HTTPBadRequest(text=f"filter {query.get('filter')!r}: use one of "
+                                 f"{', '.join(f for f in pages.FILTERS if f)}")
+
+    def build() -> JSONObject:
+        found = runmod.discover(request.app[ROOT])
+        sources = [(r.name, runmod.item_file(r)) for r in found]
+        labels = {r.name: runmod.labels_by_item(r.folder) for r in found}
+        return pages.page_many(sources, labels, offset=offset, limit=limit,
+                               q=query.get("q", ""), show=query.get("filter", ""))
+
+    got = await _off_loop(build)
+    return web.json_response(got, dumps=_dumps)
 
 
 async def api_item(request: web.Request) -> web.Response:
@@ -318,12 +342,14 @@ def make_app(root: Path) -> web.Application:
     app[ROOT] = root
     app.router.add_get("/", index)
     app.router.add_get("/run", _static("run.html"))
+    app.router.add_get("/samples", _static("run.html"))  # the grid across every run
     app.router.add_get("/compare", _static("compare.html"))
     app.router.add_get("/label", _static("label.html"))
     app.router.add_get("/report", report)
     app.router.add_get("/cards", cards)
     app.router.add_get("/api/runs", api_runs)
     app.router.add_get("/api/items", api_items)
+    app.router.add_get("/api/samples", api_samples)
     app.router.add_get("/api/item", api_item)
     app.router.add_get("/api/next", api_next)
     app.router.add_post("/api/next", api_next)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ MAX_LIMIT = 1000
 CELL = 2000  # characters of a nested value shown in a grid cell
 FILTERS = ("", "fail", "error", "labelled", "unlabelled", "disagree")
 _VERDICT_KEYS = ("verdict", "pass", "correct", "score")
+# the grid's first columns, where a run has them: what a person reads first
+FIRST_COLUMNS = ("system", "input", "question", "prompt", "query", "first", "second",
+                 "output", "answer", "response", "reference", "verdict", "winner", "score",
+                 "success", "human", "explanation")
 _ID_KEYS = ("id", "pair_id", "query_id", "item_id", "unit_id")
 
 
@@ -127,8 +132,10 @@ class Index:
         return self.sorted_by[column]
 
 
-_CACHE: dict[Path, tuple[tuple[int, int], Index]] = {}
+_CACHE: OrderedDict[Path, tuple[tuple[int, int], Index]] = OrderedDict()
 _LOCK = threading.Lock()
+CACHE_FILES = 16  # indexes kept (least recently used dropped first) ...
+CACHE_BYTES = 512 << 20  # ... and no more bytes of files than this
 
 
 def index(path: Path) -> Index:
@@ -138,6 +145,7 @@ def index(path: Path) -> Index:
     with _LOCK:
         got = _CACHE.get(path)
         if got is not None and got[0] == stamp:
+            _CACHE.move_to_end(path)
             return got[1]
     data = path.read_bytes()
     raw = np.frombuffer(data, dtype=np.uint8)
@@ -148,8 +156,11 @@ def index(path: Path) -> Index:
                     bool)
     made = Index(data, starts[keep], ends[keep])
     with _LOCK:
-        _CACHE.clear()  # one file's index at a time: memory stays one file's worth
         _CACHE[path] = (stamp, made)
+        _CACHE.move_to_end(path)
+        while len(_CACHE) > 1 and (len(_CACHE) > CACHE_FILES or sum(
+                len(ix.data) for _, ix in _CACHE.values()) > CACHE_BYTES):
+            _CACHE.popitem(last=False)
     return made
 
 
@@ -183,7 +194,8 @@ def page(path: Path | None, labels: dict[str, dict[str, Any]], *, offset: int = 
         matched = n
         ix.start_facts()
     else:
-        ix.facts()
+        if show:  # ids, verdicts and file labels of every row (a search needs none)
+            ix.facts()
         rows = ix.order(sort) if sort else np.arange(n)
         if descending:
             rows = rows[::-1]
@@ -205,10 +217,48 @@ def page(path: Path | None, labels: dict[str, dict[str, Any]], *, offset: int = 
             item["_label"] = f"file: {row.get('human', row.get('label'))}"
         out.append(item)
     head = [ix.line(k) for k in range(min(n, 200))]
-    columns = list(dict.fromkeys(["_id", "_label"] + [k for r in head + out for k in r
-                                                      if k not in ("_row",)]))
+    seen = list(dict.fromkeys(k for r in head + out for k in r if k not in ("_row", "_id",
+                                                                             "_label")))
+    first = [k for k in FIRST_COLUMNS if k in seen]
+    columns = ["_id"] + first + ["_label"] + [k for k in seen if k not in first]
     return {"total": n, "matched": matched, "offset": offset, "limit": limit,
             "columns": columns, "items": out}
+
+
+def page_many(sources: list[tuple[str, Path | None]],
+              labels: dict[str, dict[str, dict[str, Any]]], *, offset: int = 0,
+              limit: int = 100, q: str = "", show: str = "") -> JSONObject:
+    """One page of the sample grid across runs: every run's rows in turn, each row
+    with ``_run``; search and filters apply to each run's rows (sorting is per run, on
+    its own page). ``labels``: run name -> its labels."""
+    if not 1 <= limit <= MAX_LIMIT or offset < 0:
+        raise DataError(f"offset {offset}, limit {limit}: use offset >= 0 and 1 <= limit <= "
+                        f"{MAX_LIMIT}")
+    total = matched = 0
+    out: list[JSONObject] = []
+    columns: dict[str, None] = {"_run": None}
+    for name, path in sources:
+        if path is None:
+            continue
+        n = len(index(path))
+        total += n
+        if not (q or show):  # the run's rows count without reading them
+            here, start = n, max(0, offset - matched)
+            take = min(max(0, limit - len(out)), max(0, here - start))
+            got = page(path, labels.get(name, {}), offset=start, limit=max(1, take)) \
+                if take else None
+        else:
+            got = page(path, labels.get(name, {}), offset=max(0, offset - matched),
+                       limit=MAX_LIMIT, q=q, show=show)
+            here = int(got["matched"])
+            take = min(max(0, limit - len(out)), max(0, here - max(0, offset - matched)))
+        if got is not None:
+            for row in got["items"][:take]:
+                out.append({"_run": name, **row})
+            columns.update(dict.fromkeys(got["columns"]))
+        matched += here
+    return {"total": total, "matched": matched, "offset": offset, "limit": limit,
+            "columns": list(columns), "items": out}
 
 
 def _has(ix: Index, k: int, needle: str) -> bool:

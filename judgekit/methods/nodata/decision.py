@@ -219,9 +219,10 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
                               0 if judged.people is None else judged.people.n)
         reason += ("; the items people scored already settle it against them" if more == 0
                    else f"; score {more} {'more ' if judged.people is not None else ''}"
-                   "items by hand (rubric values in the data, or labels with judgekit "
-                   "label RUN, read back with human_labels:) to settle it against people"
-                   + (f" (audit more items: {n} were audited)" if more > n else ""))
+                   "items by hand to settle it against people (rubric values in the data, "
+                   "or pass/fail labels from judgekit label RUN, given back as "
+                   "human_labels)" + (f"; audit more items first: {n} were audited"
+                                      if more > n else ""))
     v = Verdict(
         n_items=n, level=s.level, success_rate=rate, success_ci=ci, verifier=ver,
         reference=ref, distinct_rounds=rounds,

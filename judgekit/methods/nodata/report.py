@@ -114,11 +114,18 @@ def _verdict_table(v: Verdict) -> Table | None:
         rows.append(["verifier disagrees with its own re-reading",
                      f"{ver.disagreement:.3f} {ci(ver.disagreement_ci)}",
                      ver.readings])
+    if ver.paraphrase_agreement is not None:
+        pa = ver.paraphrase_agreement
+        rows.append(["paraphrase readings that read as x did",
+                     f"{pa.rate:.3f} {ci(pa.ci)}", pa.n])
     la = v.label_accuracy
     if la:
         rows.append(["label accuracy (human labels) / majority label / random",
                      f"{la.accuracy:.3f} / {la.majority_label:.3f} / "
                      f"{la.random_at_judge_rate:.3f}", la.n])
+    if v.items_to_score is not None:
+        rows.append(["items people should score by hand to settle it",
+                     str(v.items_to_score), "" if people is None else people.n])
     return Table(["evidence", "value", "n"], rows, "verdict")
 
 
