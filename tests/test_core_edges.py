@@ -252,12 +252,17 @@ def test_ppi_mean_lambda_and_clipping_by_hand():
     # an anti-correlated judge: lambda clipped at 0
     c = ppi_mean([1.0, 0, 1, 0, 1, 0], [1.0, 0, 1, 0], [0.0, 1, 0, 1])
     assert c.lam == 0.0 and c.estimate == 0.5
-    # a perfect judge on the labelled items: lambda = 1, estimate = mean over all items
+    # a perfect judge on 20 labelled items: lambda = 1, estimate = mean over all items
+    fl = [1.0, 0.0] * 10
+    c = ppi_mean(fl + [1.0] * 20, fl, fl)
+    assert c.lam == 1.0 and c.estimate == pytest.approx(30 / 40)
+    # ... on 3 labelled items it is not trusted: the rectifier's variance with one
+    # pseudo-disagreement each way (1/3) exceeds the labels' own (0.28), so lambda = 0
     c = ppi_mean([1.0, 0, 1, 1, 1, 1], [1.0, 0, 1], [1.0, 0, 1])
-    assert c.lam == 1.0 and c.estimate == pytest.approx(5 / 6)
+    assert c.lam == 0.0 and c.estimate == pytest.approx(2 / 3)
     # the judge scaled: Cov / Var > 1 is clipped to 1
-    c = ppi_mean([0.5, 0.0, 0.5, 0.5], [0.5, 0.0], [1.0, 0.0])
-    assert c.lam == 1.0 and c.estimate == pytest.approx(0.375 + 0.25)
+    c = ppi_mean([0.5, 0.0] * 10 + [0.5, 0.5], [0.5, 0.0] * 10, [1.0, 0.0] * 10)
+    assert c.lam == 1.0 and c.estimate == pytest.approx(6 / 22 + 0.25)
     assert 0.0 <= c.ci[0] <= c.estimate <= c.ci[1] <= 1.0
     # an estimate outside [0, 1] (a small sample) is reported clipped
     c = ppi_mean([1.0] * 8 + [0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 1.0], lam=1.0)

@@ -258,14 +258,21 @@ def test_ppi_point_estimate_equals_ppi_py(seed):
 
 
 def test_ppi_variance_by_hand():
-    """Var = (1/n - 1/N) Var(y - lam f) + Var(y) / N, reported as Wilson at the
-    effective n = n * Var(y)/n / Var, with Student's t on n - 1 df and half of Wilson's
-    continuity correction (the human-only interval the same at n)."""
+    """Var = (1/n - 1/N) Var(y - lam f) + Var(y) / N, the rectifier's variance with one
+    pseudo-observation at each end of its range [-lam, 1] at weight 1/2 (Agresti and
+    Min), reported as Wilson at the effective n = n * Var(y)/n / Var, with Student's t
+    on n - 1 df and half of Wilson's continuity correction (the human-only interval the
+    same at n)."""
     f = np.array([1, 0, 1, 1, 0, 1, 0, 1, 1, 1], float)
     fl, y = f[:6], np.array([1, 0, 1, 0, 0, 1], float)
     c = ppi.ppi_mean(f, fl, y, 0.9, lam=0.5)
     rect = y - 0.5 * fl
-    var = (1 / 6 - 1 / 10) * rect.var(ddof=1) + y.var(ddof=1) / 10
+    vals = np.concatenate([rect, [-0.5, 1.0]])
+    w = np.array([1.0] * 6 + [0.5, 0.5])
+    m = (w * vals).sum() / w.sum()
+    pseudo = (w * (vals - m) ** 2).sum() / (w.sum() - 1)
+    assert pseudo > rect.var(ddof=1)
+    var = (1 / 6 - 1 / 10) * pseudo + y.var(ddof=1) / 10
     est = 0.5 * f.mean() + rect.mean()
     n_eff = 6 * max(1.0, y.var(ddof=1) / 6 / var)
     assert c.estimate == pytest.approx(est)

@@ -82,23 +82,30 @@ def test_repeat_reliability_spearman_brown():
 
 
 def test_ppi_formula_pinned():
+    from judgekit.stats.bootstrap import pseudo_variance
     from judgekit.stats.proportions import wilson_effective
 
-    f = np.array([1, 1, 0, 1, 0, 1, 1, 0], float)
-    fl, y = np.array([1, 0, 1, 1], float), np.array([1, 0, 0, 1], float)
+    f = np.array([1, 1, 0, 1, 0, 1, 1, 0] * 5, float)
+    fl, y = np.array([1, 0, 1, 1] * 5, float), np.array([1, 0, 0, 1] * 5, float)
     c = ppi_mean(f, fl, y, level=0.90)
-    # power tuning: lambda = Cov(f, y) / Var(f) = (1/6) / (1/4)
+    # power tuning: lambda = Cov(f, y) / Var(f) = (1/8) / (3/16)
     assert c.lam == pytest.approx(2 / 3)
     rect = y - c.lam * fl
     assert c.estimate == pytest.approx(c.lam * f.mean() + rect.mean()) == pytest.approx(5 / 12)
-    var = (1 / 4 - 1 / 8) * rect.var(ddof=1) + y.var(ddof=1) / 8
-    n_eff = 4 * (y.var(ddof=1) / 4) / var
-    assert c.ci == pytest.approx(list(wilson_effective(5 / 12, n_eff, 0.90, 0.5, df=3)))
-    assert c.human_only == 0.5 and c.n_labelled == 4
-    assert c.human_only_ci == pytest.approx(list(wilson_effective(0.5, 4, 0.90, 0.5, df=3)))
+    # the rectifier's variance counts a pseudo-disagreement each way (range [-lam, 1])
+    resid = pseudo_variance(rect, -c.lam, 1.0)
+    var = (1 / 20 - 1 / 40) * resid + y.var(ddof=1) / 40
+    n_eff = 20 * (y.var(ddof=1) / 20) / var
+    assert c.ci == pytest.approx(list(wilson_effective(5 / 12, n_eff, 0.90, 0.5, df=19)))
+    assert c.human_only == 0.5 and c.n_labelled == 20
+    assert c.human_only_ci == pytest.approx(list(wilson_effective(0.5, 20, 0.90, 0.5, df=19)))
     # lambda = 0 is the human labels alone
     c0 = ppi_mean(f, fl, y, level=0.90, lam=0.0)
     assert c0.estimate == 0.5 and c0.ci == pytest.approx(c0.human_only_ci)
+    # four labels: the tuned judge no longer helps once its rectifier counts the
+    # pseudo-disagreements, so the human labels alone are reported
+    small = ppi_mean(f[:8], fl[:4], y[:4], level=0.90)
+    assert small.lam == 0.0 and small.ci == pytest.approx(small.human_only_ci)
 
 
 def test_wilson_continuity_corrected_matches_newcombe_1998_table():

@@ -90,6 +90,17 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
         # verifier's own words
         assert n["config"].pop("reread_instruction") == "same"
         assert n["config"].pop("labels_file") is None  # issue 35's, at its default
+        # issue 49: people's labels read back (an option, at its default); every decision
+        # but trust names the items to score by hand; the verifier's paraphrase readings
+        assert n["config"].pop("human_labels") is None
+        v, ov = n["verdict"], o["verdict"]
+        assert isinstance(v.pop("items_to_score"), int)
+        assert v["reason"].startswith(ov.pop("reason")) and "by hand" in v.pop("reason")
+        for key in ("paraphrase_agreement", "rereads_counted", "reread_human_agreement"):
+            v["verifier"].pop(key, None)
+        # issue 49: one class seen, kappa undefined, but its population interval stands
+        lo, hi = v["label_agreement"].pop("kappa_ci")
+        assert lo < 0 < hi <= 1 and ov["label_agreement"].pop("kappa_ci") is None
         assert n == o
     else:
         assert new == old
@@ -105,6 +116,11 @@ def test_the_packaged_experiments_give_schema_1_bytes_but_the_version(tmp_path, 
                     row.pop("vb_ci_bootstrap") is None
                 assert row.pop("es_ci")[1] == old_row.pop("es_ci")[1]
                 old_row.pop("vb_ci")
+                # issue 49: the per-query interval is the bounded-mean betting interval
+                # (VB on [-alpha/2, 1]): it holds the estimate and stays in the range
+                for a, (lo, hi) in row.pop("vb_ci_normal").items():
+                    assert -float(a) / 2 <= lo <= row["vb"][a] <= hi <= 1.0
+                old_row.pop("vb_ci_normal")
                 assert row == old_row
         else:
             assert got == want

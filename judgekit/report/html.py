@@ -131,7 +131,8 @@ def write_report_html(out: Path, doc: Doc, details: Mapping[str, Any],
         render = (views or {}).get(name, generic_item)
         # a detail file streams: the first MAX_ITEMS rendered in full, the rest summarised
         rows = got.rows() if hasattr(got, "rows") else iter(got)
-        total = got.count if hasattr(got, "count") else len(got)
+        count = getattr(got, "count", None)  # a list's .count is a method, not a number
+        total = count if isinstance(count, int) else len(got)
         items = [render(r) for r in itertools.islice(rows, MAX_ITEMS)]
         # beyond MAX_ITEMS: [kind, summary HTML, search text, line in the JSONL]; each
         # item's full body is dropped as soon as it is made (20,000 queries' replica

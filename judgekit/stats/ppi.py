@@ -109,6 +109,7 @@ def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
     Var = (1/n - 1/N) Var(y - lambda f) + Var(y) / N, the rectifier's variance with a
     pseudo-disagreement each way at weight 1/2. The interval is :func:`ppi_interval` (inside [0, 1],
     a width at the boundary); the human-only interval is the same at lambda = 0."""
+    tuned = lam is None
     est, _, lam, s_y, n, big_n, y_mean = _ppi(judge_all, judge_labelled, human_labelled,
                                                lam)
     fl, y = np.asarray(judge_labelled, float), np.asarray(human_labelled, float)
@@ -121,7 +122,7 @@ def ppi_mean(judge_all: ArrayLike, judge_labelled: ArrayLike,
         # two false passes; with it 0.91 (benchmarks/coverage.py). Where the judge then
         # no longer helps, the human labels alone.
         residual = pseudo_variance(y - lam * fl, -lam, 1.0)
-        if residual >= pseudo_variance(y, 0.0, 1.0):
+        if tuned and residual >= pseudo_variance(y, 0.0, 1.0):  # a lambda given is kept
             lam, est, residual = 0.0, y_mean, s_y
     ci = ppi_interval(est, s_y, residual, n, big_n, level)
     h_ci = ppi_interval(y_mean, s_y, s_y, n, big_n, level)
