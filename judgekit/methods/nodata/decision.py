@@ -375,7 +375,8 @@ def _trust(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | None:
                 f"without information by {e.skill:+.3f}; but no person scored these "
                 "items, so errors the judge shares with the verifier (a blind spot, "
                 "copied errors, items the verifier reads easily) are not excluded, and "
-                "the verifier's own error rates are not measured")
+                "the verifier's own error rates are not measured (the paper's rule would "
+                "trust on this success rate alone; judgekit does not)")
     return (TRUST, "above_reference",
             f"success {e.rate:.3f} is {e.rho:.2f} of a perfect judge's {e.ref:.3f} under "
             f"this verifier ({s.level:.0%} interval [{e.rho_ci[0]:.2f}, {e.rho_ci[1]:.2f}], "
