@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core.progress import track
 from judgekit.methods.nodata.baselines import ensemble
 from judgekit.methods.nodata.bitstrings import (
     LieF,
@@ -56,37 +57,42 @@ def execute(cfg: SyntheticConfig, client: Any = None) -> SyntheticPayload:
     train, train_src = load_split(data_dir, "IP", "train", cfg.seed)
     evaluators = build_evaluators(cfg, train)
     runs, items, sources, baselines = [], [], {"IP train": train_src}, {}
-    for pi, phen in enumerate(("IP", "OOP")):
-        test, src = load_split(data_dir, phen, "test", cfg.seed)
-        sources[f"{phen} test"] = src
-        verifier = ip_rubric() if phen == "IP" else oop_rubric()
-        xs, ys = [s for s, _ in test], [y for _, y in test]
-        for ei, name in enumerate(cfg.evaluators):
-            seed = derive_seed(cfg.seed, pi, ei)
-            recs = run_protocol(xs, evaluators[name], verifier, rounds=cfg.rounds, seed=seed,
-                                eps=cfg.eps)
-            sweep = _sweep(cfg, xs, evaluators[name], verifier, pi, ei)
-            for phi in cfg.phi:
-                final = apply_flips(recs, phi, seed)
-                s = summarise(final, ys, phi=phi, rounds=cfg.rounds, seed=seed)
-                runs.append({"phenomenon": phen, "evaluator": name, "phi": phi,
-                             "rounds": cfg.rounds, "n_items": s.n,
-                             "success_rate": s.success_rate, "success_ci": s.success_ci,
-                             "flip_rate": s.flip_rate, "flip_ci": s.flip_ci,
-                             "accuracy": s.accuracy, "accuracy_ci": s.accuracy_ci,
-                             "f1": s.f1, "f1_ci": s.f1_ci,
-                             "known_accuracy": s.known_accuracy, "known_f1": s.known_f1,
-                             # bitstring evaluators claim no breakdown: the paper's protocol
-                             "claim_agreement": None,
-                             "bound": s.bound, "seed_sweep": sweep,
-                             "paper": PAPER.get((phen, name)) if phi == PAPER_PHI else None})
-                items += [{"phenomenon": phen, "evaluator": name, "phi": phi, "x": x,
-                           "true": y, "label": r.label, "success": r.success,
-                           "failed_round": r.failed_round,
-                           "failed_challenge": r.failed_challenge, "flipped": r.flipped,
-                           "final_label": r.final_label, "x_primes": r.x_primes}
-                          for x, y, r in zip(xs, ys, final)]
-        baselines[phen] = _ensemble(train, xs, ys)
+    cells = [(pi, phen, ei, name) for pi, phen in enumerate(("IP", "OOP"))
+             for ei, name in enumerate(cfg.evaluators)]
+    tests: dict[str, tuple[list[str], list[int], Any]] = {}
+    for pi, phen, ei, name in track(cells, "synthetic study", len(cells),
+                                    "(phenomenon, evaluator) cells"):
+        if phen not in tests:
+            test, src = load_split(data_dir, phen, "test", cfg.seed)
+            sources[f"{phen} test"] = src
+            tests[phen] = ([s for s, _ in test], [y for _, y in test],
+                           ip_rubric() if phen == "IP" else oop_rubric())
+            baselines[phen] = _ensemble(train, tests[phen][0], tests[phen][1])
+        xs, ys, verifier = tests[phen]
+        seed = derive_seed(cfg.seed, pi, ei)
+        recs = run_protocol(xs, evaluators[name], verifier, rounds=cfg.rounds, seed=seed,
+                            eps=cfg.eps)
+        sweep = _sweep(cfg, xs, evaluators[name], verifier, pi, ei)
+        for phi in cfg.phi:
+            final = apply_flips(recs, phi, seed)
+            s = summarise(final, ys, phi=phi, rounds=cfg.rounds, seed=seed)
+            runs.append({"phenomenon": phen, "evaluator": name, "phi": phi,
+                         "rounds": cfg.rounds, "n_items": s.n,
+                         "success_rate": s.success_rate, "success_ci": s.success_ci,
+                         "flip_rate": s.flip_rate, "flip_ci": s.flip_ci,
+                         "accuracy": s.accuracy, "accuracy_ci": s.accuracy_ci,
+                         "f1": s.f1, "f1_ci": s.f1_ci,
+                         "known_accuracy": s.known_accuracy, "known_f1": s.known_f1,
+                         # bitstring evaluators claim no breakdown: the paper's protocol
+                         "claim_agreement": None,
+                         "bound": s.bound, "seed_sweep": sweep,
+                         "paper": PAPER.get((phen, name)) if phi == PAPER_PHI else None})
+            items += [{"phenomenon": phen, "evaluator": name, "phi": phi, "x": x,
+                       "true": y, "label": r.label, "success": r.success,
+                       "failed_round": r.failed_round,
+                       "failed_challenge": r.failed_challenge, "flipped": r.flipped,
+                       "final_label": r.final_label, "x_primes": r.x_primes}
+                      for x, y, r in zip(xs, ys, final)]
     escape = escape_rates(cfg, evaluators, data_dir)
     doc = {"data": sources, "phi_meaning": "flip with probability phi on failure (paper); "
             "the authors' code keeps the label with probability phi",
