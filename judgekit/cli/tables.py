@@ -205,8 +205,9 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
             out: Path = typer.Option(..., "--out", help="folder for results file and "
                                      "report.html"),
             fmt: str = typer.Option("auto", "--format",
-                                    help="auto, csv, jsonl, alpaca_eval, llmbar, inspect "
-                                    "or promptfoo"),
+                                    help="auto, csv, jsonl, xlsx, alpaca_eval, llmbar, "
+                                    "inspect, promptfoo or parquet (also a folder of "
+                                    "partitioned Parquet files)"),
             map_: list[str] = typer.Option([], "--map", help="ROLE=COLUMN, e.g. judge=gpt4 "
                                            "(repeat; roles not given are detected)"),
             level: float = typer.Option(0.95, "--level", min=0.5, max=0.999,
@@ -233,11 +234,14 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
     from judgekit.core.errors import ConfigError
     from judgekit.runs.config import parse_assignment
 
-    formats = ("auto", "csv", "jsonl", "alpaca_eval", "llmbar", "inspect", "promptfoo")
+    import judgekit.recorded  # noqa: F401  (registers the formats)
+    from judgekit.recorded.base import FORMATS
+
+    formats = ("auto", *FORMATS.names())
     if fmt not in formats:
         raise ConfigError(f"--format {fmt!r}: use {', '.join(formats)}")
-    if not file.is_file():
-        raise ConfigError(f"{file}: no such file")
+    if not (file.is_file() or (file.is_dir() and any(file.rglob("*.parquet")))):
+        raise ConfigError(f"{file}: no such file (or folder of Parquet files)")
     roles = {}
     for m in map_:
         role, column = parse_assignment(m, "--map")

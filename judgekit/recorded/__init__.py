@@ -8,7 +8,7 @@ A format is one module here that registers a
 :class:`~judgekit.recorded.base.RecordedFormat`; a package of yours adds one through the
 ``judgekit.recorded`` entry point group. Importing this package registers the built-in
 formats: csv, jsonl, json (judgekit's judged items), inspect, promptfoo, llmbar,
-alpaca_eval, xlsx.
+alpaca_eval, xlsx, parquet.
 """
 
 from judgekit.recorded import (  # noqa: F401  (each registers its format)
@@ -18,6 +18,7 @@ from judgekit.recorded import (  # noqa: F401  (each registers its format)
     jsonl,
     judgekit_json,
     llmbar,
+    parquet,
     promptfoo,
     spreadsheet,
 )

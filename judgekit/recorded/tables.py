@@ -152,6 +152,8 @@ def format_of(path: Path, fmt: str) -> str:
     the formats that sniff its content (a ``.json`` document), the first that claims it."""
     if fmt != "auto":
         return fmt
+    if path.is_dir() and any(path.rglob("*.parquet")):  # a partitioned dataset
+        return "parquet"
     suffix = path.suffix.lower()
     by_suffix = [f for _, f in FORMATS.items() if suffix in f.suffixes]
     if len(by_suffix) == 1:
