@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -415,7 +416,14 @@ def _main(argv: list[str] | None) -> int:
             return int(exc.exit_code)  # type: ignore[attr-defined]
         if isinstance(getattr(exc, "__cause__", None), KeyboardInterrupt):
             return _interrupted()
-        raise
+        if os.environ.get("JUDGEKIT_DEBUG"):
+            raise
+        # nothing should reach here: every input error is a JudgekitError naming its file
+        # or value. Still one line, not a traceback, and a failure status.
+        first = (str(exc).splitlines() or [""])[0][:300]
+        _err(f"error: unexpected {type(exc).__name__}{': ' + first if first else ''} "
+             "(a judgekit bug: please report it; JUDGEKIT_DEBUG=1 shows the traceback)")
+        return 1
     if rv == 130:  # typer turns Ctrl-C inside a command into Exit(130)
         return _interrupted()
     return rv if isinstance(rv, int) else 0

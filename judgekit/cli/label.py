@@ -8,6 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from judgekit.core.textio import json_loads
+
 console = Console(markup=False, highlight=False, soft_wrap=True)
 
 
@@ -121,7 +123,7 @@ def _queue_ids(path: Path) -> list[str]:
             continue
         if text.startswith("{"):
             try:
-                row = json.loads(text)
+                row = json_loads(text)
             except json.JSONDecodeError:
                 raise DataError(f"{path}:{lineno}: not a JSON object; give {{\"id\": ...}} "
                                 "per line") from None

@@ -230,12 +230,11 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
     """Analyse verdicts a judge already gave (no model call, no key, no network).
     Several judge columns (judge_NAME, or pairwise winner_NAME, or --map
     judge=COL1,COL2) give one set of figures per judge, side by side."""
+    import judgekit.recorded  # noqa: F401  (registers the formats)
     from judgekit.api import run_config
     from judgekit.core.errors import ConfigError
-    from judgekit.runs.config import parse_assignment
-
-    import judgekit.recorded  # noqa: F401  (registers the formats)
     from judgekit.recorded.base import FORMATS
+    from judgekit.runs.config import parse_assignment
 
     formats = ("auto", *FORMATS.names())
     if fmt not in formats:

@@ -4,7 +4,9 @@ file is not UTF-8, instead of a traceback."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,48 @@ def json_loads(text: str) -> Any:
     try:
         return from_json(text)
     except (ValueError, TypeError):
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:  # one line for the caller, never a traceback
+            raise json.JSONDecodeError(f"nested more than {sys.getrecursionlimit()} "
+                                       "levels deep", text[:80], 0) from None
+
+
+def safe_yaml(text: str) -> Any:
+    """``yaml.safe_load``, stricter: a key given twice in one mapping, and nesting
+    deeper than the reader can take, are YAML errors (one line each) rather than the
+    last value silently winning, or a traceback."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader
+    except RecursionError:
+        raise yaml.YAMLError(f"nested more than {sys.getrecursionlimit()} levels deep") \
+            from None
+
+
+@lru_cache(maxsize=1)
+def _strict_loader() -> Any:
+    import yaml
+
+    class Strict(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                try:
+                    key = self.construct_object(key_node, deep=deep)
+                    hash(key)
+                except Exception:  # noqa: BLE001 - the base class reports it
+                    continue
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping (line "
+                        f"{key_node.start_mark.line + 1}); keep one", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return Strict
+
 
 
 def decode(data: bytes, path: str | Path) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from platformdirs import user_cache_dir
 
 from judgekit.core.errors import DataError
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.data.registry import Dataset, all_datasets, groups
 
 
@@ -102,7 +102,7 @@ def _recorded() -> dict[str, str]:
     if not p.exists():
         return {}
     try:
-        doc = json.loads(read_text(p))
+        doc = json_loads(read_text(p))
     except json.JSONDecodeError as exc:
         raise DataError(f"{p} is not JSON ({exc}); delete it to re-record checksums") from exc
     return {str(k): str(v) for k, v in doc.items()}

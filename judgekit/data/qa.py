@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from judgekit.core import seeds
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text, safe_yaml
 from judgekit.data.registry import dataset, get, names
 
 
@@ -153,7 +151,7 @@ def load_arc(path: Path) -> list[Query]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json_loads(line)
             choices = {c["label"]: c["text"] for c in rec["question"]["choices"]}
             gold = choices[rec["answerKey"]]
             stem = rec["question"]["stem"]
@@ -177,7 +175,7 @@ def arc_accepted(choices: dict[str, str], key: str) -> list[str]:
 @dataset("demo", formats=("yaml",), licence="MIT (judgekit)")
 def load_demo(path: Path) -> list[Query]:
     """Our own ambiguous entity queries (YAML list of {id, query, note})."""
-    doc = yaml.safe_load(read_text(_require(path)))
+    doc = safe_yaml(read_text(_require(path)))
     if not isinstance(doc, list):
         raise DataError(f"{path}: expected a list of queries")
     try:

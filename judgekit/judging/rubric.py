@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judgekit.core.errors import ConfigError, describe_validation
-from judgekit.core.textio import read_text
+from judgekit.core.textio import read_text, safe_yaml
 
 
 class Clause(BaseModel):
@@ -100,7 +100,7 @@ def load_rubric(path: str | Path) -> Rubric:
     if not p.exists():
         raise ConfigError(f"rubric file {path} not found (nor in the shipped rubrics/)")
     try:
-        doc = yaml.safe_load(read_text(p))
+        doc = safe_yaml(read_text(p))
         return Rubric.model_validate(doc)
     except yaml.YAMLError as exc:
         raise ConfigError(f"rubric {p}: invalid YAML: {str(exc).splitlines()[0]}") from exc

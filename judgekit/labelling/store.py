@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from judgekit.core.errors import DataError, OutputError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_lines
+from judgekit.core.textio import json_loads, read_lines
 
 
 class Labels(NamedTuple):
@@ -49,7 +49,7 @@ def read(path: Path) -> Labels:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json_loads(line)
         except json.JSONDecodeError:
             if lineno == _last_line(path):  # a line cut by a crash mid-write
                 break
@@ -131,7 +131,7 @@ def _mend_tail(fd: int, path: Path) -> None:
     cut = tail.rfind(b"\n")
     last = tail[cut + 1:]
     try:
-        complete = isinstance(json.loads(last.decode("utf-8")), dict)
+        complete = isinstance(json_loads(last.decode("utf-8")), dict)
     except (UnicodeDecodeError, json.JSONDecodeError):
         complete = False
     if complete:  # a whole line someone appended without its newline: keep it

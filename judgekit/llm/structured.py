@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from judgekit.core.textio import json_loads
 from judgekit.llm.types import JSONObject
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
@@ -29,7 +30,7 @@ def extract_json(text: str) -> Any:
         if not cand:
             continue
         try:
-            return json.loads(cand)
+            return json_loads(cand)
         except json.JSONDecodeError as exc:
             last = exc
     raise ParseFailure(f"no JSON object found ({last})" if last else "empty response")

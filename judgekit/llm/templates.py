@@ -8,6 +8,7 @@ message. Judged text must enter as data inside delimiters, e.g. with the
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import re
 from collections.abc import Callable, Hashable, Mapping
@@ -18,7 +19,7 @@ from typing import Any
 from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound, UndefinedError
 from jinja2.exceptions import SecurityError, TemplateSyntaxError
 from jinja2.runtime import LoopContext, new_context
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2.sandbox import SandboxedEnvironment, safe_range
 
 from judgekit.core.errors import TemplateError
 from judgekit.core.resources import resource_dir
@@ -48,14 +49,48 @@ _LOOP_FIELDS = frozenset({"index", "index0", "revindex", "revindex0", "first", "
                           "length", "depth", "depth0", "previtem", "nextitem"})
 
 
+# A render's budget: a template from a user's prompts folder is code, and the sandbox
+# stops unsafe operations, not long ones. Steps of range() loops (nested loops count
+# every inner range), characters rendered, and the size of a value built with * or **.
+STEP_BUDGET = 2_000_000
+MAX_RENDER_CHARS = 4_000_000
+_STEPS: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("jk_template_steps",
+                                                                          default=None)
+
+
+def _counted_range(*args: int) -> range:
+    r = safe_range(*args)  # the sandbox's own limit on one range
+    spent = _STEPS.get()
+    if spent is not None:
+        spent[0] += len(r)
+        if spent[0] > STEP_BUDGET:
+            raise SecurityError(f"more than {STEP_BUDGET:,} loop steps in one render")
+    return r
+
+
 class _Sandbox(SandboxedEnvironment):
     """The sandbox, with a loop's counters (``loop.index``...) read directly: they are
-    plain values the sandbox always allows, and its checks were a fifth of a render."""
+    plain values the sandbox always allows, and its checks were a fifth of a render;
+    and with a budget on loops, repetition and powers."""
+
+    intercepted_binops = frozenset({"*", "**"})
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is LoopContext and attribute in _LOOP_FIELDS:
             return getattr(obj, attribute)
         return super().getattr(obj, attribute)
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**":
+            if isinstance(right, int) and abs(right) > 1000 and \
+                    isinstance(left, int) and abs(left) > 1:
+                raise SecurityError(f"a power of {right} is too large to compute")
+            return left ** right
+        for seq, times in ((left, right), (right, left)):
+            if isinstance(seq, (str, list, tuple)) and isinstance(times, int) and \
+                    len(seq) * max(times, 0) > MAX_RENDER_CHARS:
+                raise SecurityError(f"repeating a value {times:,} times is too large")
+        return left * right
 
 
 class _MarkedLoader(FileSystemLoader):
@@ -101,6 +136,7 @@ class TemplateLibrary:
             finalize=_neutralise,
         )
         self.env.filters["data"] = _data_block
+        self.env.globals["range"] = _counted_range
         self._hashes: dict[str, str] = {}
         self._globals: dict[str, dict[str, object]] = {}
         self._memo: dict[Hashable, tuple[list[dict[str, str]], str]] = {}
@@ -165,7 +201,7 @@ class TemplateLibrary:
             if g is None:
                 g = self._globals[name] = dict(tmpl.globals)
             ctx = new_context(self.env, tmpl.name, tmpl.blocks, {**g, **variables}, True, g)
-            text = self.env.concat(tmpl.root_render_func(ctx))  # type: ignore[attr-defined]
+            text = _bounded(tmpl.root_render_func(ctx))  # type: ignore[attr-defined]
             text = str(_neutralise(text)).replace(self._mark, USER_MARK)
         except TemplateNotFound as exc:
             raise TemplateError(f"template {name!r} not found in "
@@ -174,6 +210,9 @@ class TemplateLibrary:
             raise TemplateError(f"template {name!r}: {exc}; pass that variable") from exc
         except SecurityError as exc:
             raise TemplateError(f"template {name!r} tried an unsafe operation: {exc}") from exc
+        except (RecursionError, MemoryError, OverflowError) as exc:
+            raise TemplateError(f"template {name!r} cannot be rendered: "
+                                f"{_why(exc)}") from None
         return split_messages(text)
 
     def check(self, name: str, variables: tuple[str, ...] | None = None) -> None:
@@ -200,7 +239,10 @@ class TemplateLibrary:
 
     def render_string(self, source: str, variables: Mapping[str, object]) -> str:
         try:
-            return self.env.from_string(source).render(**variables)
+            tmpl = self.env.from_string(source)
+            return _bounded(tmpl.root_render_func(tmpl.new_context(dict(variables))))
+        except (RecursionError, MemoryError, OverflowError) as exc:
+            raise TemplateError(f"template string cannot be rendered: {_why(exc)}") from None
         except SecurityError as exc:
             raise TemplateError(f"template string tried an unsafe operation: {exc}") from exc
         except UndefinedError as exc:
@@ -211,6 +253,31 @@ class TemplateLibrary:
             return _compiled(self.env, name)
         except TemplateSyntaxError as exc:
             raise TemplateError(f"template {name!r} line {exc.lineno}: {exc.message}") from exc
+
+
+def _bounded(parts: Any) -> str:
+    """The rendered text, stopped past MAX_RENDER_CHARS characters or STEP_BUDGET loop
+    steps (one line, not a render that runs until killed)."""
+    token = _STEPS.set([0])
+    try:
+        out: list[str] = []
+        size = 0
+        for part in parts:
+            size += len(part)
+            if size > MAX_RENDER_CHARS:
+                raise SecurityError(f"it renders more than {MAX_RENDER_CHARS:,} characters")
+            out.append(part)
+        return "".join(out)
+    finally:
+        _STEPS.reset(token)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "it recurses too deeply (a macro calling itself?)"
+    if isinstance(exc, MemoryError):
+        return "it needs more memory than the machine has"
+    return f"a number is too large ({exc})"
 
 
 RENDER_MEMO = 4096  # distinct renders kept (the memo is emptied when it is full)

@@ -9,7 +9,7 @@ from typing import Any
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.recorded.base import FORMATS, RecordedFormat, Table
 
 __all__: list[str] = []
@@ -22,7 +22,7 @@ def read_annotations(path: Path) -> list[JSONObject]:
 
 def _alpaca(path: Path) -> list[JSONObject]:
     try:
-        doc = json.loads(read_text(path))
+        doc = json_loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):

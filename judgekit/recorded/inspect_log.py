@@ -20,7 +20,7 @@ from typing import Any
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.recorded.base import FORMATS, RecordedFormat, Table, label_of, text_of
 from judgekit.recorded.judged import JudgedInput
 from judgekit.recorded.tables import table_from_judged
@@ -50,7 +50,7 @@ def _member(zf: zipfile.ZipFile, name: str, path: Path) -> Any:
                 raise DataError(f"{path}: member {name} inflates past {limit} bytes; not "
                                 "a plausible Inspect log")
     try:
-        return json.loads(bytes(buf).decode("utf-8"))
+        return json_loads(bytes(buf).decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: member {name} is not UTF-8 ({exc.reason} at byte "
                         f"{exc.start})") from None
@@ -101,7 +101,7 @@ def _inspect_samples(path: Path) -> tuple[JSONObject, list[JSONObject]]:
                             "JSON objects)")
     else:
         try:
-            header = json.loads(read_text(path))
+            header = json_loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}: not an Inspect JSON log ({exc.msg})") from exc
         if not isinstance(header, dict) or "eval" not in header:

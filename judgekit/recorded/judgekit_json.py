@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.core.errors import DataError
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.recorded.base import FORMATS, RecordedFormat, Table
 from judgekit.recorded.judged import JudgedInput
 from judgekit.recorded.tables import table_from_judged
@@ -19,7 +19,7 @@ __all__: list[str] = []
 
 def _judged(path: Path, spec: JudgedInput) -> list[Any]:
     try:
-        doc = json.loads(read_text(path))
+        doc = json_loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
     if not isinstance(doc, list):

@@ -10,7 +10,7 @@ from typing import Any
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.recorded.base import FORMATS, RecordedFormat, Table
 
 __all__: list[str] = []
@@ -21,7 +21,7 @@ def _llmbar(path: Path) -> list[JSONObject]:
     both orders. Its winners name the output (1 or 2) whatever the order shown, and its
     label the better output; here they become two rows in the order shown."""
     try:
-        doc = json.loads(read_text(path))
+        doc = json_loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(doc, list):

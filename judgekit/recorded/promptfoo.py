@@ -11,7 +11,7 @@ from typing import Any
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.recorded.base import FORMATS, RecordedFormat, Table, label_of
 from judgekit.recorded.judged import JudgedInput
 from judgekit.recorded.tables import table_from_judged
@@ -21,7 +21,7 @@ __all__ = ["read_promptfoo"]
 
 def read_promptfoo(path: Path, scorer: str | None) -> list[JSONObject]:
     try:
-        doc = json.loads(read_text(path))
+        doc = json_loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not a promptfoo results file ({exc.msg})") from exc
     results = doc.get("results") if isinstance(doc, dict) else None
@@ -37,10 +37,14 @@ def read_promptfoo(path: Path, scorer: str | None) -> list[JSONObject]:
         grading = row.get("gradingResult") or {}
         if not isinstance(grading, dict):
             raise DataError(f"{path}: result {k} has a gradingResult that is not an object")
-        prompt = (row.get("prompt") or {}).get("raw", "")
-        output = (row.get("response") or {}).get("output")
-        provider = (row.get("provider") or {}).get("id", "?")
-        for comp in grading.get("componentResults") or []:
+        prompt = _field(row, "prompt", "raw", "")
+        output = _field(row, "response", "output", None)
+        provider = _field(row, "provider", "id", "?")
+        comps = grading.get("componentResults") or []
+        if not isinstance(comps, list):
+            raise DataError(f"{path}: result {k}: gradingResult.componentResults is not a "
+                            "list")
+        for comp in comps:
             assertion = comp.get("assertion") if isinstance(comp, dict) else None
             if not isinstance(assertion, dict) or assertion.get("type") != "llm-rubric":
                 continue
@@ -55,6 +59,17 @@ def read_promptfoo(path: Path, scorer: str | None) -> list[JSONObject]:
         raise DataError(f"{path}: no llm-rubric grading results"
                         + (f" whose rubric contains {scorer!r}" if scorer else ""))
     return out
+
+
+def _field(row: JSONObject, key: str, inner: str, default: Any) -> Any:
+    """``row[key][inner]``; promptfoo writes ``prompt`` and ``provider`` as objects, and
+    some versions as a plain string (the raw prompt, the provider id)."""
+    got = row.get(key)
+    if isinstance(got, dict):
+        return got.get(inner, default)
+    if isinstance(got, str):
+        return got
+    return default
 
 
 def _judged(path: Path, spec: JudgedInput) -> list[Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.recorded.base import FORMATS, Table
 
 # Column names each role is detected from (case and spaces ignored).
@@ -161,7 +161,7 @@ def format_of(path: Path, fmt: str) -> str:
     sniffers = [f for _, f in FORMATS.items() if f.sniff is not None]
     if suffix == ".json" and sniffers:
         try:
-            doc = json.loads(read_text(path))
+            doc = json_loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
         for f in sniffers:

@@ -104,6 +104,11 @@ def read_dicts(source: str | object, path: object = None
         reader = csv.DictReader(fh, strict=True, delimiter=_delimiter(fh, str(name)))
         rows: list[dict[str, str]] = []
         try:
+            header = [h.strip() for h in reader.fieldnames or []]
+            dup = sorted({h for h in header if h and header.count(h) > 1})
+            if dup:  # DictReader would keep the last one silently
+                raise DataError(f"{name}: column {dup[0]!r} appears twice in the header; "
+                                "rename one")
             for row in track(reader, f"reading {Path(str(name)).name}", unit="rows"):
                 n = reader.line_num
                 extra = row.get(None)  # type: ignore[call-overload]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 from judgekit.core.errors import ConfigError, DataError, describe_validation
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.settings import RunSettings
-from judgekit.core.textio import decode
+from judgekit.core.textio import decode, safe_yaml
 
 
 def set_dotted(doc: JSONObject, dotted: str, value: Any) -> None:
@@ -62,7 +62,7 @@ def packaged_experiments() -> list[str]:
 def load_raw(path: str | Path) -> JSONObject:
     p = find_config(path)
     try:
-        doc = yaml.safe_load(decode(p.read_bytes(), f"config {p}"))
+        doc = safe_yaml(decode(p.read_bytes(), f"config {p}"))
     except OSError as exc:
         raise ConfigError(f"config {p} cannot be read: {exc}") from exc
     except DataError as exc:

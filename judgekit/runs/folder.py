@@ -21,6 +21,7 @@ from judgekit.core.methods import find
 from judgekit.core.payload import DetailFile, Json
 from judgekit.core.results import RunResult
 from judgekit.core.spec import RunItems
+from judgekit.core.textio import json_loads
 from judgekit.report.document import Doc, to_markdown
 from judgekit.report.html import write_report_html
 from judgekit.runs.io import (
@@ -105,7 +106,7 @@ def _jsonl(path: Path) -> Iterator[Json]:
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
-                yield json.loads(line)
+                yield json_loads(line)
 
 
 def _settings(result: RunResult[Any]) -> Any:
@@ -139,7 +140,7 @@ def head(folder: Path) -> Json | None:
     """A run's results as plain JSON, unvalidated (what a listing shows of runs from any
     version), or None when the file is missing or unreadable."""
     try:
-        doc = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
+        doc = json_loads((folder / RESULTS).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return None
     return doc if isinstance(doc, dict) and "method" in doc else None
@@ -185,7 +186,7 @@ def load_results(path: str | Path) -> RunResult[Any]:
     if p.is_dir():
         p = p / RESULTS
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = json_loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{p}: not a readable results.json ({exc})") from exc
     if not isinstance(doc, dict) or "method" not in doc:

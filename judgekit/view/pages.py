@@ -19,6 +19,7 @@ import numpy as np
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.textio import json_loads
 
 MAX_LIMIT = 1000
 CELL = 2000  # characters of a nested value shown in a grid cell
@@ -73,7 +74,8 @@ class Index:
 
     def line(self, k: int) -> JSONObject:
         try:
-            row = json.loads(self.data[int(self.starts[k]):int(self.ends[k])])
+            row = json_loads(self.data[int(self.starts[k]):int(self.ends[k])].decode(
+                "utf-8", "replace"))
         except ValueError:
             row = None
         if not isinstance(row, dict):

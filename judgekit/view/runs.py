@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import read_jsonl
+from judgekit.core.textio import json_loads, read_jsonl
 
 MAX_DEPTH = 4
 SKIP = ("labels.jsonl", "replica_failures.jsonl", "failures.jsonl")
@@ -70,7 +70,7 @@ def choices(root: Path) -> list[ChoiceFolder]:
             continue
         name = Path(here).relative_to(base).as_posix() or "."
         try:
-            doc = json.loads((Path(here) / "choice.json").read_text(encoding="utf-8"))
+            doc = json_loads((Path(here) / "choice.json").read_text(encoding="utf-8"))
             judges = ", ".join(
                 f"{j['name']} ({_agreement(j.get('agreement'))})" for j in doc["judges"])
             jury = ", ".join(f"{k} {_agreement(v.get('agreement'))}"
@@ -274,7 +274,7 @@ def transcripts(run: Run, root: Path, row: JSONObject, limit: int = 50) -> list[
     found: list[JSONObject] = []
     for path in cassettes(run, root):
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            doc = json_loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         for e in doc.get("entries", []) if isinstance(doc, dict) else []:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import zlib
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ import numpy as np
 
 from judgekit.core import seeds
 from judgekit.core.errors import DataError
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.data.registry import dataset, get
 from judgekit.judging.rubric import RuleRubric
 
@@ -67,7 +66,7 @@ def load_authors_file(path: Path) -> list[tuple[str, int]]:
     if not path.exists():
         raise DataError(f"{path}: file not found (set data_dir to the folder holding it)")
     try:
-        doc = json.loads(read_text(path))
+        doc = json_loads(read_text(path))
         return [(str(s), int(y)) for s, y in doc]
     except (ValueError, TypeError) as exc:
         raise DataError(f"{path}: expected [[bits, label], ...]: {exc}") from exc

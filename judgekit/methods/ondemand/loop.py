@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from judgekit.core import seeds
 from judgekit.core.errors import DataError
-from judgekit.core.textio import read_text
+from judgekit.core.textio import json_loads, read_text
 from judgekit.methods.ondemand.estimators import joint_precision, weights_for
 
 
@@ -39,7 +39,7 @@ def read_system_outputs(path: Path) -> list[Instance]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = json_loads(line)
             out.append(Instance(str(rec["id"]), str(rec["text"])))
         except (json.JSONDecodeError, KeyError) as exc:
             raise DataError(f"{path} line {n}: need JSON with 'id' and 'text' ({exc})") from exc
@@ -123,7 +123,7 @@ def file_labeller(path: Path) -> Callable[[list[Instance]], dict[str, bool]]:
     table = {}
     for line in read_text(path).splitlines():
         if line.strip():
-            rec = json.loads(line)
+            rec = json_loads(line)
             table[str(rec["id"])] = bool(rec["label"])
 
     def label(batch: list[Instance]) -> dict[str, bool]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from judgekit.core import seeds
 from judgekit.core.errors import DataError
-from judgekit.core.textio import read_lines
+from judgekit.core.textio import json_loads, read_lines
 
 
 @dataclass
@@ -37,7 +37,7 @@ def load_pairs(path: str | Path) -> list[Pair]:
         if not line.strip():
             continue
         try:
-            r = json.loads(line)
+            r = json_loads(line)
             if not isinstance(r, dict):
                 raise DataError(f"{p} line {n}: a JSON object per line is expected (id, "
                                 f"question, a, b), got {type(r).__name__}")
@@ -117,7 +117,7 @@ def attach_human_labels(pairs: list[Pair], path: str | Path, field: str = "human
         if not line.strip():
             continue
         try:
-            r = json.loads(line)
+            r = json_loads(line)
             key, lab = str(r["id"]), r[field]
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise DataError(f"{p} line {n}: need JSON with id and {field} ({exc})") from exc
@@ -132,7 +132,7 @@ def _is_labels_file(p: Path) -> bool:
     for _, line in read_lines(p):
         if line.strip():
             try:
-                row = json.loads(line)
+                row = json_loads(line)
             except json.JSONDecodeError:
                 return False
             return isinstance(row, dict) and ("kind" in row or "label" in row)

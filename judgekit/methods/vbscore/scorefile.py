@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from judgekit.core.errors import ConfigError, DataError, JudgekitError, describe_validation
+from judgekit.core.textio import json_loads
 from judgekit.methods.vbscore.distribution import Candidate, build, normalise_surface
 from judgekit.methods.vbscore.metric import ALPHA_GRID, binary_gains, dcg_gains
 from judgekit.methods.vbscore.metric import score as score_replica
@@ -66,7 +67,7 @@ def read_replicas(path: Path, *, normalize: bool = False) -> Iterator[ReplicaLin
                                     "the file as UTF-8") from None
                 if line.strip():
                     try:
-                        yield n, json.loads(line)
+                        yield n, json_loads(line)
                     except json.JSONDecodeError as exc:
                         raise DataError(f"{path} line {n}: not JSON ({exc.msg})") from exc
 

@@ -1,0 +1,108 @@
+"""Readers of untrusted structure have limits (issue 51): JSON and YAML nested past the
+reader's depth, duplicate YAML keys and CSV columns, loosely typed promptfoo files, and
+templates that recurse, loop or build huge values end in one line each, never a
+traceback or a render that runs until killed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judgekit.core.errors import TemplateError
+from judgekit.llm.templates import MAX_RENDER_CHARS, STEP_BUDGET, TemplateLibrary
+
+from .test_standalone import jk
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _one_line(r, *words: str) -> None:
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]
+    lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
+    assert len(lines) == 1, r.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("name,body", [
+    ("deep.json", DEEP),
+    ("deep.jsonl", '{"id": "a", "judge": 1, "x": ' + DEEP + "}\n"),
+])
+def test_json_nested_past_the_readers_depth_is_one_line(tmp_path, name, body):
+    (tmp_path / name).write_text(body)
+    r = jk("analyse", name, "--out", "out", cwd=tmp_path)
+    assert r.returncode == 2
+    _one_line(r, name, "nested more than")
+
+
+def test_yaml_nested_too_deep_or_with_a_key_twice_is_one_line(tmp_path):
+    (tmp_path / "deep.yaml").write_text("method: probe\nx: " + DEEP + "\n")
+    r = jk("run", "deep.yaml", cwd=tmp_path)
+    assert r.returncode == 2
+    _one_line(r, "deep.yaml", "nested more than")
+    (tmp_path / "twice.yaml").write_text("method: probe\ndata_path: a.jsonl\n"
+                                         "data_path: b.jsonl\nmodels: {judge: mock/auto}\n")
+    r = jk("run", "twice.yaml", cwd=tmp_path)
+    assert r.returncode == 2
+    _one_line(r, "twice.yaml", "key 'data_path' appears twice", "line 3")
+
+
+def test_a_csv_column_given_twice_is_refused(tmp_path):
+    (tmp_path / "v.csv").write_text("id,judge,judge,human\n1,1,0,1\n2,0,1,0\n")
+    r = jk("analyse", "v.csv", "--out", "out", cwd=tmp_path)
+    assert r.returncode == 2
+    _one_line(r, "v.csv", "column 'judge' appears twice")
+
+
+def test_promptfoo_prompt_and_provider_as_plain_strings(tmp_path):
+    rows = [{"prompt": f"Is {i} even?", "provider": "openai:gpt-4o", "testIdx": i,
+             "response": {"output": "yes" if i % 2 == 0 else "no"},
+             "gradingResult": {"componentResults": [{
+                 "assertion": {"type": "llm-rubric", "value": "correct"},
+                 "pass": i % 3 != 0, "reason": "ok"}]}} for i in range(6)]
+    (tmp_path / "pf.json").write_text(json.dumps({"results": {"results": rows}}))
+    r = jk("analyse", "pf.json", "--out", "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    items = [json.loads(x) for x in (tmp_path / "out" / "items.jsonl").read_text()
+             .splitlines()]
+    assert len(items) == 6 and items[0]["input"] == "Is 0 even?"
+    rows[2]["gradingResult"]["componentResults"] = "not a list"
+    (tmp_path / "pf.json").write_text(json.dumps({"results": {"results": rows}}))
+    r = jk("analyse", "pf.json", "--out", "out2", cwd=tmp_path)
+    assert r.returncode == 2
+    _one_line(r, "pf.json", "result 2", "componentResults is not a list")
+
+
+@pytest.mark.parametrize("source,why", [
+    ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+     f"more than {STEP_BUDGET:,} loop steps"),
+    ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "recurses too deeply"),
+    ("{{ 'x' * 10000000000 }}", "repeating a value 10,000,000,000 times"),
+    ("{{ 9 ** 9999999 }}", "a power of 9999999"),
+    ("{% for i in range(99999) %}{{ 'y' * 99 }}{% endfor %}",
+     f"more than {MAX_RENDER_CHARS:,} characters"),
+])
+def test_a_template_past_its_budget_stops_with_one_line(tmp_path, source, why):
+    lib = TemplateLibrary()
+    with pytest.raises(TemplateError, match=why):
+        lib.render_string(source, {})
+    (tmp_path / "bad.j2").write_text(source)
+    with pytest.raises(TemplateError, match=rf"template 'bad.j2'.*{why}"):
+        TemplateLibrary(tmp_path).render("bad.j2", {})
+    # the budget is per render: a fresh render has all of it again
+    assert lib.render_string("{% for i in range(10) %}{{ i }}{% endfor %}", {}) == \
+        "0123456789"
+
+
+def test_an_unexpected_error_is_one_line_and_status_1(monkeypatch, capsys):
+    from judgekit.cli import commands
+
+    def boom(**kwargs):
+        raise TypeError("something judgekit did not foresee")
+
+    monkeypatch.setattr(commands, "app", boom)
+    monkeypatch.delenv("JUDGEKIT_DEBUG", raising=False)
+    assert commands._main(["schema", "probe"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: unexpected TypeError: something")
