@@ -18,7 +18,8 @@ __all__: list[str] = []
 def _rows(path: Path) -> list[JSONObject]:
     from judgekit.report.csvsafe import read_dicts
 
-    return [dict(r) for r in read_dicts(path)[1]]
+    rows: list[JSONObject] = list(read_dicts(path)[1])  # already one dict per row: no copy
+    return rows
 
 
 def _table(path: Path, roles: dict[str, str]) -> Table:

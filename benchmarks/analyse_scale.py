@@ -1,0 +1,125 @@
+"""`judgekit analyse` at scale: a pointwise CSV of 10^5 and of 10^6 rows (3% labelled),
+each analysed by the installed command in its own process; the peak resident memory of
+that process (wait4's ru_maxrss), its wall time, the size of report.html; then `judgekit
+view` on the 10^6-row run: the first page of 100 items (GET /api/items?offset&limit) and
+one label POST (which proposes the next batch), each timed from this process. The same
+10^6 rows as Parquet too (`pip install 'judgekit[parquet]'`; left out without pyarrow).
+
+``python benchmarks/analyse_scale.py [ROWS]`` (default 1,000,000). The last line is one
+JSON object: rows, seconds, peak_rss_mb, report_html_mb, growth_10x (seconds at ROWS
+over seconds at ROWS/10), view_page_s, view_label_s, parquet_rows, parquet_seconds,
+parquet_peak_rss_mb."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+EXE = str(Path(sys.executable).with_name("judgekit"))
+
+
+def write_csv(path: Path, n: int, seed: int = 1) -> None:
+    r = random.Random(seed)
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "question", "answer", "system", "judge", "human"])
+        for i in range(n):
+            y = r.random() < 0.4
+            w.writerow([f"q{i}", f"What is {i} plus {i}?", f"It is {2 * i}.", "AB"[i % 2],
+                        int(y if r.random() < 0.85 else not y),
+                        int(y) if r.random() < 0.03 else ""])
+
+
+def analyse(path: Path, out: Path) -> tuple[float, float]:
+    """(seconds, peak RSS in MB) of one `judgekit analyse` process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([EXE, "analyse", str(path), "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "analyse failed")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def view_times(root: Path, run: str) -> tuple[float, float]:
+    port = _port()
+    proc = subprocess.Popen([EXE, "view", str(root), "--port", str(port), "--no-browser"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(base + "/api/runs", timeout=60).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        t0 = time.perf_counter()
+        page = json.loads(urllib.request.urlopen(
+            f"{base}/api/items?run={run}&offset=0&limit=100", timeout=600).read())
+        page_s = time.perf_counter() - t0
+        assert len(page["items"]) == 100 and page["items"][0]["input"].startswith("What is")
+        item = page["items"][5]["_id"]
+        body = json.dumps({"run": run, "id": item, "label": "pass", "annotator": "bench"})
+        req = urllib.request.Request(base + "/api/label", data=body.encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        t0 = time.perf_counter()
+        urllib.request.urlopen(req, timeout=600).read()
+        label_s = time.perf_counter() - t0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    return page_s, label_s
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    work = Path(tempfile.mkdtemp(prefix="judgekit-analyse-scale-"))
+    small, big = work / "small.csv", work / "big.csv"
+    write_csv(small, n // 10)
+    write_csv(big, n)
+    s_small, _ = analyse(small, work / "runs" / "small")
+    seconds, peak = analyse(big, work / "runs" / "big")
+    figs: dict[str, object] = {
+        "rows": n, "seconds": round(seconds, 1), "peak_rss_mb": round(peak),
+        "report_html_mb": round((work / "runs" / "big" / "report.html").stat().st_size / 2**20,
+                                1),
+        "growth_10x": round(seconds / s_small, 2), "seconds_at_tenth": round(s_small, 1)}
+    figs["view_page_s"], figs["view_label_s"] = (round(x, 3) for x in
+                                                 view_times(work / "runs", "big"))
+    try:
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+
+        pq.write_table(pacsv.read_csv(big, convert_options=pacsv.ConvertOptions(
+            strings_can_be_null=True)), work / "big.parquet")
+        p_seconds, p_peak = analyse(work / "big.parquet", work / "runs" / "parquet")
+        figs.update(parquet_rows=n, parquet_seconds=round(p_seconds, 1),
+                    parquet_peak_rss_mb=round(p_peak))
+    except ImportError:
+        figs["parquet"] = "skipped: pyarrow is not installed"
+    for k, v in figs.items():
+        print(f"{k:<22} {v}", file=sys.stderr)
+    print(json.dumps(figs, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
