@@ -106,3 +106,56 @@ def test_an_unexpected_error_is_one_line_and_status_1(monkeypatch, capsys):
     assert commands._main(["schema", "probe"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: unexpected TypeError: something")
+
+
+@pytest.mark.parametrize("field,value", [("probability", 0), ("probability", "abc"),
+                                         ("probability", float("nan")), ("draw", -2),
+                                         ("share", float("inf"))])
+def test_a_forged_draw_line_is_named_in_one_line(tmp_path, field, value):
+    from .test_labelling import _file
+
+    path, _ = _file(tmp_path, n=60)
+    r = jk("label", str(path), "--out", "next.jsonl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    labels = path.with_name("verdicts.labels.jsonl")
+    lines = labels.read_text().splitlines()
+    row = json.loads(lines[0])
+    assert row["kind"] == "draw"
+    row[field] = value
+    lines[0] = json.dumps(row)  # NaN and Infinity as Python's json writes them
+    labels.write_text("\n".join(lines) + "\n")
+    r = jk("label", str(path), cwd=tmp_path)
+    assert r.returncode == 2
+    _one_line(r, "verdicts.labels.jsonl:1", field)
+
+
+def test_a_label_given_to_another_text_does_not_count(tmp_path):
+    import csv
+
+    from judgekit.labelling import session, store
+
+    rows = [{"id": str(i), "question": f"question {i}", "judge": i % 2} for i in range(40)]
+    path = tmp_path / "v.csv"
+
+    def write(rs):
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=["id", "question", "judge"])
+            w.writeheader()
+            w.writerows(rs)
+
+    write(rows)
+    session.add_label(path, "3", "pass", "kim")
+    session.add_label(path, "7", "fail", "kim")
+    got = store.read(path.with_name("v.labels.jsonl"))
+    assert all(isinstance(r.get("item_sha"), str) for r in got.history)
+    # the file is re-exported with row-number ids shifted by one: id 3 now names the
+    # question that was 2, id 7 the one that was 6
+    write([{**r, "question": f"question {int(r['id']) - 1}"} for r in rows])
+    from judgekit.labelling.items import load
+    from judgekit.labelling.terms import state_of
+
+    state = state_of(load(path), "pass_rate")
+    assert "3" not in state.y and "7" not in state.y
+    # labelled again on the new text, it counts
+    session.add_label(path, "3", "pass", "kim")
+    assert state_of(load(path), "pass_rate").y["3"] == 1.0

@@ -308,8 +308,12 @@ def add_label(source: Path | Source, item: str, label: Any, annotator: str) -> N
     if human_value(label, src.shape) is None:
         allowed = "first/second" if src.shape == "pairwise" else "pass/fail (1/0)"
         raise ConfigError(f"label {label!r}: use {allowed}")
-    store.append(src.labels_path, [{"kind": "label", "id": item, "label": label,
-                                    "annotator": annotator or "anonymous", "at": store.now()}])
+    row: JSONObject = {"kind": "label", "id": item, "label": label,
+                       "annotator": annotator or "anonymous", "at": store.now()}
+    sha = store.item_sha(next(x for x in src.items if str(x["id"]) == item))
+    if sha is not None:
+        row["item_sha"] = sha  # the text labelled: a later change of the item is seen
+    store.append(src.labels_path, [row])
 
 
 def undo(source: Path | Source, annotator: str) -> str | None:

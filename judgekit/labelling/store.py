@@ -61,6 +61,7 @@ def read(path: Path) -> Labels:
         item = str(row["id"])
         who = str(row.get("annotator") or "anonymous")
         if kind == "draw":
+            _check_draw(path, lineno, row)
             draws.append(row)
         elif kind == "queue":
             if item not in queue:
@@ -77,6 +78,55 @@ def read(path: Path) -> Labels:
             raise DataError(f"{path}:{lineno}: kind {kind!r}: use draw, label, undo or "
                             "queue")
     return Labels(draws, {k: v for k, v in by_item.items() if v}, history, tuple(queue))
+
+
+def _check_draw(path: Path, lineno: int, row: JSONObject) -> None:
+    """A draw line as ``judgekit label`` writes it: a draw number and the probability the
+    item was drawn with, finite and in (0, 1] (its weight is 1/probability)."""
+    import math
+
+    p, d = row.get("probability"), row.get("draw")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p) \
+            or not 0 < p <= 1:
+        raise DataError(f"{path}:{lineno}: a draw line needs a probability in (0, 1], got "
+                        f"{p!r}; draw lines are written by judgekit label: restore the line "
+                        "or remove it and the draws after it")
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise DataError(f"{path}:{lineno}: a draw line needs a draw number 1, 2, ..., got "
+                        f"{d!r}; restore the line or remove it and the draws after it")
+    for key in ("share", "predicted_var"):
+        v = row.get(key)
+        values = list(v.values()) if isinstance(v, dict) else [] if v is None else [v]
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
+               for x in values):
+            raise DataError(f"{path}:{lineno}: {key} {v!r} is not a finite number; "
+                            "restore the line or remove it and the draws after it")
+
+
+def item_sha(item: JSONObject) -> str | None:
+    """A short hash of an item's texts: a label carries it, so a label whose item's text
+    changed since (a re-exported file whose row-number ids now name other rows) is seen
+    and not counted. None for items without text."""
+    import hashlib
+
+    texts = {k: item[k] for k in TEXT_KEYS if isinstance(item.get(k), str)}
+    if not texts:
+        return None
+    return hashlib.sha256(json.dumps(texts, sort_keys=True, ensure_ascii=False)
+                          .encode("utf-8")).hexdigest()[:16]
+
+
+TEXT_KEYS = ("question", "answer", "input", "output", "first", "second", "reference")
+
+
+def stale_ids(labels: Labels, items: dict[str, JSONObject]) -> set[str]:
+    """Ids whose latest label was given to a text other than the item's text now."""
+    last: dict[str, str] = {}
+    for row in labels.history:
+        if row.get("kind", "label") == "label" and isinstance(row.get("item_sha"), str):
+            last[str(row["id"])] = row["item_sha"]
+    return {k for k, sha in last.items() if k in items and item_sha(items[k]) not in
+            (None, sha)}
 
 
 def _last_line(path: Path) -> int:

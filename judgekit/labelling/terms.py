@@ -44,10 +44,20 @@ def state_of(src: Source, which: str, labels: store.Labels | None = None) -> Sta
     labels = store.read(src.labels_path) if labels is None else labels
     pop = population(src.items)
     given = store.values_of(labels, src.shape)
-    known = {str(x["id"]) for x in src.items}
-    unknown = sorted(set(given) - known)
+    by_id = {str(x["id"]): x for x in src.items}
+    unknown = sorted((set(given) | {str(d["id"]) for d in labels.draws}) - set(by_id))
     if unknown:
         raise DataError(store.unknown_ids(src.labels_path, unknown))
+    stale = store.stale_ids(labels, by_id)
+    if stale:
+        import logging
+
+        logging.getLogger("judgekit.labels").warning(
+            "judgekit: %s: %d label(s) were given to a text other than their item's text "
+            "now (the source changed since: e.g. row-number ids that now name other rows); "
+            "they do not count, the other %d do: %s", src.labels_path, len(stale),
+            len(given) - len(stale), ", ".join(sorted(stale)[:5]))
+        given = {k: v for k, v in given.items() if k not in stale}
     y = {**present_labels(src), **given}
     return State(labels, pop, chosen(pop, which), y)
 
