@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ def _number(v: Any) -> float:
 class Index:
     """Line offsets of one JSONL file; ``facts`` once every row was parsed."""
 
-    data: bytes
+    data: Any  # the file's bytes (an mmap, sliced like bytes)
     starts: np.ndarray
     ends: np.ndarray
     ids: list[str] | None = None  # unique: the second row of one id is "id#2"
@@ -140,6 +141,19 @@ CACHE_FILES = 16  # indexes kept (least recently used dropped first) ...
 CACHE_BYTES = 512 << 20  # ... and no more bytes of files than this
 
 
+SCAN = 1 << 24  # bytes scanned for newlines at a time
+
+
+def _mapped(path: Path) -> Any:
+    """The file's bytes, mapped read-only rather than read (a 200 MB items file is not
+    copied into memory); an empty file as empty bytes."""
+    import mmap
+
+    with path.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+
+
 def index(path: Path) -> Index:
     """The file's index, rebuilt when its size or modification time changed."""
     st = path.stat()
@@ -149,13 +163,18 @@ def index(path: Path) -> Index:
         if got is not None and got[0] == stamp:
             _CACHE.move_to_end(path)
             return got[1]
-    data = path.read_bytes()
-    raw = np.frombuffer(data, dtype=np.uint8)
-    nl = np.flatnonzero(raw == 10)
+    data = _mapped(path)
+    raw = np.frombuffer(data, dtype=np.uint8) if len(data) else np.zeros(0, np.uint8)
+    # newlines found chunk by chunk: the scan never holds a second copy of the file
+    nl = np.concatenate([np.flatnonzero(raw[i:i + SCAN] == 10) + i
+                         for i in range(0, raw.size, SCAN)] or [np.zeros(0, np.int64)])
     starts = np.concatenate([[0], nl + 1]).astype(np.int64)
     ends = np.concatenate([nl, [len(data)]]).astype(np.int64)
-    keep = np.array([bool(data[s:e].strip()) for s, e in zip(starts.tolist(), ends.tolist())],
-                    bool)
+    # blank lines are skipped: only lines of a few bytes can be blank (every record is
+    # "{...}"), so only those are looked at
+    keep = (ends - starts) > 8
+    for k in np.flatnonzero(~keep).tolist():
+        keep[k] = bool(data[int(starts[k]):int(ends[k])].strip())
     made = Index(data, starts[keep], ends[keep])
     with _LOCK:
         _CACHE[path] = (stamp, made)
@@ -202,6 +221,8 @@ def page(path: Path | None, labels: dict[str, dict[str, Any]], *, offset: int = 
         if descending:
             rows = rows[::-1]
         if q:
+            hits = _candidates(ix, q.lower())
+            rows = rows if hits is None else rows[np.isin(rows, hits)]
             rows = np.array([k for k in rows.tolist() if _has(ix, k, q.lower())], np.int64)
         if show:
             rows = rows[[_shown(ix, int(k), labels, show) for k in rows]] if rows.size else rows
@@ -261,6 +282,23 @@ def page_many(sources: list[tuple[str, Path | None]],
         matched += here
     return {"total": total, "matched": matched, "offset": offset, "limit": limit,
             "columns": list(columns), "items": out}
+
+
+def _candidates(ix: Index, needle: str) -> np.ndarray | None:
+    """Rows whose raw line holds ``needle`` (any case), from one scan of the whole file;
+    None where the raw text cannot be searched for it (JSON escapes it)."""
+    import re
+
+    if not (needle.isascii() and needle.isprintable() and '"' not in needle
+            and "\\" not in needle):
+        return None
+    # in a value, not a key: the needle, then the rest of a string that ends a value
+    # (", }, ]), or the rest of a number or literal that does
+    pattern = re.escape(needle.encode()) + rb'(?=(?:[^"\\\n]|\\.)*"\s*[,}\]]' \
+        rb'|[^",:{}\[\]\n]*\s*[,}\]])'
+    where = np.fromiter((m.start() for m in re.finditer(pattern, ix.data, re.IGNORECASE)),
+                        np.int64)
+    return np.unique(np.searchsorted(ix.starts, where, side="right") - 1)
 
 
 def _has(ix: Index, k: int, needle: str) -> bool:
