@@ -115,17 +115,36 @@ def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject
     if not ids:
         return []
     n = len(src.items)
-    m = np.full(n, 0.5)
     index = {str(x["id"]): i for i, x in enumerate(src.items)}
     every = active.estimands_for(state.pop)
     undrawn = np.ones(n, bool)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))
+    # what draw_row gives under the flat prediction 0.5 and uniform draws, kept up to date
+    # draw by draw instead of recomputed over every item (a file with thousands of
+    # people's labels took seconds per request): the undrawn items' sum of w / 2, and
+    # the largest |w| among them (the bounds are -+ |w| / 2 / q at it)
+    half = {e.name: 0.5 * float(e.weights.sum()) for e in every}
+    by_size = {e.name: np.argsort(-np.abs(e.weights), kind="stable") for e in every}
+    at = {e.name: 0 for e in every}
     rows = []
     for k in order:
-        q = undrawn / undrawn.sum()
-        rows.append({"id": ids[k], "probability": float(q[index[ids[k]]]), "prediction": 0.5,
-                     "frame": "undrawn", **draw_row(every, m, q, undrawn)})
-        undrawn[index[ids[k]]] = False
+        left = int(n - (len(rows)))
+        q = 1.0 / left
+        means, bounds = {}, {}
+        for e in every:
+            big = by_size[e.name]
+            while not undrawn[big[at[e.name]]]:
+                at[e.name] += 1
+            w = float(e.weights[big[at[e.name]]])
+            a, b = w * (0.0 - 0.5) / q, w * (1.0 - 0.5) / q
+            means[e.name] = round(e.const + half[e.name], 12)
+            bounds[e.name] = [min(a, b), max(a, b)]
+        rows.append({"id": ids[k], "probability": q, "prediction": 0.5, "frame": "undrawn",
+                     "means": means, "bounds": bounds})
+        j = index[ids[k]]
+        undrawn[j] = False
+        for e in every:
+            half[e.name] -= 0.5 * float(e.weights[j])
     return rows
 
 

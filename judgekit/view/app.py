@@ -190,12 +190,37 @@ async def _body(request: web.Request) -> JSONObject:
     return body
 
 
-def _label_source(request: web.Request, name: str) -> Any:
+_SOURCES: dict[Path, tuple[tuple[Any, ...], Any]] = {}  # a run's labelling source, kept
+
+
+def _source_of(folder: Path) -> Any:
+    """The run's labelling source, read once and kept while its files are unchanged (a
+    label POST on 100,000 items re-read them all: a second of every request)."""
     from judgekit.runs.folder import label_source
 
+    def stamp(p: Path) -> tuple[int, int] | None:
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    key = tuple(stamp(folder / n) for n in ("results.json", *sorted(
+        p.name for p in folder.glob("*.jsonl") if p.name != "labels.jsonl")))
+    got = _SOURCES.get(folder)
+    if got is not None and got[0] == key:
+        return got[1]
+    src = label_source(folder)
+    if len(_SOURCES) >= 8:
+        _SOURCES.pop(next(iter(_SOURCES)))
+    _SOURCES[folder] = (key, src)
+    return src
+
+
+def _label_source(request: web.Request, name: str) -> Any:
     try:
         run = runmod.find(request.app[ROOT], name)
-        src = label_source(run.folder)
+        src = _source_of(run.folder)
         runmod.confined(request.app[ROOT], src.labels_path, "the labels file")
         return src
     except JudgekitError as exc:
