@@ -126,7 +126,7 @@ def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject
     half = {e.name: 0.5 * float(e.weights.sum()) for e in every}
     by_size = {e.name: np.argsort(-np.abs(e.weights), kind="stable") for e in every}
     at = {e.name: 0 for e in every}
-    rows = []
+    rows: list[JSONObject] = []
     for k in order:
         left = int(n - (len(rows)))
         q = 1.0 / left
