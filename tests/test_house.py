@@ -47,7 +47,7 @@ def test_every_registry_is_a_generic_registry():
     import judgekit.recorded  # noqa: F401
 
     assert set(FORMATS.names()) == {"csv", "jsonl", "json", "inspect", "promptfoo",
-                                    "llmbar", "alpaca_eval", "xlsx"}
+                                    "llmbar", "alpaca_eval", "xlsx", "parquet"}
 
 
 def test_registry_lazy_entries_collisions_and_did_you_mean():

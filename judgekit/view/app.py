@@ -205,7 +205,9 @@ def _source_of(folder: Path) -> Any:
             return None
         return st.st_size, st.st_mtime_ns
 
-    key = tuple(stamp(folder / n) for n in ("results.json", *sorted(
+    from judgekit.runs.names import RESULTS
+
+    key = tuple(stamp(folder / n) for n in (RESULTS, *sorted(
         p.name for p in folder.glob("*.jsonl") if p.name != "labels.jsonl")))
     got = _SOURCES.get(folder)
     if got is not None and got[0] == key:
