@@ -194,7 +194,7 @@ def label_value(v: Any) -> float | None:
     return None
 
 
-def page(path: Path | None, labels: dict[str, dict[str, Any]], *, offset: int = 0,
+def page(path: Path | None, labels: dict[str, JSONObject], *, offset: int = 0,
          limit: int = 100, q: str = "", show: str = "", sort: str = "",
          descending: bool = False) -> JSONObject:
     """One page of rows (flat, with ``_id``, ``_row`` and ``_label``) after search,
@@ -249,7 +249,7 @@ def page(path: Path | None, labels: dict[str, dict[str, Any]], *, offset: int = 
 
 
 def page_many(sources: list[tuple[str, Path | None]],
-              labels: dict[str, dict[str, dict[str, Any]]], *, offset: int = 0,
+              labels: dict[str, dict[str, JSONObject]], *, offset: int = 0,
               limit: int = 100, q: str = "", show: str = "") -> JSONObject:
     """One page of the sample grid across runs: every run's rows in turn, each row
     with ``_run``; search and filters apply to each run's rows (sorting is per run, on
@@ -311,7 +311,7 @@ def _has(ix: Index, k: int, needle: str) -> bool:
                .lower() for v in ix.line(k).values())
 
 
-def _shown(ix: Index, k: int, labels: dict[str, dict[str, Any]], show: str) -> bool:
+def _shown(ix: Index, k: int, labels: dict[str, JSONObject], show: str) -> bool:
     assert ix.ids is not None and ix.verdict is not None and ix.error is not None
     given = list((labels.get(ix.ids[k]) or {}).values()) or (
         [] if ix.file_label is None or ix.file_label[k] is None else [ix.file_label[k]])
