@@ -112,9 +112,13 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSONL file, one per non-blank line, read a line at a time;
     a line that is not JSON, or not an object, is a one-line DataError naming it."""
+    return list(iter_jsonl(path))
+
+
+def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The objects of :func:`read_jsonl` one at a time (none held after it is given)."""
     from judgekit.core.progress import track
 
-    rows: list[dict[str, Any]] = []
     for n, line in track(read_lines(path), f"reading {Path(path).name}", unit="lines"):
         if not line.strip():
             continue
@@ -125,5 +129,4 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         if not isinstance(row, dict):
             raise DataError(f"{path} line {n}: a JSON object per line is expected, got "
                             f"{type(row).__name__}")
-        rows.append(row)
-    return rows
+        yield row

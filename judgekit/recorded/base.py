@@ -14,7 +14,7 @@ the pointwise probe read), or both; the one it lacks is derived from the other
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,15 +23,72 @@ from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.registry import Registry
 
-__all__ = ["FAIL", "FORMATS", "PASS", "RecordedFormat", "Table", "label_of", "text_of"]
+__all__ = ["FAIL", "FORMATS", "PASS", "RecordedFormat", "StreamedRows", "Table", "label_of",
+           "text_of"]
 
 
 class Table(NamedTuple):
     """A recorded file's rows and the column that plays each role."""
 
     shape: str  # pointwise | pairwise | alpaca_eval
-    rows: list[JSONObject]
+    rows: list[JSONObject] | StreamedRows
     roles: dict[str, str]
+
+
+class StreamedRows:
+    """A table's rows read from its file each time they are iterated, none held: what
+    ``judgekit analyse`` passes through at any size. The first row (for the columns) is
+    kept; ``len`` is known once a pass has ended; ``map`` gives the rows as ``fn``
+    changes them, as lazily."""
+
+    def __init__(self, source: Callable[[], Iterator[JSONObject]]) -> None:
+        self._source = source
+        self._first: JSONObject | None = None
+        self._len: int | None = None
+
+    def __iter__(self) -> Iterator[JSONObject]:
+        n = 0
+        for row in self._source():
+            if self._first is None:
+                self._first = row
+            n += 1
+            yield row
+        self._len = n
+
+    def __len__(self) -> int:
+        if self._len is None:
+            for _ in self:
+                pass
+        return self._len or 0
+
+    def __bool__(self) -> bool:
+        return self.first() is not None
+
+    def __getitem__(self, i: int) -> JSONObject:
+        if i != 0:
+            raise IndexError("streamed rows are read in order; only the first is kept")
+        first = self.first()
+        if first is None:
+            raise IndexError("no rows")
+        return first
+
+    def first(self) -> JSONObject | None:
+        if self._first is None:
+            rows = self._source()
+            try:
+                self._first = next(iter(rows), None)
+            finally:
+                close = getattr(rows, "close", None)
+                if close is not None:  # a generator holding the file open
+                    close()
+        return self._first
+
+    def map(self, fn: Callable[[], Callable[[JSONObject], JSONObject]]) -> StreamedRows:
+        """These rows through ``fn()`` (a fresh function per pass: it may keep state)."""
+        def source() -> Iterator[JSONObject]:
+            step = fn()
+            return (step(r) for r in self)
+        return StreamedRows(source)
 
 
 @dataclass(frozen=True)
@@ -46,6 +103,8 @@ class RecordedFormat:
         table: ``table(path, roles) -> Table`` (roles given with ``--map``).
         judged: ``judged(path, spec) -> judged items`` (dicts with Prompt, Output,
             Label, Reason, Source).
+        stream: ``stream(path) -> rows``, one at a time, for a format whose ``table``
+            reads plain rows (what ``judgekit analyse`` reads at any size).
     """
 
     name: str
@@ -54,6 +113,8 @@ class RecordedFormat:
     table: Callable[[Path, dict[str, str]], Table] | None = None
     judged: Callable[[Path, Any], list[Any]] | None = None  # (path, JudgedInput)
     description: str = ""
+    # the rows one at a time (a table format that can stream: CSV, JSONL, Parquet)
+    stream: Callable[[Path], Iterator[JSONObject]] | None = None
 
     @property
     def key(self) -> str:

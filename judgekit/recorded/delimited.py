@@ -4,6 +4,7 @@ the header line): one row per verdict, the roles detected from the column names
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,12 @@ def _rows(path: Path) -> list[JSONObject]:
     return rows
 
 
+def _stream(path: Path) -> Iterator[JSONObject]:
+    from judgekit.report.csvsafe import iter_dicts
+
+    return iter_dicts(path)  # type: ignore[return-value]
+
+
 def _table(path: Path, roles: dict[str, str]) -> Table:
     return detect_rows(path, _rows(path), roles)
 
@@ -31,5 +38,5 @@ def _judged(path: Path, spec: JudgedInput) -> list[Any]:
 
 
 FORMAT = FORMATS.add("csv", RecordedFormat(
-    "csv", suffixes=(".csv", ".tsv"), table=_table, judged=_judged,
+    "csv", suffixes=(".csv", ".tsv"), table=_table, judged=_judged, stream=_stream,
     description="CSV, one row per verdict"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from judgekit.core.textio import read_jsonl
+from judgekit.core.textio import iter_jsonl, read_jsonl
 from judgekit.recorded.base import FORMATS, RecordedFormat, Table
 from judgekit.recorded.judged import JudgedInput, judged_from_rows
 from judgekit.recorded.tables import detect_rows
@@ -23,5 +23,5 @@ def _judged(path: Path, spec: JudgedInput) -> list[Any]:
 
 
 FORMAT = FORMATS.add("jsonl", RecordedFormat(
-    "jsonl", suffixes=(".jsonl",), table=_table, judged=_judged,
+    "jsonl", suffixes=(".jsonl",), table=_table, judged=_judged, stream=iter_jsonl,
     description="JSON Lines, one object per verdict"))

@@ -7,6 +7,7 @@ a CSV file; nested values as compact JSON text."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from judgekit.recorded.base import FORMATS, RecordedFormat, Table
 from judgekit.recorded.judged import JudgedInput, judged_from_table
 from judgekit.recorded.tables import detect_rows
 
-__all__ = ["is_parquet_folder"]
+__all__ = ["is_parquet_folder", "iter_rows", "rows"]
 
 BATCH = 65_536
 
@@ -53,24 +54,27 @@ def _cell(v: Any) -> Any:
 
 def rows(path: Path) -> list[JSONObject]:
     """Every row, batch by batch (the columns' duplicate names refused)."""
+    return list(iter_rows(path))
+
+
+def iter_rows(path: Path) -> Iterator[JSONObject]:
+    """The rows one at a time, read a record batch at a time (one batch held)."""
     data = _dataset(path)
     names = list(data.schema.names)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise DataError(f"{path}: column {dup[0]!r} appears twice; rename one")
-    out: list[JSONObject] = []
     try:
         batches = data.to_batches(batch_size=BATCH)
         for batch in track(batches, f"reading {path.name}", unit="batches"):
             cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
             keys = batch.schema.names
-            out.extend({k: _cell(v) for k, v in zip(keys, vals)} for vals in zip(*cols))
+            yield from ({k: _cell(v) for k, v in zip(keys, vals)} for vals in zip(*cols))
     except DataError:
         raise
     except Exception as exc:
         raise DataError(f"{path}: cannot read its rows ({str(exc).splitlines()[0]})") \
             from None
-    return out
 
 
 def _table(path: Path, roles: dict[str, str]) -> Table:
@@ -83,6 +87,6 @@ def _judged(path: Path, spec: JudgedInput) -> list[Any]:
 
 FORMAT = FORMATS.add("parquet", RecordedFormat(
     "parquet", suffixes=(".parquet", ".pq", ".arrow", ".feather"), table=_table,
-    judged=_judged,
+    judged=_judged, stream=iter_rows,
     description="Parquet or Arrow table, or a folder of partitioned Parquet files (the "
                 "parquet extra)"))

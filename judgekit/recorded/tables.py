@@ -17,7 +17,7 @@ from typing import Any
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import json_loads, read_text
-from judgekit.recorded.base import FORMATS, Table
+from judgekit.recorded.base import FORMATS, StreamedRows, Table
 
 # Column names each role is detected from (case and spaces ignored).
 POINTWISE = {"id": ("id", "item_id", "sample_id", "uid"),
@@ -92,18 +92,23 @@ __all__ = ["PAIRWISE", "POINTWISE", "REQUIRED", "TEXTS", "Table", "detect_rows",
            "read", "table_from_judged", "text_columns", "source_aliases", "unused_people_columns"]
 
 
-def read(path: Path, fmt: str, roles: dict[str, str]) -> Table:
+def read(path: Path, fmt: str, roles: dict[str, str], stream: bool = False) -> Table:
     """The rows of ``path`` in format ``fmt`` (auto: by suffix and content) with each
-    role's column."""
+    role's column; with ``stream``, a format that can stream gives its rows as
+    :class:`StreamedRows` (read from the file on each pass, none held)."""
     import judgekit.recorded  # noqa: F401  (registers the built-in formats)
 
     got = FORMATS.get(format_of(path, fmt))
+    if stream and got.stream is not None:
+        reader = got.stream
+        return detect_rows(path, StreamedRows(lambda: reader(path)), roles)
     if got.table is None:
         raise DataError(f"{path}: format {got.name} has no verdicts table")
     return got.table(path, roles)
 
 
-def detect_rows(path: Path, rows: list[JSONObject], roles: dict[str, str]) -> Table:
+def detect_rows(path: Path, rows: list[JSONObject] | StreamedRows,
+                roles: dict[str, str]) -> Table:
     """A table of plain rows (CSV, JSONL): its shape and roles detected from the column
     names, the roles given in ``roles`` taken as they are."""
     if not rows:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 __all__ = ["cell", "rows_text", "write_dicts", "write_rows"]
@@ -78,6 +78,15 @@ def read_dicts(source: str | object, path: object = None
     long as the file (a judged answer of megabytes), and a malformed file, a row with
     more or fewer cells than the header, or bytes that are not UTF-8 are a one-line
     :class:`DataError` naming the line."""
+    header: list[str] = []
+    rows = list(iter_dicts(source, path, header))
+    return header, rows
+
+
+def iter_dicts(source: str | object, path: object = None,
+               header: list[str] | None = None) -> Iterator[dict[str, str]]:
+    """The rows of :func:`read_dicts` one at a time (nothing held but the row being
+    read); ``header``, when given, receives the header's names before the first row."""
     import io
     import os
     from pathlib import Path
@@ -102,13 +111,14 @@ def read_dicts(source: str | object, path: object = None
     csv.field_size_limit(max(csv.field_size_limit(), min(size + 1, 2**31 - 1)))
     with fh:
         reader = csv.DictReader(fh, strict=True, delimiter=_delimiter(fh, str(name)))
-        rows: list[dict[str, str]] = []
         try:
-            header = [h.strip() for h in reader.fieldnames or []]
-            dup = sorted({h for h in header if h and header.count(h) > 1})
+            names = [h.strip() for h in reader.fieldnames or []]
+            dup = sorted({h for h in names if h and names.count(h) > 1})
             if dup:  # DictReader would keep the last one silently
                 raise DataError(f"{name}: column {dup[0]!r} appears twice in the header; "
                                 "rename one")
+            if header is not None:
+                header[:] = list(reader.fieldnames or [])
             for row in track(reader, f"reading {Path(str(name)).name}", unit="rows"):
                 n = reader.line_num
                 extra = row.get(None)  # type: ignore[call-overload]
@@ -118,10 +128,9 @@ def read_dicts(source: str | object, path: object = None
                     raise DataError(f"{name} line {n}: {got} cells where the header has "
                                     f"{len(reader.fieldnames or [])}; fix the row (a cell "
                                     "with a comma or a line break needs quotes)")
-                rows.append(dict(row))
+                yield row
         except csv.Error as exc:
             raise DataError(f"{name} line {reader.line_num}: not valid CSV ({exc})") from None
         except UnicodeDecodeError:
             raise DataError(f"{name}: near line {reader.line_num + 1}: not valid UTF-8; "
                             "save the file as UTF-8") from None
-        return list(reader.fieldnames or []), rows

@@ -40,11 +40,22 @@ def clustered_rate(groups: Sequence[Sequence[bool]], level: float = 0.95) -> Clu
     is estimated from the spread of the cluster shares (never below 1). Inside [0, 1]
     and never zero-width."""
     gs = [[bool(x) for x in g] for g in groups if len(g)]
-    if not gs:
+    return clustered_rate_counts([sum(g) for g in gs], [len(g) for g in gs], level)
+
+
+def clustered_rate_counts(successes: Sequence[float] | np.ndarray,
+                          sizes: Sequence[float] | np.ndarray,
+                          level: float = 0.95) -> ClusteredRate:
+    """:func:`clustered_rate` from each cluster's successes and size (columnar data:
+    ``np.bincount`` of the observations by cluster); empty clusters are ignored."""
+    y, m = np.asarray(successes, float), np.asarray(sizes, float)
+    keep = m > 0
+    y, m = y[keep], m[keep]
+    if not m.size:
         raise StatsError("a clustered rate needs at least one non-empty cluster")
-    p, n, deff = _design_effect(gs)
+    p, n, deff = _design_effect_counts(y, m)
     ci = wilson_effective(p, n / deff, level)
-    return ClusteredRate(p, [ci.lo, ci.hi], int(n), len(gs))
+    return ClusteredRate(p, [ci.lo, ci.hi], int(n), int(m.size))
 
 
 def design_effect(groups: Sequence[Sequence[bool]]) -> float:
@@ -58,9 +69,12 @@ def _design_effect(gs: Sequence[Sequence[bool]]) -> tuple[float, float, float]:
     """(pooled share, observations, design effect) of clustered 0/1 observations: the
     linearised variance of the ratio estimator sum(y) / sum(m) over clusters against
     that of a simple random sample of the same size (never below 1)."""
-    m = np.array([len(g) for g in gs], float)
-    y = np.array([sum(g) for g in gs], float)
-    n, k = float(m.sum()), len(gs)
+    return _design_effect_counts(np.array([sum(g) for g in gs], float),
+                                 np.array([len(g) for g in gs], float))
+
+
+def _design_effect_counts(y: np.ndarray, m: np.ndarray) -> tuple[float, float, float]:
+    n, k = float(m.sum()), len(m)
     p = float(y.sum() / n)
     deff = 1.0
     if k >= 2 and 0.0 < p < 1.0:

@@ -34,8 +34,8 @@ from judgekit.methods.verdicts.payload import Measure
 from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
 from judgekit.stats.bootstrap import derive_seed
 from judgekit.stats.decide import beyond_chance, random_ac1, versus_uninformed
-from judgekit.stats.preference import clustered_rate
-from judgekit.stats.proportions import rate_with_interval
+from judgekit.stats.preference import clustered_rate_counts
+from judgekit.stats.proportions import wilson_interval
 
 SLOTS = {"first": "first", "a": "first", "1": "first", "answer_a": "first",
          "output_1": "first", "second": "second", "b": "second", "2": "second",
@@ -50,21 +50,43 @@ def slot_of(value: Any) -> str | None:
     return SLOTS.get(str(value).strip().lower())
 
 
-def rate_measure(key: str, what: str, flags: list[bool], groups: Sequence[Any] | None,
-          level: float, **kw: Any) -> Measure:
+def rate_measure(key: str, what: str, flags: Sequence[bool] | np.ndarray,
+                 groups: Sequence[Any] | np.ndarray | None, level: float, **kw: Any
+                 ) -> Measure:
     """A share with a Wilson interval, clustered by ``groups`` when several rows share
-    one (a question, a pair)."""
-    if not flags:
+    one (a question, a pair). ``groups`` may be the rows' keys or, for columnar data,
+    their integer codes (:func:`first_codes`)."""
+    if not len(flags):
         return Measure(key=key, what=what, n=0, **{**kw, "decision": "not measured: no rows"})
-    if groups is not None and len(set(groups)) < len(groups):
-        by: dict[Any, list[bool]] = {}
-        for g, f in zip(groups, flags):
-            by.setdefault(g, []).append(f)
-        c = clustered_rate(list(by.values()), level)
-        return Measure(key=key, what=what, estimate=c.rate, ci=c.ci, n=c.n,
-                       clusters=c.clusters, **kw)
-    rate, ci, n = rate_with_interval(flags, level)
-    return Measure(key=key, what=what, estimate=rate, ci=ci, n=n, **kw)
+    if groups is not None:
+        codes = groups if isinstance(groups, np.ndarray) else first_codes(groups)
+        k = int(codes.max()) + 1
+        if k < len(codes):
+            f = np.asarray(flags, float)
+            c = clustered_rate_counts(np.bincount(codes, weights=f, minlength=k),
+                                      np.bincount(codes, minlength=k), level)
+            return Measure(key=key, what=what, estimate=c.rate, ci=c.ci, n=c.n,
+                           clusters=c.clusters, **kw)
+    n = len(flags)
+    hits = int(np.count_nonzero(np.asarray(flags, bool)))
+    return Measure(key=key, what=what, estimate=hits / n,
+                   ci=wilson_interval(hits, n, level).as_list(), n=n, **kw)
+
+
+def first_codes(keys: Sequence[Any] | np.ndarray) -> np.ndarray:
+    """Integer codes 0..k-1 of ``keys`` in the order each first appears (equal keys, equal
+    codes). An integer array (the rows' key hashes, for columnar data) is factorised by
+    numpy; other keys by a dict."""
+    if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu":
+        if not keys.size:
+            return np.zeros(0, np.int64)
+        uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        rank = np.empty(len(uniq), np.int64)
+        rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+        return rank[inverse.ravel()]
+    seen: dict[Any, int] = {}
+    return np.fromiter((seen.setdefault(g, len(seen)) for g in keys), np.int64,
+                       count=len(keys))
 
 
 def _against_uninformed(m: Measure, judge: list[str], human: list[str],

@@ -1,7 +1,17 @@
 """Pointwise verdicts: one verdict per item (pass/fail, 1/0, yes/no, C/I, or a score
-against a threshold), human labels from one or several annotators on some items."""
+against a threshold), human labels from one or several annotators on some items.
+
+Columnar, in one pass over the rows at any size: each item's record goes to the
+caller's ``write`` as it is read (the run's items file), and only numbers stay in
+memory: the verdict, and integer codes of the item's id, question and system (keys
+are hashed, then numbered in the order they first appear). The labelled items, a
+few, are kept whole: the agreement figures resample their questions by name."""
 
 from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -9,6 +19,7 @@ from judgekit.core.jsontypes import JSONObject
 from judgekit.core.progress import track
 from judgekit.methods.verdicts.analysis import (
     agreement_measures,
+    first_codes,
     fleiss_measure,
     majority,
     rate_measure,
@@ -21,85 +32,167 @@ from judgekit.stats.decide import cluster_mean
 from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error
 from judgekit.stats.proportions import newcombe_paired, unconditional_mcnemar
 
+SHOWN_UNREADABLE = 5  # unreadable rows named in the note (the rest counted)
 
-def pointwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
-              ) -> tuple[list[Measure], list[JSONObject], int]:
-    """Measures, item records and the count of unreadable verdicts of pointwise rows.
+
+class Labelled(NamedTuple):
+    """An item people labelled, kept whole."""
+
+    at: int  # its position among the readable items
+    id: str
+    question_id: str | None
+    system: str | None
+    verdict: int
+    human: Any
+    humans: list[Any]
+
+    @property
+    def group(self) -> str:
+        return self.question_id or self.id
+
+
+class Items(NamedTuple):
+    """The readable items as columns (see the module's docstring)."""
+
+    verdict: np.ndarray  # 1 / 0
+    group: np.ndarray  # codes of the question (or, without one, the id)
+    id: np.ndarray | None  # codes of the id (None: no id column, each row its own)
+    question: np.ndarray | None  # codes of the question (None: no question column)
+    system: np.ndarray  # index into systems, -1 without one
+    systems: list[str]
+    labelled: list[Labelled]
+    annotators: int
+
+
+class Read(NamedTuple):
+    """What one pass over a judge's column gives."""
+
+    measures: list[Measure]
+    items: int  # records written
+    unreadable: int
+    bad: list[tuple[int, Any]]  # the first unreadable rows: (row number, value)
+    graders: list[str]
+
+
+def pointwise(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig,
+              write: Callable[[JSONObject], None]) -> Read:
+    """Measures of pointwise rows, each readable row's item record given to ``write``.
     Several annotators (``human`` naming several columns): the majority label is the
     human label (a tie gives none), and their Fleiss' kappa is the ceiling reported."""
-    humans = [c for c in roles.get("human", "").split(",") if c]
-    items: list[JSONObject] = []
-    unread = 0
-    texts = text_columns(list(rows[0]) if rows else [], roles)
-    for i, r in enumerate(track(rows, "reading verdicts", len(rows), "rows")):
-        v = label_of(r.get(roles["judge"]), cfg.pass_threshold)
-        people = [label_of(r.get(c), cfg.pass_threshold) for c in humans
-                  if r.get(c) not in (None, "")]
-        h = majority(people)
-        if v is None:
-            unread += 1
-            continue
-        items.append({"id": str(r.get(roles["id"], i)) if "id" in roles else str(i),
-                      "question_id": str(r.get(roles["question_id"]))
-                      if "question_id" in roles else None,
-                      "system": str(r.get(roles["system"])) if "system" in roles else None,
-                      "verdict": v, "human": h, "humans": people,
-                      **{k: str(r[c]) for k, c in texts.items()
-                         if r.get(c) not in (None, "")}})
-    groups = [x["question_id"] or x["id"] for x in items]
-    out = [rate_measure("pass_rate", "the judge's pass rate", [x["verdict"] == 1 for x in items],
-                 groups, cfg.level)]
-    lab = [x for x in items if x["human"] is not None]
-    out += agreement_measures([str(x["verdict"]) for x in lab], [str(x["human"]) for x in lab],
-                              cfg, "human labels",
-                              [x["question_id"] or x["id"] for x in lab])
-    if len(humans) >= 2:
-        out.append(fleiss_measure(items, len(humans), cfg))
+    items, read = _read(rows, roles, cfg, write)
+    if not len(items.verdict):
+        return Read([], 0, *read)
+    out = [rate_measure("pass_rate", "the judge's pass rate", items.verdict == 1, items.group,
+                        cfg.level)]
+    lab = [x for x in items.labelled if x.human is not None]
+    out += agreement_measures([str(x.verdict) for x in lab], [str(x.human) for x in lab],
+                              cfg, "human labels", [x.group for x in lab])
+    if items.annotators >= 2:
+        out.append(fleiss_measure([{"humans": x.humans} for x in items.labelled],
+                                  items.annotators,
+                                  cfg))
     repeated = _repeats(items, cfg)
     if repeated is not None:
         out.append(repeated)
     out += _corrected(items, cfg)
     out += _leniency(items, cfg)
     out += _paired(items, cfg)
-    return out, items, unread
+    return Read(out, len(items.verdict), *read)
 
 
-def _repeats(items: list[JSONObject], cfg: VerdictsConfig) -> Measure | None:
+def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig,
+          write: Callable[[JSONObject], None]
+          ) -> tuple[Items, tuple[int, list[tuple[int, Any]], list[str]]]:
+    """One pass: the columns, and (unreadable count, the first unreadable rows, the
+    graders named)."""
+    humans = [c for c in roles.get("human", "").split(",") if c]
+    judge, id_col = roles["judge"], roles.get("id")
+    q_col, s_col = roles.get("question_id"), roles.get("system")
+    verdict, group, ids, questions = array("b"), array("q"), array("q"), array("q")
+    system, systems = array("l"), {}  # type: ignore[var-annotated]
+    labelled: list[Labelled] = []
+    bad: list[tuple[int, Any]] = []
+    graders: set[str] = set()
+    texts: dict[str, str] | None = None
+    unread = 0
+    for i, r in enumerate(track(rows, "reading verdicts", unit="rows")):
+        if texts is None:
+            texts = text_columns(list(r), roles)
+        if r.get("grader"):
+            graders.add(str(r["grader"]))
+        v = label_of(r.get(judge), cfg.pass_threshold)
+        if v is None:
+            unread += 1
+            if len(bad) < SHOWN_UNREADABLE + 1:
+                bad.append((i + 1, r.get(judge)))
+            continue
+        people = [label_of(r.get(c), cfg.pass_threshold) for c in humans
+                  if r.get(c) not in (None, "")]
+        h = majority(people)
+        item_id = str(r.get(id_col, i)) if id_col is not None else str(i)
+        qid = str(r.get(q_col)) if q_col is not None else None
+        sysname = str(r.get(s_col)) if s_col is not None else None
+        write({"id": item_id, "question_id": qid, "system": sysname, "verdict": v,
+               "human": h, "humans": people,
+               **{k: str(r[c]) for k, c in texts.items() if r.get(c) not in (None, "")}})
+        if h is not None or (len(humans) >= 2 and people):
+            labelled.append(Labelled(len(verdict), item_id, qid, sysname, v, h, people))
+        verdict.append(v)
+        group.append(hash(qid or item_id))
+        if id_col is not None:
+            ids.append(hash(item_id))
+        if qid is not None:
+            questions.append(hash(qid))
+        system.append(-1 if sysname is None else systems.setdefault(sysname, len(systems)))
+    names = sorted(systems)  # codes renumbered in name order
+    order = np.array([names.index(n) for n in systems] or [0], np.int64)
+    sys_codes = np.array(system, np.int64)
+    sys_codes = np.where(sys_codes < 0, -1, order[np.maximum(sys_codes, 0)])
+    cols = Items(np.frombuffer(verdict, np.int8).astype(np.int64),
+                 first_codes(np.frombuffer(group, np.int64)),
+                 first_codes(np.frombuffer(ids, np.int64)) if id_col is not None else None,
+                 first_codes(np.frombuffer(questions, np.int64)) if q_col is not None
+                 else None, sys_codes, names, labelled, len(humans))
+    return cols, (unread, bad, sorted(graders))
+
+
+def _repeats(items: Items, cfg: VerdictsConfig) -> Measure | None:
     """Repeat consistency: items judged more than once (rows sharing an ``id``) whose
     verdicts all agree, with the share's interval; None when no item repeats."""
-    by: dict[str, list[int]] = {}
-    for x in items:
-        by.setdefault(x["id"], []).append(int(x["verdict"]))
-    again = [v for v in by.values() if len(v) >= 2]
-    if not again or "id" not in {k for x in items for k in x}:
+    if items.id is None:
         return None
+    size = np.bincount(items.id)
+    passed = np.bincount(items.id, weights=items.verdict)
+    again = size >= 2
+    if not again.any():
+        return None
+    agree = (passed[again] == 0) | (passed[again] == size[again])
     return rate_measure("repeat_consistency", "items judged more than once whose verdicts "
-                        "all agree", [len(set(v)) == 1 for v in again], None, cfg.level,
-                        note=f"{len(again)} items judged {min(map(len, again))}-"
-                             f"{max(map(len, again))} times (rows sharing an id)")
+                        "all agree", agree, None, cfg.level,
+                        note=f"{int(again.sum())} items judged {int(size[again].min())}-"
+                             f"{int(size[again].max())} times (rows sharing an id)")
 
 
-def _by_system(items: list[JSONObject]
-               ) -> list[tuple[str | None, list[JSONObject], list[JSONObject]]]:
-    """(system, its items, those people labelled), overall first (None), for every
-    system with at least 2 labelled items."""
-    systems = sorted({x["system"] for x in items if x["system"] is not None})
+def _by_system(items: Items) -> list[tuple[str | None, np.ndarray, list[Labelled]]]:
+    """(system, the mask of its items, those people labelled), overall first (None), for
+    every system with at least 2 labelled items."""
     out = []
-    for name in [None, *systems]:
-        mine = [x for x in items if name is None or x["system"] == name]
-        lab = [x for x in mine if x["human"] is not None]
+    for code, name in [(None, None), *enumerate(items.systems)]:
+        mask = np.ones(len(items.verdict), bool) if code is None else items.system == code
+        lab = [x for x in items.labelled if x.human is not None
+               and (name is None or x.system == name)]
         if len(lab) >= 2:
-            out.append((name, mine, lab))
+            out.append((name, mask, lab))
     return out
 
 
-def _corrected(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
+def _corrected(items: Items, cfg: VerdictsConfig) -> list[Measure]:
     """The pass rate corrected for the judge's errors by the human labels (PPI++), over
     every item and per system; the labelled items must be a random sample of them."""
     out = []
-    for name, mine, lab in _by_system(items):
-        c = ppi_mean([float(x["verdict"]) for x in mine], [float(x["verdict"]) for x in lab],
-                     [float(x["human"]) for x in lab], level=cfg.level)
+    for name, mask, lab in _by_system(items):
+        c = ppi_mean(items.verdict[mask].astype(float), [float(x.verdict) for x in lab],
+                     [float(x.human) for x in lab], level=cfg.level)
         if cfg.label_error is not None:
             c = with_label_error(c, cfg.label_error)
         key = "corrected_pass_rate" if name is None else f"corrected_pass_rate[{name}]"
@@ -132,7 +225,7 @@ def _plan(labels: int | None, halfwidth: float) -> str:
     return f"about {labels} human labels for +/- {halfwidth:g} (same design)"
 
 
-def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
+def _leniency(items: Items, cfg: VerdictsConfig) -> list[Measure]:
     """Leniency (severity when negative): the judge's pass rate minus people's corrected
     pass rate, overall and per system. With the prediction-powered correction at
     lambda = 1 it is the mean of (verdict - human label) over the labelled items, a
@@ -140,15 +233,16 @@ def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
     repeat, a cluster-robust t interval); with --label-error, the judge's rate minus
     the corrected rate that accounts for it."""
     out = []
-    for name, mine, lab in _by_system(items):
-        v = [float(x["verdict"]) for x in lab]
-        h = [float(x["human"]) for x in lab]
-        groups = [x["question_id"] or x["id"] for x in lab]
+    for name, mask, lab in _by_system(items):
+        v = [float(x.verdict) for x in lab]
+        h = [float(x.human) for x in lab]
+        groups = [x.group for x in lab]
         mid: float | None = None
         if cfg.label_error is not None:
-            c = with_label_error(ppi_mean([float(x["verdict"]) for x in mine], v, h,
-                                          level=cfg.level), cfg.label_error)
-            judge = float(np.mean([x["verdict"] for x in mine]))
+            mine = items.verdict[mask]
+            c = with_label_error(ppi_mean(mine.astype(float), v, h, level=cfg.level),
+                                 cfg.label_error)
+            judge = float(np.mean(mine))
             est, ci, how = judge - c.estimate, [judge - c.ci[1], judge - c.ci[0]], (
                 "the judge's pass rate minus the label-error-corrected rate")
         elif len(set(groups)) < len(groups):
@@ -176,43 +270,45 @@ def _leniency(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
 MAX_SYSTEMS = 6  # every pair of up to this many systems is compared (15 comparisons)
 
 
-def _paired(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
+def _paired(items: Items, cfg: VerdictsConfig) -> list[Measure]:
     """Two systems judged by the same judge on the same questions, compared corrected
     for the judge's errors: PPI++ on the per-question difference (judge A - B on every
     question both answered, human A - B where both answers carry a label; those
     questions must be a random sample of the shared ones). Several rows of one system
     and question (repeats) are averaged. Each pair of up to six systems."""
-    systems = sorted({x["system"] for x in items if x["system"] is not None})
-    if len(systems) < 2 or all(x["question_id"] is None for x in items):
+    systems = items.systems
+    if len(systems) < 2 or items.question is None:
         return []
     if len(systems) > MAX_SYSTEMS:
         return [Measure(key="corrected_difference", what="paired difference of pass rates",
                         decision=f"not measured: {len(systems)} systems (compare up to "
                         f"{MAX_SYSTEMS} at once; filter the file)")]
-    judged: dict[tuple[str, str], list[float]] = {}
-    human: dict[tuple[str, str], list[float]] = {}
-    for x in items:
-        if x["system"] is None or x["question_id"] is None:
-            continue
-        key = (x["system"], x["question_id"])
-        judged.setdefault(key, []).append(float(x["verdict"]))
-        if x["human"] is not None:
-            human.setdefault(key, []).append(float(x["human"]))
+    k, s = int(items.question.max()) + 1, len(systems)
+    has = items.system >= 0
+    cell = items.question[has] * s + items.system[has]
+    count = np.bincount(cell, minlength=k * s).reshape(k, s)
+    total = np.bincount(cell, weights=items.verdict[has], minlength=k * s).reshape(k, s)
+    judged = np.divide(total, count, out=np.full((k, s), np.nan), where=count > 0)
+    human: dict[tuple[int, int], list[float]] = {}
+    for x in items.labelled:
+        if x.human is not None and x.system is not None:
+            key = (systems.index(x.system), int(items.question[x.at]))
+            human.setdefault(key, []).append(float(x.human))
     out = []
     for i, a in enumerate(systems):
-        for b in systems[i + 1:]:
-            out.append(_difference(a, b, judged, human, cfg))
+        for j in range(i + 1, s):
+            out.append(_difference((i, a), (j, systems[j]), judged, human, cfg))
     return out
 
 
-def _difference(a: str, b: str, judged: dict[tuple[str, str], list[float]],
-                human: dict[tuple[str, str], list[float]], cfg: VerdictsConfig) -> Measure:
-    """System ``a`` minus ``b`` on the questions both answered (see ``_paired``)."""
-    def diff(table: dict[tuple[str, str], list[float]], q: str) -> float:
-        return float(np.mean(table[(a, q)]) - np.mean(table[(b, q)]))
-
-    shared = sorted({q for s, q in judged if s == a} & {q for s, q in judged if s == b})
-    lab = [q for q in shared if (a, q) in human and (b, q) in human]
+def _difference(first: tuple[int, str], second: tuple[int, str], judged: np.ndarray,
+                human: dict[tuple[int, int], list[float]], cfg: VerdictsConfig) -> Measure:
+    """System ``a`` minus ``b`` on the questions both answered (see ``_paired``):
+    ``judged`` is each question's mean verdict per system (NaN: not answered)."""
+    (ia, a), (ib, b) = first, second
+    both = ~np.isnan(judged[:, ia]) & ~np.isnan(judged[:, ib])
+    shared = np.flatnonzero(both)
+    lab = [int(q) for q in shared if (ia, q) in human and (ib, q) in human]
     what = (f"pass rate of {a} minus {b} on the same questions, corrected by human "
             "labels (prediction-powered)")
     key = f"corrected_difference[{a}-{b}]"
@@ -220,9 +316,10 @@ def _difference(a: str, b: str, judged: dict[tuple[str, str], list[float]],
         return Measure(key=key, what=what, n=len(shared), units="difference of shares",
                        decision=f"not measured: {len(lab)} question(s) with human labels "
                        "on both systems (need 2)")
-    every = [diff(judged, q) for q in shared]
-    c = ppi_difference(every, [diff(judged, q) for q in lab], [diff(human, q) for q in lab],
-                       level=cfg.level)
+    every = judged[shared, ia] - judged[shared, ib]
+    c = ppi_difference(every, [float(judged[q, ia] - judged[q, ib]) for q in lab],
+                       [float(np.mean(human[(ia, q)]) - np.mean(human[(ib, q)]))
+                        for q in lab], level=cfg.level)
     if cfg.label_error is not None:
         c = with_label_error(c, cfg.label_error, difference=True)
     return Measure(

@@ -2,31 +2,49 @@
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.payload import DetailFile
 from judgekit.methods.verdicts import pairwise, pointwise
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import JudgeVerdicts, Measure, VerdictsPayload
+from judgekit.recorded.base import StreamedRows
 from judgekit.recorded.tables import Table, read, unused_people_columns
+from judgekit.runs.io import jsonl_line
 
 
 def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
     """Every figure the file's verdicts allow (see judgekit.methods.verdicts.analysis), for each
-    judge column when the file holds several (one card per judge, side by side)."""
+    judge column when the file holds several (one card per judge, side by side).
+    Pointwise rows of a format that streams (CSV, JSONL, Parquet) pass through once per
+    judge, none held: the item records go to a spill file as they are read."""
     path = Path(cfg.data_path)
-    table = read(path, cfg.data_format, cfg.roles)
+    table = read(path, cfg.data_format, cfg.roles, stream=True)
+    if table.shape != "pointwise" and isinstance(table.rows, StreamedRows):
+        table = table._replace(rows=list(table.rows))
     if cfg.labels_file:
         table = _with_labels(table, Path(cfg.labels_file))
     role = {"pointwise": "judge", "pairwise": "winner"}.get(table.shape)
     columns = table.roles[role].split(",") if role else [""]
-    judged = [_one(cfg, path, table, {**table.roles, role: c} if role else table.roles,
-                   several=len(columns) > 1)
-              for c in columns]
-    first, items = judged[0]
+    fd, name = tempfile.mkstemp(prefix="judgekit-items-", suffix=".jsonl")
+    spill = Path(name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            judged = [_one(cfg, path, table, {**table.roles, role: c} if role else table.roles,
+                           several=len(columns) > 1, fh=fh)
+                      for c in columns]
+    except BaseException:  # a failed or interrupted analysis leaves no spill behind
+        spill.unlink(missing_ok=True)
+        raise
+    first = judged[0]
+    items = DetailFile.spilled("items", spill, sum(j.items for j in judged))
     if cfg.labels_file:
         _active_measures(cfg, path, first)
     unused = unused_people_columns(list(table.rows[0]) if table.rows else [], table.roles)
@@ -36,13 +54,11 @@ def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
                            "(pairwise: --map label=COLUMN)")
     others = [JudgeVerdicts(judge=j.judge, column=c, unreadable=j.unreadable,
                             measures=j.measures, notes=j.notes)
-              for c, (j, _) in zip(columns[1:], judged[1:])]
-    if others:  # one item record per row and judge
-        items = [{"judge": j.judge, **x} for j, got in judged for x in got]
+              for c, j in zip(columns[1:], judged[1:])]
     return VerdictsPayload(
         judge=first.judge, shape=table.shape, source=path.name, roles=table.roles,  # type: ignore[arg-type]
         n_rows=len(table.rows), unreadable=first.unreadable, level=cfg.level,
-        measures=first.measures, notes=first.notes, items=items,  # type: ignore[arg-type]
+        measures=first.measures, notes=first.notes, items=items,
         **({"others": others} if others else {}))
 
 
@@ -51,40 +67,49 @@ class _Judged(NamedTuple):
     unreadable: int
     measures: list[Measure]
     notes: list[str]
+    items: int  # item records written
 
 
 def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
-         several: bool) -> tuple[_Judged, list[JSONObject]]:
-    """One judge's measures and item records (``roles`` names its column)."""
+         several: bool, fh: IO[str]) -> _Judged:
+    """One judge's measures; its item records written to ``fh`` (with the judge's name
+    when the file holds several)."""
     notes: list[str] = []
-    if table.shape == "pointwise":
-        measures, items, unread = pointwise.pointwise(table.rows, roles, cfg)
-        graders = sorted({str(r["grader"]) for r in table.rows if r.get("grader")})
-        judge = ", ".join(graders) or roles["judge"]
-        if unread:
-            from judgekit.recorded.base import label_of
+    column = roles.get({"pointwise": "judge", "pairwise": "winner"}.get(table.shape, ""), "")
+    tag = re.sub(r"^(judge|winner)[_:.\-]", "", column, flags=re.I) or column
 
-            bad = [(i + 1, r.get(roles["judge"])) for i, r in enumerate(table.rows)
-                   if label_of(r.get(roles["judge"]), cfg.pass_threshold) is None]
+    def write(record: JSONObject) -> None:
+        fh.write(jsonl_line({"judge": tag, **record} if several else record))
+
+    if table.shape == "pointwise":
+        got = pointwise.pointwise(table.rows, roles, cfg, write)
+        measures, count, unread = got.measures, got.items, got.unreadable
+        judge = ", ".join(got.graders) or roles["judge"]
+        if unread:
+            shown = got.bad[:pointwise.SHOWN_UNREADABLE]
             notes.append(f"{unread} row(s) of {roles['judge']!r} could not be read as a "
                          "verdict and were left out (pass/fail, 1/0, or a finite score in "
                          "[0, 1]): " + ", ".join(f"row {k} ({str(v)[:20]!r})"
-                                                for k, v in bad[:5])
-                         + (", ..." if len(bad) > 5 else ""))
-    elif table.shape == "pairwise":
-        measures, items, unread, notes = pairwise.pairwise(table.rows, roles, cfg)
-        judge = roles["winner"]
-        if "evaluators" in path.parts[:-1]:  # LLMBar: .../evaluators/JUDGE/SETTING/result.json
-            judge = f"{path.parent.parent.name} ({path.parent.name})"
+                                                for k, v in shown)
+                         + (", ..." if unread > len(shown) else ""))
     else:
-        measures, items, unread, notes = pairwise.alpaca_eval(table.rows, cfg)
-        names = sorted({str(r.get("annotator")) for r in table.rows if r.get("annotator")})
-        judge = ", ".join(names) or "alpaca_eval annotator"
+        if table.shape == "pairwise":
+            measures, items, unread, notes = pairwise.pairwise(table.rows, roles, cfg)  # type: ignore[arg-type]
+            judge = roles["winner"]
+            if "evaluators" in path.parts[:-1]:  # LLMBar: .../evaluators/JUDGE/SETTING/result.json
+                judge = f"{path.parent.parent.name} ({path.parent.name})"
+        else:
+            measures, items, unread, notes = pairwise.alpaca_eval(table.rows, cfg)  # type: ignore[arg-type]
+            names = sorted({str(r.get("annotator")) for r in table.rows if r.get("annotator")})
+            judge = ", ".join(names) or "alpaca_eval annotator"
+        for x in items:
+            write(x)
+        count = len(items)
     if not several:
         judge = cfg.judge or judge
     else:  # judge_gpt4 -> gpt4 (winner_gpt4 -> gpt4)
         judge = re.sub(r"^(judge|winner)[_:.\-]", "", judge, flags=re.I) or judge
-    if not items:
+    if not count:
         raise DataError(f"{path}: none of its {len(table.rows)} verdicts" +
                         (f" in column {judge!r}" if several else "") + " could be read "
                         "(pointwise: pass/fail, 1/0, yes/no, C/I or a score; pairwise: "
@@ -92,7 +117,7 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
     if unread:
         notes.append(f"{unread} of {len(table.rows)} verdicts could not be read and are "
                      "left out of every figure")
-    return _Judged(judge, unread, measures, notes), items
+    return _Judged(judge, unread, measures, notes, count)
 
 
 def headline(p: VerdictsPayload) -> str:
@@ -114,7 +139,8 @@ def _ci(ci: list[float] | None) -> str:
 
 
 def _with_labels(table: Table, labels_path: Path) -> Table:
-    """The rows with a ``_labels`` column from the labels file, as the human role."""
+    """The rows with a ``_labels`` column from the labels file, as the human role (a
+    streamed table stays streamed: the labels are joined to each row as it passes)."""
     from judgekit.labelling.store import unknown_ids, values
     from judgekit.recorded.tables import source_aliases
 
@@ -124,20 +150,34 @@ def _with_labels(table: Table, labels_path: Path) -> Table:
     labels = values(labels_path, table.shape, warn_drawn=False)  # weighted below
     key = "id" if table.shape == "pointwise" else "pair_id"
     col = table.roles.get(key)
-    rows: list[JSONObject] = []
-    seen: set[str] = set()
-    times: dict[str, int] = {}
-    for i, r in enumerate(table.rows):
-        base = str(r.get(col, i)) if col else str(i)
-        times[base] = times.get(base, 0) + 1  # a repeat (or the other order): "ID#2", ...
-        item = base if times[base] == 1 else f"{base}#{times[base]}"
-        names = [item, *source_aliases(item)]
-        v = next((labels[n] for n in names if n in labels), None)
-        seen.update(names)
-        label = None if v not in (0.0, 1.0) else (int(v) if table.shape == "pointwise"
-                                                   else ("first" if v == 1.0 else "second"))
-        rows.append({**r, "_labels": label})
-    unknown = sorted(set(labels) - seen)
+    matched: set[str] = set()
+
+    def joiner() -> Callable[[JSONObject], JSONObject]:
+        times: dict[str, int] = {}
+        at = iter(range(1 << 62))
+
+        def join(r: JSONObject) -> JSONObject:
+            i = next(at)
+            base = str(r.get(col, i)) if col else str(i)
+            times[base] = times.get(base, 0) + 1  # a repeat (or the other order): "ID#2"
+            item = base if times[base] == 1 else f"{base}#{times[base]}"
+            names = [item, *source_aliases(item)]
+            hit = [n for n in names if n in labels]
+            matched.update(hit)
+            v = labels[hit[0]] if hit else None
+            label = None if v not in (0.0, 1.0) else (
+                int(v) if table.shape == "pointwise" else ("first" if v == 1.0 else "second"))
+            return {**r, "_labels": label}
+        return join
+
+    if isinstance(table.rows, StreamedRows):
+        rows: list[JSONObject] | StreamedRows = table.rows.map(joiner)
+        for _ in rows:  # one pass to name labels no row has, before any figure
+            pass
+    else:
+        join = joiner()
+        rows = [join(r) for r in table.rows]
+    unknown = sorted(set(labels) - matched)
     if unknown:
         raise DataError(unknown_ids(labels_path, unknown, key))
     role = "human" if table.shape == "pointwise" else "label"
