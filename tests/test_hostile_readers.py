@@ -159,3 +159,80 @@ def test_a_label_given_to_another_text_does_not_count(tmp_path):
     # labelled again on the new text, it counts
     session.add_label(path, "3", "pass", "kim")
     assert state_of(load(path), "pass_rate").y["3"] == 1.0
+
+
+def test_the_labels_file_records_its_source_and_a_change_is_told_in_one_line(tmp_path, caplog):
+    import csv
+    import logging
+
+    from judgekit.core.errors import DataError
+    from judgekit.labelling import session, store
+    from judgekit.labelling.items import load
+    from judgekit.labelling.terms import state_of
+
+    rows = [{"id": f"r{i}", "question": f"question {i}", "judge": i % 2} for i in range(30)]
+    path = tmp_path / "v.csv"
+
+    def write(rs):
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=["id", "question", "judge"])
+            w.writeheader()
+            w.writerows(rs)
+
+    write(rows)
+    labels_path = path.with_name("v.labels.jsonl")
+    session.add_label(path, "r3", "pass", "kim")
+    session.add_label(path, "r7", "fail", "kim")
+    session.add_label(path, "r9", "fail", "kim")
+    lines = [json.loads(x) for x in labels_path.read_text().splitlines()]
+    assert [x.get("kind") for x in lines] == ["label"] * 3
+    assert lines[0]["source"] == store.fingerprint(load(path).items)
+    assert lines[0]["source"]["items"] == 30 and "source" not in lines[1]
+    # unchanged: nothing said, every label counts
+    with caplog.at_level(logging.WARNING, logger="judgekit.labels"):
+        assert set(state_of(load(path), "pass_rate").y) == {"r3", "r7", "r9"}
+    assert not caplog.records
+    # the source loses r7 and r9's text changes: one line says so and what still counts
+    write([{**r, "question": "edited" if r["id"] == "r9" else r["question"]}
+           for r in rows if r["id"] != "r7"])
+    with caplog.at_level(logging.WARNING, logger="judgekit.labels"):
+        y = state_of(load(path), "pass_rate").y
+    assert set(y) == {"r3"}
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "\n" not in said[0]
+    assert "30 items then, 29 now" in said[0] and "ids changed" in said[0]
+    assert "1 label(s) of items still present" in said[0] and "1 given to a text that " \
+        "changed and 1 of ids no longer present do not (r7)" in said[0]
+    # without a fingerprint (a hand-made file), an unknown id is still an error
+    labels_path.write_text(json.dumps({"id": "r7", "label": "pass"}) + "\n")
+    with pytest.raises(DataError, match="'r7' matches no item"):
+        state_of(load(path), "pass_rate")
+
+
+def test_draws_on_a_source_that_lost_items_are_refused_in_one_line(tmp_path):
+    import csv
+
+    from judgekit.core.errors import DataError
+    from judgekit.labelling import session
+    from judgekit.labelling.items import load
+    from judgekit.labelling.terms import state_of
+
+    rows = [{"id": f"r{i}", "question": f"q {i}", "judge": i % 2, "score": (i % 7) / 7}
+            for i in range(60)]
+    path = tmp_path / "v.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    st = session.propose(path, batch=4, seed=2)
+    drawn = {p["id"] for p in st.pending}
+    kept = [r for r in rows if r["id"] not in drawn]
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(kept)
+    with pytest.raises(DataError) as got:
+        state_of(load(path), "pass_rate")
+    msg = str(got.value)
+    assert "\n" not in msg and "60 items then, 56 now" in msg
+    assert "4 draw(s) name items no longer in it" in msg

@@ -231,8 +231,9 @@ def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width:
     src = load(source) if isinstance(source, Path) else source
 
     def decide(labels: store.Labels) -> list[JSONObject]:  # under the file's lock
-        return next_draws(src, state_of(src, which, labels), batch, seed, target_width,
-                          level, which, design, label_error)[1]
+        return store.stamped(labels, src.items, next_draws(
+            src, state_of(src, which, labels), batch, seed, target_width, level, which,
+            design, label_error)[1])
 
     store.transact(src.labels_path, decide)
     return estimate(src, target_width, level, which, design, label_error, seed)
@@ -296,8 +297,7 @@ def enqueue(source: Path | Source, ids: list[str]) -> int:
     done = set(labels.queue) | set(store.values_of(labels, src.shape)) | \
         set(present_labels(src))
     new = list(dict.fromkeys(k for k in ids if k not in done))
-    store.append(src.labels_path, [{"kind": "queue", "id": k, "at": store.now()}
-                                   for k in new])
+    _append(src, [{"kind": "queue", "id": k, "at": store.now()} for k in new])
     return len(new)
 
 
@@ -313,7 +313,13 @@ def add_label(source: Path | Source, item: str, label: Any, annotator: str) -> N
     sha = store.item_sha(next(x for x in src.items if str(x["id"]) == item))
     if sha is not None:
         row["item_sha"] = sha  # the text labelled: a later change of the item is seen
-    store.append(src.labels_path, [row])
+    _append(src, [row])
+
+
+def _append(src: Source, rows: list[JSONObject]) -> None:
+    """Append ``rows`` under the file's lock (the source's fingerprint first, once)."""
+    if rows:
+        store.transact(src.labels_path, lambda labels: store.stamped(labels, src.items, rows))
 
 
 def undo(source: Path | Source, annotator: str) -> str | None:
@@ -326,8 +332,8 @@ def undo(source: Path | Source, annotator: str) -> str | None:
                                                           "anonymous") == who:
             item = str(row["id"])
             if who in labels.by_item.get(item, {}):
-                store.append(src.labels_path, [{"kind": "undo", "id": item,
-                                                "annotator": who, "at": store.now()}])
+                _append(src, [{"kind": "undo", "id": item, "annotator": who,
+                               "at": store.now()}])
                 return item
     return None
 

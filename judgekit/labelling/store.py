@@ -11,7 +11,13 @@ Lines:
 - ``{"kind": "undo", "id", "annotator", "at"}``: that annotator's label withdrawn;
 - ``{"kind": "queue", "id", "at"}``: an item queued for people (``judgekit label
   --queue``, e.g. the items ``judgekit choose --selective`` escalated): offered before
-  any draw until labelled; its label never enters the estimates, which count draws only.
+  any draw until labelled; its label never enters the estimates, which count draws only;
+
+The file's first line written by judgekit also carries ``"source": {"items", "ids",
+"texts"}``: the fingerprint of the source the labels are given on (its item count, a
+hash of its ids in order and one of its texts). A source changed since is told in one
+line, with what still counts (:func:`source_change`). It is one more field of a line
+the previous version reads, so files stay readable both ways.
 
 Other tools may read only the label lines: ``{"id", "label", "annotator"}``.
 """
@@ -36,6 +42,7 @@ class Labels(NamedTuple):
     by_item: dict[str, JSONObject]
     history: list[JSONObject]  # label and undo lines, in order
     queue: tuple[str, ...] = ()  # items queued for people (judgekit label --queue)
+    source: JSONObject | None = None  # the fingerprint of the source (first kept)
 
 
 def read(path: Path) -> Labels:
@@ -43,6 +50,7 @@ def read(path: Path) -> Labels:
     by_item: dict[str, JSONObject] = {}
     history: list[JSONObject] = []
     queue: list[str] = []
+    source: JSONObject | None = None
     if not path.is_file():
         return Labels(draws, by_item, history)
     for lineno, line in read_lines(path):
@@ -58,6 +66,8 @@ def read(path: Path) -> Labels:
         if not isinstance(row, dict) or "id" not in row:
             raise DataError(f"{path}:{lineno}: a labels line needs an object with \"id\"")
         kind = row.get("kind", "label")
+        if source is None and isinstance(row.get("source"), dict):
+            source = row["source"]
         item = str(row["id"])
         who = str(row.get("annotator") or "anonymous")
         if kind == "draw":
@@ -77,7 +87,8 @@ def read(path: Path) -> Labels:
         else:
             raise DataError(f"{path}:{lineno}: kind {kind!r}: use draw, label, undo or "
                             "queue")
-    return Labels(draws, {k: v for k, v in by_item.items() if v}, history, tuple(queue))
+    return Labels(draws, {k: v for k, v in by_item.items() if v}, history, tuple(queue),
+                  source)
 
 
 def _check_draw(path: Path, lineno: int, row: JSONObject) -> None:
@@ -117,6 +128,53 @@ def item_sha(item: JSONObject) -> str | None:
 
 
 TEXT_KEYS = ("question", "answer", "input", "output", "first", "second", "reference")
+
+
+def fingerprint(items: list[JSONObject]) -> JSONObject:
+    """The fingerprint of a labels file's source ``items`` (the module's docstring)."""
+    import hashlib
+
+    def digest(parts: Iterable[str]) -> str:
+        h = hashlib.sha256()
+        for part in parts:
+            h.update(part.encode("utf-8", "surrogatepass") + b"\n")
+        return h.hexdigest()[:16]
+
+    return {"items": len(items), "ids": digest(str(x["id"]) for x in items),
+            "texts": digest(item_sha(x) or "" for x in items)}
+
+
+def stamped(labels: Labels, items: list[JSONObject], rows: list[JSONObject]
+            ) -> list[JSONObject]:
+    """``rows`` to append, the first carrying the source's fingerprint when the file has
+    none yet."""
+    if not rows or labels.source is not None:
+        return rows
+    return [{**rows[0], "source": fingerprint(items)}, *rows[1:]]
+
+
+def source_change(path: object, labels: Labels, items: list[JSONObject]) -> str | None:
+    """One line saying how the source changed since the labels file's fingerprint, and
+    what still counts (None: unchanged, or a file without a fingerprint)."""
+    was = labels.source
+    if was is None:
+        return None
+    now_ = fingerprint(items)
+    if all(was.get(k) == now_[k] for k in ("items", "ids", "texts")):
+        return None
+    ids = {str(x["id"]) for x in items}
+    gone = sorted({k for k in labels.by_item if k not in ids} |
+                  {str(d["id"]) for d in labels.draws if str(d["id"]) not in ids})
+    stale = stale_ids(labels, {str(x["id"]): x for x in items})
+    counted = sum(1 for k in labels.by_item if k in ids and k not in stale)
+    how = (f"{was.get('items')} items then, {len(items)} now" if was.get("items") != len(items)
+           else "the same number of items") + (
+        "; ids changed" if was.get("ids") != now_["ids"] else "") + (
+        "; texts changed" if was.get("texts") != now_["texts"] else "")
+    return (f"{path}: the source changed since these labels were given ({how}): "
+            f"{counted} label(s) of items still present with the text they were given on "
+            f"count; {len(stale)} given to a text that changed and {len(gone)} of ids no "
+            f"longer present do not" + (f" ({', '.join(gone[:3])})" if gone else ""))
 
 
 def stale_ids(labels: Labels, items: dict[str, JSONObject]) -> set[str]:

@@ -46,18 +46,24 @@ def state_of(src: Source, which: str, labels: store.Labels | None = None) -> Sta
     given = store.values_of(labels, src.shape)
     by_id = {str(x["id"]): x for x in src.items}
     unknown = sorted((set(given) | {str(d["id"]) for d in labels.draws}) - set(by_id))
-    if unknown:
+    change = store.source_change(src.labels_path, labels, src.items)
+    if unknown and change is None:
         raise DataError(store.unknown_ids(src.labels_path, unknown))
+    gone = [d for d in labels.draws if str(d["id"]) not in by_id]
+    if change is not None and gone:
+        raise DataError(f"{change}; {len(gone)} draw(s) name items no longer in it, so the "
+                        "draws cannot be weighted: label into a new labels file (--out)")
     stale = store.stale_ids(labels, by_id)
-    if stale:
+    if change is not None or stale:
         import logging
 
         logging.getLogger("judgekit.labels").warning(
-            "judgekit: %s: %d label(s) were given to a text other than their item's text "
-            "now (the source changed since: e.g. row-number ids that now name other rows); "
-            "they do not count, the other %d do: %s", src.labels_path, len(stale),
-            len(given) - len(stale), ", ".join(sorted(stale)[:5]))
-        given = {k: v for k, v in given.items() if k not in stale}
+            "judgekit: %s", change or (
+                f"{src.labels_path}: {len(stale)} label(s) were given to a text other than "
+                "their item's text now (the source changed since: e.g. row-number ids that "
+                f"now name other rows); they do not count, the other "
+                f"{len(given) - len(stale)} do: {', '.join(sorted(stale)[:5])}"))
+        given = {k: v for k, v in given.items() if k in by_id and k not in stale}
     y = {**present_labels(src), **given}
     return State(labels, pop, chosen(pop, which), y)
 

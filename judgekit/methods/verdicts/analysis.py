@@ -157,6 +157,8 @@ def majority(labels: Sequence[Any]) -> Any:
     """The label more annotators gave than any other (None: no label, or a tie)."""
     from collections import Counter
 
+    if len(labels) <= 1:  # the common case, one annotator (or none)
+        return labels[0] if labels else None
     top = Counter(x for x in labels if x is not None).most_common(2)
     if not top or (len(top) == 2 and top[0][1] == top[1][1]):
         return None
