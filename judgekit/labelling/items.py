@@ -3,6 +3,7 @@ or straight from a file of recorded verdicts (any format ``judgekit analyse`` re
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,6 +27,73 @@ class Source(NamedTuple):
     items: list[JSONObject]  # id, verdict (1 pass / first), score?, system, text fields
     labels_path: Path
     folder: Path | None  # the run folder, None for a verdicts file
+
+
+class Derived:
+    """What every labelling request derives from a source's items, computed once per
+    items list (a label POST on 10^6 items re-derived them several times: seconds each):
+    the ids in order, id -> position, the population, people's labels already in the
+    source, and (when first asked) the source's fingerprint."""
+
+    def __init__(self, src: Source) -> None:
+        self.ids = [str(x["id"]) for x in src.items]
+        self.index = {k: i for i, k in enumerate(self.ids)}
+        self.pop = population(src.items)
+        self.present = _present(src)
+        self._fingerprint: JSONObject | None = None
+        # people's labels in the source as the first draws (terms.uniform_first), by the
+        # ids they were made for
+        self.uniform: tuple[tuple[str, ...], list[JSONObject]] | None = None
+
+    @property
+    def by_id(self) -> Mapping[str, JSONObject]:
+        """id -> item (a view: nothing copied)."""
+        return _ById(self.index, self._items)
+
+    @property
+    def fingerprint(self) -> JSONObject:
+        if self._fingerprint is None:
+            from judgekit.labelling.store import fingerprint
+
+            self._fingerprint = fingerprint(self._items)
+        return self._fingerprint
+
+    _items: list[JSONObject]
+
+
+class _ById(Mapping[str, JSONObject]):
+    def __init__(self, index: dict[str, int], items: list[JSONObject]) -> None:
+        self._index, self._items = index, items
+
+    def __getitem__(self, key: str) -> JSONObject:
+        return self._items[self._index[key]]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+_DERIVED: dict[int, tuple[list[JSONObject], int, Derived]] = {}
+KEEP_DERIVED = 8
+
+
+def derived(src: Source) -> Derived:
+    """The source's :class:`Derived`, kept while the same items list (unchanged in
+    length) is labelled; a list the caller changes in place needs a new Source."""
+    got = _DERIVED.get(id(src.items))
+    if got is not None and got[0] is src.items and got[1] == len(src.items):
+        return got[2]
+    d = Derived(src)
+    d._items = src.items
+    if len(_DERIVED) >= KEEP_DERIVED:
+        _DERIVED.pop(next(iter(_DERIVED)))
+    _DERIVED[id(src.items)] = (src.items, len(src.items), d)
+    return d
 
 
 def load(source: Path) -> Source:
@@ -137,6 +205,10 @@ def present_labels(src: Source) -> dict[str, float]:
     several annotators): item id -> its value (1 pass, or the first answer better).
     They count as labelled everywhere: ``label`` never proposes them and the viewer
     shows them."""
+    return derived(src).present
+
+
+def _present(src: Source) -> dict[str, float]:
     from judgekit.labelling.store import human_value
 
     out = {}

@@ -19,7 +19,7 @@ import numpy as np
 from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.labelling import store
-from judgekit.labelling.items import Source, load, present_labels
+from judgekit.labelling.items import Source, derived, load, present_labels
 from judgekit.labelling.store import human_value
 from judgekit.labelling.terms import (
     FOR,
@@ -130,9 +130,10 @@ def _estimate(src: Source, state: State, target_width: float, level: float,
     n = len(src.items)
     rows = uniform_first(src, state, {str(d["id"]) for d in prefix}) + prefix
     fit = fit_counted(src, state, rows, seed) if rows else None
-    labelled = np.array([i for i, x in enumerate(src.items) if str(x["id"]) in y], int)
+    known = derived(src)
+    labelled = np.array(sorted(known.index[k] for k in y if k in known.index), int)
     m_next = active.fit_predictor(state.pop, labelled, np.array(
-        [y[str(src.items[i]["id"])] for i in labelled]),
+        [y[known.ids[i]] for i in labelled]),
         model=fit.model if fit is not None else "full")
     future: list[float | None] = [None] * len(ests)
     if fit is not None and fit.preds:
@@ -231,7 +232,7 @@ def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width:
     src = load(source) if isinstance(source, Path) else source
 
     def decide(labels: store.Labels) -> list[JSONObject]:  # under the file's lock
-        return store.stamped(labels, src.items, next_draws(
+        return store.stamped(labels, lambda: derived(src).fingerprint, next_draws(
             src, state_of(src, which, labels), batch, seed, target_width, level, which,
             design, label_error)[1])
 
@@ -249,7 +250,7 @@ def next_draws(src: Source, state: State, batch: int, seed: int, target_width: f
     if st.pending or st.done:
         return st, []
     labels, pop, ests, y = state
-    ids = [str(x["id"]) for x in src.items]
+    ids = derived(src).ids
     every = active.estimands_for(pop)  # all estimands logged: any can be read
     b = 1 + max((int(d.get("batch", 0)) for d in labels.draws), default=0)
     t0 = len(labels.draws)
@@ -289,7 +290,7 @@ def enqueue(source: Path | Source, ids: list[str]) -> int:
     not enter the estimates). Unknown ids are one error naming the first; items already
     queued or labelled are skipped. Returns how many were queued."""
     src = load(source) if isinstance(source, Path) else source
-    known = {str(x["id"]) for x in src.items}
+    known = derived(src).index
     unknown = [k for k in ids if k not in known]
     if unknown:
         raise DataError(store.unknown_ids(src.name, unknown))
@@ -303,14 +304,15 @@ def enqueue(source: Path | Source, ids: list[str]) -> int:
 
 def add_label(source: Path | Source, item: str, label: Any, annotator: str) -> None:
     src = load(source) if isinstance(source, Path) else source
-    if item not in {str(x["id"]) for x in src.items}:
+    by_id = derived(src).by_id
+    if item not in by_id:
         raise ConfigError(store.unknown_ids(src.name, [item]))
     if human_value(label, src.shape) is None:
         allowed = "first/second" if src.shape == "pairwise" else "pass/fail (1/0)"
         raise ConfigError(f"label {label!r}: use {allowed}")
     row: JSONObject = {"kind": "label", "id": item, "label": label,
                        "annotator": annotator or "anonymous", "at": store.now()}
-    sha = store.item_sha(next(x for x in src.items if str(x["id"]) == item))
+    sha = store.item_sha(by_id[item])
     if sha is not None:
         row["item_sha"] = sha  # the text labelled: a later change of the item is seen
     _append(src, [row])
@@ -319,7 +321,8 @@ def add_label(source: Path | Source, item: str, label: Any, annotator: str) -> N
 def _append(src: Source, rows: list[JSONObject]) -> None:
     """Append ``rows`` under the file's lock (the source's fingerprint first, once)."""
     if rows:
-        store.transact(src.labels_path, lambda labels: store.stamped(labels, src.items, rows))
+        store.transact(src.labels_path, lambda labels: store.stamped(
+            labels, lambda: derived(src).fingerprint, rows))
 
 
 def undo(source: Path | Source, annotator: str) -> str | None:

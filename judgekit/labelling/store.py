@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -134,41 +134,41 @@ def fingerprint(items: list[JSONObject]) -> JSONObject:
     """The fingerprint of a labels file's source ``items`` (the module's docstring)."""
     import hashlib
 
-    def digest(parts: Iterable[str]) -> str:
-        h = hashlib.sha256()
-        for part in parts:
-            h.update(part.encode("utf-8", "surrogatepass") + b"\n")
-        return h.hexdigest()[:16]
+    ids, texts = hashlib.sha256(), hashlib.sha256()
+    for x in items:
+        ids.update(str(x["id"]).encode("utf-8", "surrogatepass") + b"\x1e")
+        for k in TEXT_KEYS:
+            v = x.get(k)
+            if isinstance(v, str):
+                texts.update(f"{k}\x1f{v}".encode("utf-8", "surrogatepass") + b"\x1f")
+        texts.update(b"\x1e")
+    return {"items": len(items), "ids": ids.hexdigest()[:16],
+            "texts": texts.hexdigest()[:16]}
 
-    return {"items": len(items), "ids": digest(str(x["id"]) for x in items),
-            "texts": digest(item_sha(x) or "" for x in items)}
 
-
-def stamped(labels: Labels, items: list[JSONObject], rows: list[JSONObject]
+def stamped(labels: Labels, source: Callable[[], JSONObject], rows: list[JSONObject]
             ) -> list[JSONObject]:
-    """``rows`` to append, the first carrying the source's fingerprint when the file has
-    none yet."""
+    """``rows`` to append, the first carrying the source's fingerprint (``source()``)
+    when the file has none yet."""
     if not rows or labels.source is not None:
         return rows
-    return [{**rows[0], "source": fingerprint(items)}, *rows[1:]]
+    return [{**rows[0], "source": source()}, *rows[1:]]
 
 
-def source_change(path: object, labels: Labels, items: list[JSONObject]) -> str | None:
-    """One line saying how the source changed since the labels file's fingerprint, and
-    what still counts (None: unchanged, or a file without a fingerprint)."""
+def source_change(path: object, labels: Labels, now_: JSONObject,
+                  items: Mapping[str, JSONObject]) -> str | None:
+    """One line saying how the source (its fingerprint ``now_``, its items by id) changed
+    since the labels file's fingerprint, and what still counts (None: unchanged, or a
+    file without a fingerprint)."""
     was = labels.source
-    if was is None:
+    if was is None or all(was.get(k) == now_[k] for k in ("items", "ids", "texts")):
         return None
-    now_ = fingerprint(items)
-    if all(was.get(k) == now_[k] for k in ("items", "ids", "texts")):
-        return None
-    ids = {str(x["id"]) for x in items}
-    gone = sorted({k for k in labels.by_item if k not in ids} |
-                  {str(d["id"]) for d in labels.draws if str(d["id"]) not in ids})
-    stale = stale_ids(labels, {str(x["id"]): x for x in items})
-    counted = sum(1 for k in labels.by_item if k in ids and k not in stale)
-    how = (f"{was.get('items')} items then, {len(items)} now" if was.get("items") != len(items)
-           else "the same number of items") + (
+    gone = sorted({k for k in labels.by_item if k not in items} |
+                  {str(d["id"]) for d in labels.draws if str(d["id"]) not in items})
+    stale = stale_ids(labels, items)
+    counted = sum(1 for k in labels.by_item if k in items and k not in stale)
+    how = (f"{was.get('items')} items then, {now_['items']} now"
+           if was.get("items") != now_["items"] else "the same number of items") + (
         "; ids changed" if was.get("ids") != now_["ids"] else "") + (
         "; texts changed" if was.get("texts") != now_["texts"] else "")
     return (f"{path}: the source changed since these labels were given ({how}): "
@@ -177,7 +177,7 @@ def source_change(path: object, labels: Labels, items: list[JSONObject]) -> str 
             f"longer present do not" + (f" ({', '.join(gone[:3])})" if gone else ""))
 
 
-def stale_ids(labels: Labels, items: dict[str, JSONObject]) -> set[str]:
+def stale_ids(labels: Labels, items: Mapping[str, JSONObject]) -> set[str]:
     """Ids whose latest label was given to a text other than the item's text now."""
     last: dict[str, str] = {}
     for row in labels.history:

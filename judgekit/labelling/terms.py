@@ -13,7 +13,7 @@ from judgekit.core import seeds
 from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.labelling import store
-from judgekit.labelling.items import Source, population, present_labels
+from judgekit.labelling.items import Source, derived, present_labels
 from judgekit.labelling.store import human_value
 from judgekit.stats import active
 
@@ -42,11 +42,13 @@ def state_of(src: Source, which: str, labels: store.Labels | None = None) -> Sta
     now), over people's labels already in the source (which count as labelled and are
     never proposed)."""
     labels = store.read(src.labels_path) if labels is None else labels
-    pop = population(src.items)
+    got = derived(src)
+    pop = got.pop
     given = store.values_of(labels, src.shape)
-    by_id = {str(x["id"]): x for x in src.items}
+    by_id = got.by_id
     unknown = sorted((set(given) | {str(d["id"]) for d in labels.draws}) - set(by_id))
-    change = store.source_change(src.labels_path, labels, src.items)
+    change = None if labels.source is None else store.source_change(
+        src.labels_path, labels, got.fingerprint, by_id)
     if unknown and change is None:
         raise DataError(store.unknown_ids(src.labels_path, unknown))
     gone = [d for d in labels.draws if str(d["id"]) not in by_id]
@@ -115,13 +117,16 @@ def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject
     known): they enter every estimate before the drawn ones. The file's labelled items
     are assumed a random sample of its items; items the labels file drew are counted
     there, not twice. Order: a seeded shuffle (judgekit.core.seeds' "labelling.present")."""
-    given = present_labels(src)
-    ids = [str(x["id"]) for x in src.items if str(x["id"]) in given
-           and str(x["id"]) not in drawn and str(x["id"]) in state.y]
+    got = derived(src)
+    ids = [k for k in got.present if k not in drawn and k in state.y]
     if not ids:
         return []
+    ids.sort(key=got.index.__getitem__)  # in the source's order
+    key = tuple(ids)
+    if got.uniform is not None and got.uniform[0] == key:  # the same labels as before
+        return list(got.uniform[1])
     n = len(src.items)
-    index = {str(x["id"]): i for i, x in enumerate(src.items)}
+    index = got.index
     every = active.estimands_for(state.pop)
     undrawn = np.ones(n, bool)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))
@@ -151,7 +156,8 @@ def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject
         undrawn[j] = False
         for e in every:
             half[e.name] -= 0.5 * float(e.weights[j])
-    return rows
+    got.uniform = (key, rows)
+    return list(rows)
 
 
 def draw_row(every: list[active.Estimand], m: np.ndarray, q: np.ndarray,
@@ -191,7 +197,8 @@ class Fit(NamedTuple):
 
 
 def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int) -> Fit:
-    index = {str(x["id"]): i for i, x in enumerate(src.items)}
+    got = derived(src)
+    index = got.index
     idx = np.array([index[str(d["id"])] for d in rows], int)
     yv = np.array([state.y[str(d["id"])] for d in rows], float)
     q = np.array([float(d["probability"]) for d in rows], float)
@@ -200,7 +207,7 @@ def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int) ->
     items = np.unique(idx)
     if items.size < 2:
         return Fit(rows, idx, yv, q, {}, [], np.zeros(idx.size), yfull)
-    yi = np.array([state.y[str(src.items[i]["id"])] for i in items], float)
+    yi = np.array([state.y[got.ids[i]] for i in items], float)
     fold, preds, model = active.crossfit(state.pop, items, yi, seed)
     fold_of = {int(i): int(k) for i, k in zip(items, fold)}
     resid = np.array([yv[t] - preds[fold_of[int(j)]][j] for t, j in enumerate(idx)])

@@ -9,7 +9,7 @@ Pure functions and arrays.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -163,7 +163,7 @@ def betting_cs(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
                horizon: int | None = None, cap: float = 0.5) -> Interval:
     """The betting confidence sequence at the last draw: :func:`betting_cs_path`'s
     last interval."""
-    return betting_cs_path(z, lo, hi, level, low, high, grid, horizon, cap)[-1]
+    return _betting(z, lo, hi, level, low, high, grid, horizon, cap, path=False)[-1]
 
 
 def betting_mean_interval(values: np.ndarray, level: float, low: float = 0.0,
@@ -200,6 +200,49 @@ def betting_cs_path(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
     The estimate is the running mean moved into the set. An empty set is an error: it
     happens with probability below alpha only if the terms' bounds or unbiasedness
     fail."""
+    return _betting(z, lo, hi, level, low, high, grid, horizon, cap, path=True)
+
+
+CS_CHUNK = 256  # draws whose capital increments are computed at once (grid-wide rows)
+# the capital after a sequence's draws, by its settings: a labelling session asks for
+# the interval again after each label, over the same draws plus one (30,000 people's
+# labels took seconds a request); the draws so far are compared by a digest of their
+# terms, so a changed prefix starts again from the first draw
+_STATES: dict[Any, tuple[int, bytes, np.ndarray, np.ndarray]] = {}
+KEEP_STATES = 16
+
+
+def _digest(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> bytes:
+    import hashlib
+
+    h = hashlib.sha256()
+    for a in (z, lo, hi):
+        h.update(np.ascontiguousarray(a[:n]).tobytes())
+    return h.digest()
+
+
+def _resume(key: Any, z: np.ndarray, lo: np.ndarray, hi: np.ndarray, up: np.ndarray,
+            down: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    got = _STATES.get(key)
+    if got is None or got[0] > z.size or got[1] != _digest(z, lo, hi, got[0]):
+        return 0, up, down
+    return got[0], got[2].copy(), got[3].copy()
+
+
+def _keep(key: Any, z: np.ndarray, lo: np.ndarray, hi: np.ndarray, up: np.ndarray,
+          down: np.ndarray) -> None:
+    if key not in _STATES and len(_STATES) >= KEEP_STATES:
+        _STATES.pop(next(iter(_STATES)))
+    _STATES[key] = (z.size, _digest(z, lo, hi, z.size), up.copy(), down.copy())
+
+
+def _betting(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float, low: float,
+             high: float, grid: int, horizon: int | None, cap: float, path: bool
+             ) -> list[Interval]:
+    """:func:`betting_cs_path` (``path``: every draw's interval; else the last only). The
+    capital processes are accumulated in draw order, a chunk of draws at a time (a
+    cumulative sum down each grid column: the same sums, in the same order, as one draw
+    at a time), and a set empty at any draw is the same error."""
     z, lo, hi = (np.asarray(a, float) for a in (z, lo, hi))
     if z.size == 0:
         raise StatsError("a confidence sequence needs at least one labelled draw")
@@ -221,20 +264,39 @@ def betting_cs_path(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float,
     c = cap  # a bet never stakes more than this share of the capital (below 1: valid)
     bar = math.log(2 / alpha)
     step = (high - low) / (grid - 1)
-    out = []
-    for i in range(z.size):
-        d = z[i] - theta
-        up = np.minimum(lam[i], c / np.maximum(theta - lo[i], 1e-12))
-        down = np.minimum(lam[i], c / np.maximum(hi[i] - theta, 1e-12))
-        with np.errstate(invalid="ignore", divide="ignore"):  # a term out of its bounds
-            log_up += np.nan_to_num(np.log1p(up * d), nan=-np.inf)
-            log_down += np.nan_to_num(np.log1p(-down * d), nan=-np.inf)
-        keep = np.flatnonzero((log_up < bar) & (log_down < bar))
-        if keep.size == 0:
+    out: list[Interval] = []
+
+    def interval(i: int, keep: np.ndarray) -> Interval:
+        a = max(low, float(theta[keep[0]]) - step)
+        b = min(high, float(theta[keep[-1]]) + step)
+        return Interval(min(b, max(a, float(mu[i]))), a, b)
+
+    start = 0
+    # one sequence: its settings and its first draws (a session's estimands differ there)
+    key = (level, low, high, grid, cap, _digest(z, lo, hi, min(z.size, 32)))
+    if not path and horizon is None:  # a session asks again with a few more draws
+        start, log_up, log_down = _resume(key, z, lo, hi, log_up, log_down)
+    for s in range(start, z.size, CS_CHUNK):
+        e = min(z.size, s + CS_CHUNK)
+        d = z[s:e, None] - theta[None, :]
+        up = np.minimum(lam[s:e, None], c / np.maximum(theta[None, :] - lo[s:e, None], 1e-12))
+        down = np.minimum(lam[s:e, None], c / np.maximum(hi[s:e, None] - theta[None, :],
+                                                         1e-12))
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a term out
+            inc_up = np.nan_to_num(np.log1p(up * d), nan=-np.inf)  # of its bounds
+            inc_down = np.nan_to_num(np.log1p(-down * d), nan=-np.inf)
+            run_up = np.cumsum(np.vstack([log_up, inc_up]), axis=0)[1:]
+            run_down = np.cumsum(np.vstack([log_down, inc_down]), axis=0)[1:]
+        inside = (run_up < bar) & (run_down < bar)
+        if not inside.any(axis=1).all():
             raise StatsError("the confidence sequence is empty: the labels contradict the "
                              "draw probabilities recorded in the labels file (edited draw "
                              "lines, or labels of another run?)")
-        a = max(low, float(theta[keep[0]]) - step)
-        b = min(high, float(theta[keep[-1]]) + step)
-        out.append(Interval(min(b, max(a, float(mu[i]))), a, b))
+        if path:
+            out.extend(interval(s + r, np.flatnonzero(inside[r])) for r in range(e - s))
+        log_up, log_down = run_up[-1], run_down[-1]
+    if not path and horizon is None:
+        _keep(key, z, lo, hi, log_up, log_down)
+    if not path:
+        out.append(interval(z.size - 1, np.flatnonzero((log_up < bar) & (log_down < bar))))
     return out

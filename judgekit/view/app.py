@@ -234,6 +234,7 @@ def _status(request: web.Request, src: Any, propose: bool,
     """The session's figures (and next item) under the labels file's own settings; a
     ``label_error`` given (a rate or "repeats") overrides the recorded one."""
     from judgekit.labelling import session
+    from judgekit.labelling.items import derived
 
     got = session.recorded(src)  # the labels file's own settings
     err = got.label_error if label_error in (None, "") else \
@@ -244,7 +245,7 @@ def _status(request: web.Request, src: Any, propose: bool,
         session.estimate(src, got.target_width, got.level, got.which, got.design, err,
                          got.seed)
     out = st.as_json()
-    index = {str(x["id"]): x for x in src.items}
+    index = derived(src).by_id
     out["next"] = [index[str(p["id"])] for p in st.pending][:1]
     out["shape"] = src.shape
     return out
@@ -291,11 +292,13 @@ async def api_undo(request: web.Request) -> web.Response:
 
     body = await _body(request)
     src = _label_source(request, str(body["run"]))
+    from judgekit.labelling.items import derived
+
     gone = await _off_loop(session.undo, src, str(body.get("annotator") or ""))
     out = await _off_loop(_status, request, src, False)
     out["undone"] = gone
     if gone is not None:
-        out["next"] = [x for x in src.items if str(x["id"]) == gone][:1]
+        out["next"] = [derived(src).by_id[gone]] if gone in derived(src).by_id else []
     return web.json_response(out, dumps=_dumps)
 
 
