@@ -5,10 +5,15 @@ view` on the 10^6-row run: the first page of 100 items (GET /api/items?offset&li
 one label POST (which proposes the next batch), each timed from this process. The same
 10^6 rows as Parquet too (`pip install 'judgekit[parquet]'`; left out without pyarrow).
 
-``python benchmarks/analyse_scale.py [ROWS]`` (default 1,000,000). The last line is one
-JSON object: rows, seconds, peak_rss_mb, report_html_mb, growth_10x (seconds at ROWS
-over seconds at ROWS/10), view_page_s, view_label_s, parquet_rows, parquet_seconds,
-parquet_peak_rss_mb."""
+Then a Parquet file of PARQUET_ROWS rows (default 10^7, written by pyarrow a million
+rows at a time, as a warehouse export is) analysed the same way: the entry
+``parquet_at_scale`` {rows, seconds, peak_rss_mb}.
+
+``python benchmarks/analyse_scale.py [ROWS [PARQUET_ROWS]]`` (default 1,000,000 and
+10,000,000; PARQUET_ROWS 0 leaves it out). The last line is one JSON object: rows,
+seconds, peak_rss_mb, report_html_mb, growth_10x (seconds at ROWS over seconds at
+ROWS/10), view_page_s, view_label_s, parquet_rows, parquet_seconds, parquet_peak_rss_mb,
+parquet_at_scale."""
 
 from __future__ import annotations
 
@@ -37,6 +42,32 @@ def write_csv(path: Path, n: int, seed: int = 1) -> None:
             w.writerow([f"q{i}", f"What is {i} plus {i}?", f"It is {2 * i}.", "AB"[i % 2],
                         int(y if r.random() < 0.85 else not y),
                         int(y) if r.random() < 0.03 else ""])
+
+
+def write_parquet(path: Path, n: int, seed: int = 1) -> None:
+    """The CSV's design as Parquet, written in row groups of 10^6 (3% labelled)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    writer = None
+    for start in range(0, n, 1_000_000):
+        k = min(1_000_000, n - start)
+        i = np.arange(start, start + k)
+        y = rng.random(k) < 0.4
+        judge = np.where(rng.random(k) < 0.85, y, ~y).astype(int)
+        labelled = rng.random(k) < 0.03
+        table = pa.table({
+            "id": [f"q{j}" for j in i], "question": [f"What is {j} plus {j}?" for j in i],
+            "answer": [f"It is {2 * j}." for j in i], "system": np.where(i % 2, "B", "A"),
+            "judge": judge, "human": pa.array([str(int(v)) if m else None
+                                               for v, m in zip(y, labelled)])})
+        if writer is None:
+            writer = pq.ParquetWriter(str(path), table.schema)
+        writer.write_table(table)
+    if writer is not None:
+        writer.close()
 
 
 def analyse(path: Path, out: Path) -> tuple[float, float]:
@@ -125,10 +156,19 @@ def main() -> None:
         p_seconds, p_peak = analyse(work / "big.parquet", work / "runs" / "parquet")
         figs.update(parquet_rows=n, parquet_seconds=round(p_seconds, 1),
                     parquet_peak_rss_mb=round(p_peak))
+        big_n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000_000
+        if big_n:
+            write_parquet(work / "huge.parquet", big_n)
+            h_seconds, h_peak = analyse(work / "huge.parquet", work / "runs" / "huge")
+            figs["parquet_at_scale"] = {"rows": big_n, "seconds": round(h_seconds, 1),
+                                        "peak_rss_mb": round(h_peak)}
     except ImportError:
         figs["parquet"] = "skipped: pyarrow is not installed"
     for k, v in figs.items():
         print(f"{k:<22} {v}", file=sys.stderr)
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)  # gigabytes of outputs at 10^7 rows
     print(json.dumps(figs, sort_keys=True))
 
 

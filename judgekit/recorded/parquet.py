@@ -75,6 +75,10 @@ def iter_rows(path: Path) -> Iterator[JSONObject]:
     except Exception as exc:
         raise DataError(f"{path}: cannot read its rows ({str(exc).splitlines()[0]})") \
             from None
+    finally:  # the decoded batches' memory back to the system, not kept for reuse
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
 
 
 def _table(path: Path, roles: dict[str, str]) -> Table:

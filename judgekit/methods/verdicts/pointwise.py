@@ -54,7 +54,7 @@ class Labelled(NamedTuple):
 class Items(NamedTuple):
     """The readable items as columns (see the module's docstring)."""
 
-    verdict: np.ndarray  # 1 / 0
+    verdict: np.ndarray  # 1 / 0 (int8)
     group: np.ndarray  # codes of the question (or, without one, the id)
     id: np.ndarray | None  # codes of the id (None: no id column, each row its own)
     question: np.ndarray | None  # codes of the question (None: no question column)
@@ -109,7 +109,7 @@ def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     judge, id_col = roles["judge"], roles.get("id")
     q_col, s_col = roles.get("question_id"), roles.get("system")
     verdict, group, ids, questions = array("b"), array("q"), array("q"), array("q")
-    system, systems = array("l"), {}  # type: ignore[var-annotated]
+    system, systems = array("i"), {}  # type: ignore[var-annotated]
     labelled: list[Labelled] = []
     bad: list[tuple[int, Any]] = []
     graders: set[str] = set()
@@ -145,14 +145,20 @@ def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
             questions.append(hash(qid))
         system.append(-1 if sysname is None else systems.setdefault(sysname, len(systems)))
     names = sorted(systems)  # codes renumbered in name order
-    order = np.array([names.index(n) for n in systems] or [0], np.int64)
-    sys_codes = np.array(system, np.int64)
-    sys_codes = np.where(sys_codes < 0, -1, order[np.maximum(sys_codes, 0)])
-    cols = Items(np.frombuffer(verdict, np.int8).astype(np.int64),
-                 first_codes(np.frombuffer(group, np.int64)),
-                 first_codes(np.frombuffer(ids, np.int64)) if id_col is not None else None,
-                 first_codes(np.frombuffer(questions, np.int64)) if q_col is not None
-                 else None, sys_codes, names, labelled, len(humans))
+    order = np.array([names.index(n) for n in systems] or [0], np.int32)
+    sys_codes = np.frombuffer(system, np.int32)
+    sys_codes = np.where(sys_codes < 0, -1, order[np.maximum(sys_codes, 0)]).astype(np.int32)
+    del system
+
+    def coded(hashes: array) -> np.ndarray:  # type: ignore[type-arg]
+        codes = first_codes(np.frombuffer(hashes, np.int64))
+        del hashes[:]  # the hashes go as soon as their codes are made
+        return codes
+
+    cols = Items(np.frombuffer(verdict, np.int8).copy(), coded(group),
+                 coded(ids) if id_col is not None else None,
+                 coded(questions) if q_col is not None else None, sys_codes, names,
+                 labelled, len(humans))
     return cols, (unread, bad, sorted(graders))
 
 
@@ -284,11 +290,13 @@ def _paired(items: Items, cfg: VerdictsConfig) -> list[Measure]:
                         decision=f"not measured: {len(systems)} systems (compare up to "
                         f"{MAX_SYSTEMS} at once; filter the file)")]
     k, s = int(items.question.max()) + 1, len(systems)
-    has = items.system >= 0
-    cell = items.question[has] * s + items.system[has]
-    count = np.bincount(cell, minlength=k * s).reshape(k, s)
-    total = np.bincount(cell, weights=items.verdict[has], minlength=k * s).reshape(k, s)
-    judged = np.divide(total, count, out=np.full((k, s), np.nan), where=count > 0)
+    judged = np.full((k, s), np.nan)  # each question's mean verdict per system
+    for code in range(s):
+        mine = items.system == code
+        count = np.bincount(items.question[mine], minlength=k)
+        total = np.bincount(items.question[mine], weights=items.verdict[mine], minlength=k)
+        np.divide(total, count, out=judged[:, code], where=count > 0)
+        del count, total, mine
     human: dict[tuple[int, int], list[float]] = {}
     for x in items.labelled:
         if x.human is not None and x.system is not None:

@@ -1,0 +1,99 @@
+"""`judgekit analyse` streams pointwise rows (one pass per judge, item records spilled
+as read, only numeric columns held): the figures are those of the rows, whatever the
+process's string-hash seed, and a labelling session's repeated intervals resume from
+their last state with the same numbers."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+
+import numpy as np
+
+from .test_standalone import jk
+
+
+def _write(path, n=900, seed=4):
+    r = random.Random(seed)
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "question_id", "system", "input", "judge", "human"])
+        for i in range(n):
+            q = i // 6  # three systems' answers twice each: repeats share an id
+            sys_ = "ABC"[i % 3]
+            y = r.random() < 0.45 + 0.1 * (sys_ == "A")
+            w.writerow([f"{q}-{sys_}", f"q{q}", sys_, f"question {q}",
+                        int(y if r.random() < 0.8 else not y),
+                        int(y) if r.random() < 0.3 else ""])
+
+
+def test_streamed_rows_are_read_again_on_each_pass(tmp_path):
+    from judgekit.recorded.base import StreamedRows
+    from judgekit.recorded.tables import read
+
+    path = tmp_path / "v.csv"
+    _write(path, n=30)
+    table = read(path, "auto", {}, stream=True)
+    assert isinstance(table.rows, StreamedRows)
+    assert table.roles["judge"] == "judge" and table.rows[0]["id"] == "0-A"
+    first, second = list(table.rows), list(table.rows)
+    assert first == second and len(first) == 30 == len(table.rows)
+    labelled = table.rows.map(lambda: lambda r: {**r, "x": 1})
+    assert [r["x"] for r in labelled] == [1] * 30
+
+
+def test_first_codes_number_keys_as_they_first_appear():
+    from judgekit.methods.verdicts.analysis import first_codes
+
+    h = np.array([5, -3, 5, 9, -3, 1, 9, 5], np.int64)
+    assert first_codes(h).tolist() == [0, 1, 0, 2, 1, 3, 2, 0]
+    assert first_codes(["b", "a", "b", "c"]).tolist() == [0, 1, 0, 2]
+    assert first_codes(np.zeros(0, np.int64)).size == 0
+
+
+def test_the_figures_do_not_depend_on_the_hash_seed(tmp_path):
+    path = tmp_path / "v.csv"
+    _write(path)
+    got = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"run{seed}"
+        r = jk("analyse", str(path), "--out", str(out), cwd=tmp_path,
+               env={"PYTHONHASHSEED": seed})
+        assert r.returncode == 0, r.stderr
+        doc = json.loads((out / "results.json").read_text())
+        got.append(({k: doc[k] for k in ("measures", "n_rows", "notes", "unreadable")},
+                    (out / "items.jsonl").read_bytes()))
+    assert got[0] == got[1]
+    payload = got[0][0]
+    keys = {m["key"]: m for m in payload["measures"]}
+    # 900 rows, 450 ids judged twice, three systems on 150 questions: every figure kind
+    assert payload["n_rows"] == 900 and keys["repeat_consistency"]["n"] == 450
+    assert keys["pass_rate"]["clusters"] == 150
+    assert {"corrected_difference[A-B]", "corrected_difference[A-C]",
+            "corrected_difference[B-C]", "leniency[A]"} <= set(keys)
+    assert len(got[0][1].splitlines()) == 900
+
+
+def test_a_betting_sequence_resumed_from_its_state_gives_the_same_interval():
+    import judgekit.stats.label_intervals as li
+
+    rng = np.random.default_rng(7)
+    z = rng.random(700) * 1.2 - 0.1
+    lo, hi = np.full(700, -0.2), np.full(700, 1.2)
+    li._STATES.clear()
+    cold = li.betting_cs(z, lo, hi, 0.9, -0.2, 1.2)
+    li._STATES.clear()
+    li.betting_cs(z[:613], lo[:613], hi[:613], 0.9, -0.2, 1.2)  # kept after 613 draws
+    assert li.betting_cs(z, lo, hi, 0.9, -0.2, 1.2) == cold
+    # the path's last interval is the same numbers
+    assert li.betting_cs_path(z, lo, hi, 0.9, -0.2, 1.2)[-1] == cold
+    # a changed prefix is not resumed from
+    z2 = z.copy()
+    z2[100] += 0.05
+    li._STATES.clear()
+    want = li.betting_cs(z2, lo, hi, 0.9, -0.2, 1.2)
+    li._STATES.clear()
+    li.betting_cs(z[:613], lo[:613], hi[:613], 0.9, -0.2, 1.2)
+    assert li.betting_cs(z2, lo, hi, 0.9, -0.2, 1.2) == want
+    li._STATES.clear()
