@@ -129,8 +129,16 @@ def test_a_forged_draw_line_is_named_in_one_line(tmp_path, field, value):
     _one_line(r, "verdicts.labels.jsonl:1", field)
 
 
-def test_a_label_given_to_another_text_does_not_count(tmp_path):
+def _write_rows(path, rows):
     import csv
+
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_a_label_given_to_another_text_does_not_count(tmp_path):
 
     from judgekit.labelling import session, store
 
@@ -138,10 +146,7 @@ def test_a_label_given_to_another_text_does_not_count(tmp_path):
     path = tmp_path / "v.csv"
 
     def write(rs):
-        with path.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=["id", "question", "judge"])
-            w.writeheader()
-            w.writerows(rs)
+        _write_rows(path, rs)
 
     write(rows)
     session.add_label(path, "3", "pass", "kim")
@@ -162,7 +167,6 @@ def test_a_label_given_to_another_text_does_not_count(tmp_path):
 
 
 def test_the_labels_file_records_its_source_and_a_change_is_told_in_one_line(tmp_path, caplog):
-    import csv
     import logging
 
     from judgekit.core.errors import DataError
@@ -174,10 +178,7 @@ def test_the_labels_file_records_its_source_and_a_change_is_told_in_one_line(tmp
     path = tmp_path / "v.csv"
 
     def write(rs):
-        with path.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=["id", "question", "judge"])
-            w.writeheader()
-            w.writerows(rs)
+        _write_rows(path, rs)
 
     write(rows)
     labels_path = path.with_name("v.labels.jsonl")
@@ -210,7 +211,6 @@ def test_the_labels_file_records_its_source_and_a_change_is_told_in_one_line(tmp
 
 
 def test_draws_on_a_source_that_lost_items_are_refused_in_one_line(tmp_path):
-    import csv
 
     from judgekit.core.errors import DataError
     from judgekit.labelling import session
@@ -220,17 +220,10 @@ def test_draws_on_a_source_that_lost_items_are_refused_in_one_line(tmp_path):
     rows = [{"id": f"r{i}", "question": f"q {i}", "judge": i % 2, "score": (i % 7) / 7}
             for i in range(60)]
     path = tmp_path / "v.csv"
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    _write_rows(path, rows)
     st = session.propose(path, batch=4, seed=2)
     drawn = {p["id"] for p in st.pending}
-    kept = [r for r in rows if r["id"] not in drawn]
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(kept)
+    _write_rows(path, [r for r in rows if r["id"] not in drawn])
     with pytest.raises(DataError) as got:
         state_of(load(path), "pass_rate")
     msg = str(got.value)
