@@ -20,7 +20,24 @@ from judgekit.recorded.tables import detect_rows
 
 __all__ = ["is_parquet_folder", "iter_rows", "rows"]
 
-BATCH = 65_536
+BATCH = 8_192  # rows decoded at a time
+
+
+def _batches(path: Path, data: Any) -> Iterator[tuple[dict[str, Any], Any]]:
+    """(partition values, record batch) of a dataset, file by file."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    if not isinstance(data.format, ds.ParquetFileFormat):
+        for batch in data.to_batches(batch_size=BATCH, batch_readahead=0,
+                                     fragment_readahead=0):
+            yield {}, batch
+        return
+    for fragment in data.get_fragments():
+        keys = ds.get_partition_keys(fragment.partition_expression) or {}
+        with pq.ParquetFile(fragment.path, pre_buffer=False, buffer_size=1 << 16) as fh:
+            for batch in fh.iter_batches(batch_size=BATCH):
+                yield {k: v for k, v in keys.items() if k not in batch.schema.names}, batch
 
 
 def is_parquet_folder(path: Path) -> bool:
@@ -58,18 +75,26 @@ def rows(path: Path) -> list[JSONObject]:
 
 
 def iter_rows(path: Path) -> Iterator[JSONObject]:
-    """The rows one at a time, read a record batch at a time (one batch held)."""
+    """The rows one at a time. Parquet files are read a few pages at a time
+    (``ParquetFile.iter_batches`` without pre-buffering: a row group of 10^6 rows is
+    never decoded whole), file by file for a partitioned folder, its ``key=value``
+    parts added as columns; Arrow files through the dataset scanner."""
     data = _dataset(path)
     names = list(data.schema.names)
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise DataError(f"{path}: column {dup[0]!r} appears twice; rename one")
     try:
-        batches = data.to_batches(batch_size=BATCH)
-        for batch in track(batches, f"reading {path.name}", unit="batches"):
+        for keys, batch in track(_batches(path, data), f"reading {path.name}",
+                                 unit="batches"):
             cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-            keys = batch.schema.names
-            yield from ({k: _cell(v) for k, v in zip(keys, vals)} for vals in zip(*cols))
+            got = batch.schema.names
+            missing = [n for n in names if n not in got and n not in keys]
+            for vals in zip(*cols):
+                row = {k: _cell(v) for k, v in zip(got, vals)}
+                row.update({k: _cell(v) for k, v in keys.items()})
+                row.update({k: "" for k in missing})  # a file without a dataset column
+                yield {n: row[n] for n in names}
     except DataError:
         raise
     except Exception as exc:

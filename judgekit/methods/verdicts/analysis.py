@@ -87,11 +87,14 @@ def first_codes(keys: Sequence[Any] | np.ndarray) -> np.ndarray:
         new[0] = True
         np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
         del ordered
-        run = np.cumsum(new, dtype=np.int64) - 1  # each sorted position's key
-        first = perm[new]  # where each key first appears (the sort is stable)
-        rank = np.empty(first.size, np.int64)
-        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-        codes = np.empty(n, np.int32 if first.size < 2**31 else np.int64)
+        small = np.int32 if n < 2**31 else np.int64
+        run = np.cumsum(new, dtype=small) - 1  # each sorted position's key
+        first = perm[new].astype(small)  # where each key first appears (a stable sort)
+        del new
+        rank = np.empty(first.size, small)
+        rank[np.argsort(first, kind="stable")] = np.arange(first.size, dtype=small)
+        del first
+        codes = np.empty(n, small)
         codes[perm] = rank[run]
         return codes
     seen: dict[Any, int] = {}

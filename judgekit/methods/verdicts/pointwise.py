@@ -56,12 +56,43 @@ class Items(NamedTuple):
 
     verdict: np.ndarray  # 1 / 0 (int8)
     group: np.ndarray  # codes of the question (or, without one, the id)
-    id: np.ndarray | None  # codes of the id (None: no id column, each row its own)
+    # ids judged more than once: (how many, how many whose verdicts all agree, fewest
+    # and most times judged); None: no id column, or no id repeats
+    repeats: tuple[int, int, int, int] | None
     question: np.ndarray | None  # codes of the question (None: no question column)
     system: np.ndarray  # index into systems, -1 without one
     systems: list[str]
     labelled: list[Labelled]
     annotators: int
+
+
+class _Column:
+    """Integers appended one at a time, kept in numpy chunks of CHUNK (a Python array
+    grown to millions by reallocation left the heap fragmented: RSS grew about 100
+    bytes a row although the array holds 8)."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, code: str, dtype: type) -> None:
+        self.code, self.dtype = code, dtype
+        self.chunks: list[np.ndarray] = []
+        self.tail = array(code)
+
+    def append(self, value: int) -> None:
+        self.tail.append(value)
+        if len(self.tail) >= self.CHUNK:
+            self.chunks.append(np.frombuffer(self.tail, self.dtype).copy())
+            self.tail = array(self.code)
+
+    def __len__(self) -> int:
+        return len(self.tail) + self.CHUNK * len(self.chunks)
+
+    def take(self) -> np.ndarray:
+        """Every value, once (the chunks are let go)."""
+        out = np.concatenate([*self.chunks, np.frombuffer(self.tail, self.dtype)]) \
+            if self.chunks else np.frombuffer(self.tail, self.dtype).copy()
+        self.chunks, self.tail = [], array(self.code)
+        return out
 
 
 class Read(NamedTuple):
@@ -108,8 +139,10 @@ def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     humans = [c for c in roles.get("human", "").split(",") if c]
     judge, id_col = roles["judge"], roles.get("id")
     q_col, s_col = roles.get("question_id"), roles.get("system")
-    verdict, group, ids, questions = array("b"), array("q"), array("q"), array("q")
-    system, systems = array("i"), {}  # type: ignore[var-annotated]
+    verdict, ids, questions = _Column("b", np.int8), _Column("q", np.int64), \
+        _Column("q", np.int64)
+    blank: list[tuple[int, int]] = []  # rows with an empty question: (position, id hash)
+    system, systems = _Column("i", np.int32), {}  # type: ignore[var-annotated]
     labelled: list[Labelled] = []
     bad: list[tuple[int, Any]] = []
     graders: set[str] = set()
@@ -137,46 +170,79 @@ def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
                **{k: str(r[c]) for k, c in texts.items() if r.get(c) not in (None, "")}})
         if h is not None or (len(humans) >= 2 and people):
             labelled.append(Labelled(len(verdict), item_id, qid, sysname, v, h, people))
-        verdict.append(v)
-        group.append(hash(qid or item_id))
         if id_col is not None:
             ids.append(hash(item_id))
         if qid is not None:
             questions.append(hash(qid))
+            if not qid:  # its group is its id
+                blank.append((len(verdict), hash(item_id)))
+        verdict.append(v)
         system.append(-1 if sysname is None else systems.setdefault(sysname, len(systems)))
     names = sorted(systems)  # codes renumbered in name order
     order = np.array([names.index(n) for n in systems] or [0], np.int32)
-    sys_codes = np.frombuffer(system, np.int32)
+    sys_codes = system.take()
     sys_codes = np.where(sys_codes < 0, -1, order[np.maximum(sys_codes, 0)]).astype(np.int32)
-    del system
 
-    def coded(hashes: array) -> np.ndarray:  # type: ignore[type-arg]
-        codes = first_codes(np.frombuffer(hashes, np.int64))
-        del hashes[:]  # the hashes go as soon as their codes are made
-        return codes
+    def coded(hashes: _Column) -> np.ndarray:
+        return first_codes(hashes.take())  # the hashes go as soon as they are coded
 
-    cols = Items(np.frombuffer(verdict, np.int8).copy(), coded(group),
-                 coded(ids) if id_col is not None else None,
-                 coded(questions) if q_col is not None else None, sys_codes, names,
-                 labelled, len(humans))
+    # an item's group is its question, or its id where it has none (each row its own
+    # without either); the same codes serve both where they coincide
+    flags = verdict.take()
+    repeats = None
+    id_codes: np.ndarray | None = None
+    if id_col is not None:
+        hashes = ids.take()
+        repeats = _repeated(hashes, flags)
+        id_codes = first_codes(hashes) if q_col is None else None
+        del hashes
+    q_codes: np.ndarray | None = None
+    if q_col is None:
+        group = id_codes if id_codes is not None else np.arange(len(flags), dtype=np.int32)
+    else:
+        if blank:
+            hashes = questions.take()
+            keys = hashes.copy()
+            for at, key in blank:
+                keys[at] = key
+            group = first_codes(keys)
+            del keys
+            q_codes = first_codes(hashes)
+            del hashes
+        else:
+            q_codes = group = coded(questions)
+    cols = Items(flags, group, repeats, q_codes, sys_codes, names, labelled, len(humans))
     return cols, (unread, bad, sorted(graders))
+
+
+def _repeated(hashes: np.ndarray, verdict: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(ids judged more than once, of them those whose verdicts all agree, fewest and
+    most times judged) from the rows' id hashes (a sort; no codes kept)."""
+    if hashes.size < 2:
+        return None
+    perm = np.argsort(hashes, kind="stable")
+    ordered = hashes[perm]
+    start = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    del ordered
+    size = np.diff(np.append(start, hashes.size))
+    passed = np.add.reduceat(verdict[perm].astype(np.int64), start)
+    again = size >= 2
+    if not again.any():
+        return None
+    agree = (passed[again] == 0) | (passed[again] == size[again])
+    return (int(again.sum()), int(agree.sum()), int(size[again].min()),
+            int(size[again].max()))
 
 
 def _repeats(items: Items, cfg: VerdictsConfig) -> Measure | None:
     """Repeat consistency: items judged more than once (rows sharing an ``id``) whose
     verdicts all agree, with the share's interval; None when no item repeats."""
-    if items.id is None:
+    if items.repeats is None:
         return None
-    size = np.bincount(items.id)
-    passed = np.bincount(items.id, weights=items.verdict)
-    again = size >= 2
-    if not again.any():
-        return None
-    agree = (passed[again] == 0) | (passed[again] == size[again])
+    n, agree, least, most = items.repeats
     return rate_measure("repeat_consistency", "items judged more than once whose verdicts "
-                        "all agree", agree, None, cfg.level,
-                        note=f"{int(again.sum())} items judged {int(size[again].min())}-"
-                             f"{int(size[again].max())} times (rows sharing an id)")
+                        "all agree", np.arange(n) < agree, None, cfg.level,
+                        note=f"{n} items judged {least}-{most} times (rows sharing an id)")
 
 
 def _by_system(items: Items) -> list[tuple[str | None, np.ndarray, list[Labelled]]]:
