@@ -82,18 +82,20 @@ def first_codes(keys: Sequence[Any] | np.ndarray) -> np.ndarray:
         if not n:
             return np.zeros(0, np.int32)
         perm = np.argsort(keys, kind="stable")
-        ordered = keys[perm]
-        new = np.empty(n, bool)
+        new = np.empty(n, bool)  # a sorted position that starts a key's run
         new[0] = True
-        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-        del ordered
+        step = 1 << 20  # compared a block at a time: no sorted copy of the keys
+        for a in range(1, n, step):
+            b = min(n, a + step)
+            np.not_equal(keys[perm[a:b]], keys[perm[a - 1:b - 1]], out=new[a:b])
         small = np.int32 if n < 2**31 else np.int64
         run = np.cumsum(new, dtype=small) - 1  # each sorted position's key
-        first = perm[new].astype(small)  # where each key first appears (a stable sort)
+        first = perm[new]  # where each key first appears (a stable sort)
         del new
-        rank = np.empty(first.size, small)
-        rank[np.argsort(first, kind="stable")] = np.arange(first.size, dtype=small)
-        del first
+        starts = np.zeros(n, bool)
+        starts[first] = True
+        rank = (np.cumsum(starts, dtype=small) - 1)[first]  # keys in order of appearance
+        del starts, first
         codes = np.empty(n, small)
         codes[perm] = rank[run]
         return codes
