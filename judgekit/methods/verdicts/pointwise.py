@@ -36,19 +36,14 @@ SHOWN_UNREADABLE = 5  # unreadable rows named in the note (the rest counted)
 
 
 class Labelled(NamedTuple):
-    """An item people labelled, kept whole."""
+    """An item people labelled: what its figures read of it."""
 
     at: int  # its position among the readable items
-    id: str
-    question_id: str | None
+    group: str  # its question, or its id where it has none
     system: str | None
     verdict: int
     human: Any
-    humans: list[Any]
-
-    @property
-    def group(self) -> str:
-        return self.question_id or self.id
+    humans: tuple[Any, ...]  # every annotator's label (kept with several annotators)
 
 
 class Items(NamedTuple):
@@ -67,31 +62,25 @@ class Items(NamedTuple):
 
 
 class _Column:
-    """Integers appended one at a time, kept in numpy chunks of CHUNK (a Python array
-    grown to millions by reallocation left the heap fragmented: RSS grew about 100
-    bytes a row although the array holds 8)."""
-
-    CHUNK = 1 << 16
+    """Integers appended one at a time into a Python array (grown by ``realloc``, which
+    moves a large block's pages instead of copying them) and taken once as a numpy
+    view of it, with no copy."""
 
     def __init__(self, code: str, dtype: type) -> None:
-        self.code, self.dtype = code, dtype
-        self.chunks: list[np.ndarray] = []
-        self.tail = array(code)
-
-    def append(self, value: int) -> None:
-        self.tail.append(value)
-        if len(self.tail) >= self.CHUNK:
-            self.chunks.append(np.frombuffer(self.tail, self.dtype).copy())
-            self.tail = array(self.code)
+        self.dtype = dtype
+        self.values: array | None = array(code)  # type: ignore[type-arg]
+        self.append = self.values.append
 
     def __len__(self) -> int:
-        return len(self.tail) + self.CHUNK * len(self.chunks)
+        return len(self.values or ())
 
     def take(self) -> np.ndarray:
-        """Every value, once (the chunks are let go)."""
-        out = np.concatenate([*self.chunks, np.frombuffer(self.tail, self.dtype)]) \
-            if self.chunks else np.frombuffer(self.tail, self.dtype).copy()
-        self.chunks, self.tail = [], array(self.code)
+        """Every value, once: the view holds the array, freed when the view goes."""
+        assert self.values is not None, "a column is taken once"
+        out: np.ndarray = np.frombuffer(self.values, self.dtype) if len(self.values) else \
+            np.zeros(0, self.dtype)
+        self.values = None
+        del self.append
         return out
 
 
@@ -119,7 +108,7 @@ def pointwise(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsCo
     out += agreement_measures([str(x.verdict) for x in lab], [str(x.human) for x in lab],
                               cfg, "human labels", [x.group for x in lab])
     if items.annotators >= 2:
-        out.append(fleiss_measure([{"humans": x.humans} for x in items.labelled],
+        out.append(fleiss_measure([{"humans": list(x.humans)} for x in items.labelled],
                                   items.annotators,
                                   cfg))
     repeated = _repeats(items, cfg)
@@ -143,6 +132,7 @@ def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
         _Column("q", np.int64)
     blank: list[tuple[int, int]] = []  # rows with an empty question: (position, id hash)
     system, systems = _Column("i", np.int32), {}  # type: ignore[var-annotated]
+    sys_names: list[str] = []
     labelled: list[Labelled] = []
     bad: list[tuple[int, Any]] = []
     graders: set[str] = set()
@@ -168,8 +158,13 @@ def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
         write({"id": item_id, "question_id": qid, "system": sysname, "verdict": v,
                "human": h, "humans": people,
                **{k: str(r[c]) for k, c in texts.items() if r.get(c) not in (None, "")}})
+        code = -1 if sysname is None else systems.setdefault(sysname, len(systems))
+        if code == len(sys_names):
+            sys_names.append(sysname or "")  # one string per system, shared by its items
         if h is not None or (len(humans) >= 2 and people):
-            labelled.append(Labelled(len(verdict), item_id, qid, sysname, v, h, people))
+            labelled.append(Labelled(len(verdict), qid or item_id,
+                                     None if code < 0 else sys_names[code], v, h,
+                                     tuple(people) if len(humans) >= 2 else ()))
         if id_col is not None:
             ids.append(hash(item_id))
         if qid is not None:
@@ -177,7 +172,7 @@ def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
             if not qid:  # its group is its id
                 blank.append((len(verdict), hash(item_id)))
         verdict.append(v)
-        system.append(-1 if sysname is None else systems.setdefault(sysname, len(systems)))
+        system.append(code)
     names = sorted(systems)  # codes renumbered in name order
     order = np.array([names.index(n) for n in systems] or [0], np.int32)
     sys_codes = system.take()
@@ -217,18 +212,25 @@ def _read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
 
 def _repeated(hashes: np.ndarray, verdict: np.ndarray) -> tuple[int, int, int, int] | None:
     """(ids judged more than once, of them those whose verdicts all agree, fewest and
-    most times judged) from the rows' id hashes (a sort; no codes kept)."""
-    if hashes.size < 2:
+    most times judged) from the rows' id hashes (a sort, compared a block at a time;
+    no codes kept, nothing more when every id is distinct)."""
+    n = hashes.size
+    if n < 2:
         return None
     perm = np.argsort(hashes, kind="stable")
-    ordered = hashes[perm]
-    start = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    del ordered
-    size = np.diff(np.append(start, hashes.size))
-    passed = np.add.reduceat(verdict[perm].astype(np.int64), start)
-    again = size >= 2
-    if not again.any():
+    new = np.empty(n, bool)  # a sorted position that starts an id's run
+    new[0] = True
+    step = 1 << 20
+    for a in range(1, n, step):
+        b = min(n, a + step)
+        np.not_equal(hashes[perm[a:b]], hashes[perm[a - 1:b - 1]], out=new[a:b])
+    if new.all():
         return None
+    start = np.flatnonzero(new)
+    del new
+    size = np.diff(np.append(start, n))
+    passed = np.add.reduceat(verdict[perm], start, dtype=np.int64)
+    again = size >= 2
     agree = (passed[again] == 0) | (passed[again] == size[again])
     return (int(again.sum()), int(agree.sum()), int(size[again].min()),
             int(size[again].max()))
