@@ -81,14 +81,15 @@ def first_codes(keys: Sequence[Any] | np.ndarray) -> np.ndarray:
         n = keys.size
         if not n:
             return np.zeros(0, np.int32)
-        perm = np.argsort(keys, kind="stable")
+        small = np.int32 if n < 2**31 else np.int64
+        perm = np.argsort(keys, kind="stable").astype(small)
         new = np.empty(n, bool)  # a sorted position that starts a key's run
         new[0] = True
         step = 1 << 20  # compared a block at a time: no sorted copy of the keys
         for a in range(1, n, step):
             b = min(n, a + step)
             np.not_equal(keys[perm[a:b]], keys[perm[a - 1:b - 1]], out=new[a:b])
-        small = np.int32 if n < 2**31 else np.int64
+        del keys  # the caller's array goes here when it passed its only reference
         run = np.cumsum(new, dtype=small) - 1  # each sorted position's key
         first = perm[new]  # where each key first appears (a stable sort)
         del new
