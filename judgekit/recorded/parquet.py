@@ -23,7 +23,7 @@ __all__ = ["is_parquet_folder", "iter_rows", "rows"]
 BATCH = 8_192  # rows decoded at a time
 
 
-def _batches(path: Path, data: Any) -> Iterator[tuple[dict[str, Any], Any]]:
+def _batches(path: Path, data: Any) -> Iterator[tuple[JSONObject, Any]]:
     """(partition values, record batch) of a dataset, file by file."""
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq

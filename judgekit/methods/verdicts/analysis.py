@@ -73,6 +73,21 @@ def rate_measure(key: str, what: str, flags: Sequence[bool] | np.ndarray,
                    ci=wilson_interval(hits, n, level).as_list(), n=n, **kw)
 
 
+def sorted_runs(keys: np.ndarray, dtype: type = np.int64) -> tuple[np.ndarray, np.ndarray]:
+    """(the stable sort's permutation of ``keys`` as ``dtype``, and which sorted positions
+    start a run of equal keys), compared a block at a time: no sorted copy of the keys."""
+    n = keys.size
+    perm: np.ndarray = np.argsort(keys, kind="stable").astype(dtype, copy=False)
+    new = np.empty(n, bool)
+    if n:
+        new[0] = True
+    step = 1 << 20
+    for a in range(1, n, step):
+        b = min(n, a + step)
+        np.not_equal(keys[perm[a:b]], keys[perm[a - 1:b - 1]], out=new[a:b])
+    return perm, new
+
+
 def first_codes(keys: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Integer codes 0..k-1 of ``keys`` in the order each first appears (equal keys, equal
     codes). An integer array (the rows' key hashes, for columnar data) is factorised by
@@ -82,13 +97,7 @@ def first_codes(keys: Sequence[Any] | np.ndarray) -> np.ndarray:
         if not n:
             return np.zeros(0, np.int32)
         small = np.int32 if n < 2**31 else np.int64
-        perm = np.argsort(keys, kind="stable").astype(small)
-        new = np.empty(n, bool)  # a sorted position that starts a key's run
-        new[0] = True
-        step = 1 << 20  # compared a block at a time: no sorted copy of the keys
-        for a in range(1, n, step):
-            b = min(n, a + step)
-            np.not_equal(keys[perm[a:b]], keys[perm[a - 1:b - 1]], out=new[a:b])
+        perm, new = sorted_runs(keys, small)
         del keys  # the caller's array goes here when it passed its only reference
         run = np.cumsum(new, dtype=small) - 1  # each sorted position's key
         first = perm[new]  # where each key first appears (a stable sort)

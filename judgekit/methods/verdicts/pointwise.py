@@ -23,6 +23,7 @@ from judgekit.methods.verdicts.analysis import (
     fleiss_measure,
     majority,
     rate_measure,
+    sorted_runs,
 )
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
@@ -217,13 +218,7 @@ def _repeated(hashes: np.ndarray, verdict: np.ndarray) -> tuple[int, int, int, i
     n = hashes.size
     if n < 2:
         return None
-    perm = np.argsort(hashes, kind="stable")
-    new = np.empty(n, bool)  # a sorted position that starts an id's run
-    new[0] = True
-    step = 1 << 20
-    for a in range(1, n, step):
-        b = min(n, a + step)
-        np.not_equal(hashes[perm[a:b]], hashes[perm[a - 1:b - 1]], out=new[a:b])
+    perm, new = sorted_runs(hashes)
     if new.all():
         return None
     start = np.flatnonzero(new)
