@@ -89,6 +89,61 @@ def worker(work: Path) -> None:
     print(json.dumps({"map_s": spent[0], "run_s": time.perf_counter() - t0}))
 
 
+MEMORY_SIZES = (5_000, 50_000)
+
+
+def memory_worker(kind: str, n: int, work: Path) -> None:
+    """Run ``n`` calls through one client (a cassette recorded, or nothing kept) and print
+    this process's peak RSS in KB."""
+
+    from pydantic import BaseModel
+
+    from judgekit.llm import Call, Client, ClientSettings, Stage
+    from judgekit.llm.providers import mock
+    from judgekit.llm.templates import TemplateLibrary
+
+    class Answer(BaseModel):
+        answer: str
+        confidence: float
+
+    mock.register_script("memory", lambda req: {"answer": req.messages[-1]["content"][-40:],
+                                                "confidence": 0.5})
+    cassette = str(work / f"{kind}-{n}.json") if kind == "cassette" else None
+    client = Client(ClientSettings(use_cache=False, cassette=cassette, cassette_mode="new",
+                                   concurrency=64, progress=False),
+                    templates=TemplateLibrary(Path(__file__).resolve().parent / "prompts"))
+    stage = Stage("bench", "bench.j2", Answer)
+    calls = (Call({"i": i, "question": f"capital of country {i}?"}, "mock/memory")
+             for i in range(n))
+    seen = [0]
+
+    def count(i: int, result: object) -> None:
+        seen[0] += 1
+    if hasattr(client, "each"):
+        client.run_until_complete(client.each(stage, calls, count))
+    else:  # the previous version: map keeps every result
+        seen[0] = len(client.map_sync(stage, list(calls)))
+    client.close()
+    assert seen[0] == n, seen
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def memory_slopes(work: Path) -> dict[str, float]:
+    """KB of peak RSS per call, between the two sizes, for each kind."""
+    out = {}
+    for kind in ("cassette", "map"):
+        peaks = []
+        for n in MEMORY_SIZES:
+            r = subprocess.run([sys.executable, __file__, "--memory", kind, str(n), str(work)],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.stderr.write(r.stderr[-3000:])
+                raise SystemExit(1)
+            peaks.append(int(r.stdout.strip().splitlines()[-1]))
+        out[kind] = (peaks[1] - peaks[0]) / (MEMORY_SIZES[1] - MEMORY_SIZES[0])
+    return out
+
+
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="judgekit-scale-"))
     with open(work / "tqa.csv", "w", newline="", encoding="utf-8") as fh:
@@ -122,6 +177,7 @@ def main() -> None:
     # like with like: the faster of the two cached reruns against the fastest floor read
     calls_s = min(r["map_s"] for r in inner[1:])
     checks = 2 * int(((res.get("self_check") or {}).get("tagger") or {}).get("calls") or 0)
+    slopes = memory_slopes(work)
     figs = {"queries": QUERIES, "replicas": REPLICAS, "calls": res["calls"]["total"],
             "first_s": round(times[0], 1), "rerun_s": round(times[1], 1),
             "rerun_cached": res["calls"]["cached"],
@@ -140,7 +196,10 @@ def main() -> None:
             # the whole rerun process (start, replay, statistics, detail files, figures,
             # report) over the same floor: the statistics and report are work the floor
             # does not do
-            "rerun_whole_over_floor": round(min(times[1:]) / floor, 2) if floor else None}
+            "rerun_whole_over_floor": round(min(times[1:]) / floor, 2) if floor else None,
+            # memory per call on the client path (slopes between 5,000 and 50,000 calls)
+            "cassette_mb_per_1k_calls": round(slopes["cassette"] * 1000 / 1024, 3),
+            "map_kb_per_call": round(slopes["map"], 3)}
     print(f"{figs['calls']} calls: cold {figs['first_s']} s, cached {figs['rerun_s']} s, "
           f"peak RSS {figs['peak_rss_mb']} MB, results.json {figs['results_json_mb']} MB")
     print(json.dumps(figs, sort_keys=True))
@@ -149,5 +208,11 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
         worker(Path(sys.argv[2]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "--memory":
+        memory_worker(sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))
+    elif len(sys.argv) == 2 and sys.argv[1] == "--memory-only":
+        slopes = memory_slopes(Path(tempfile.mkdtemp(prefix="judgekit-memory-")))
+        print(json.dumps({"cassette_mb_per_1k_calls": round(slopes["cassette"] * 1000 / 1024, 3),
+                          "map_kb_per_call": round(slopes["map"], 3)}))
     else:
         main()

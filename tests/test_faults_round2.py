@@ -192,7 +192,7 @@ def test_a_full_disk_stops_the_run_and_keeps_what_was_recorded(tmp_path):
 
 def test_a_failed_compaction_keeps_the_journal_and_leaves_no_temp_file(tmp_path, monkeypatch,
                                                                        caplog):
-    import judgekit.llm.cassette as mod
+    import judgekit.llm.cassette_file as mod
 
     path = tmp_path / "c.json"
     cas = Cassette(path, "new")

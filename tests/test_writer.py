@@ -122,7 +122,7 @@ def test_a_journal_that_cannot_be_written_stops_the_run(fake_api, make_client, t
     def full(journal, line, sync=True):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(cas_mod, "_append", full)
+    monkeypatch.setattr(cas_mod, "append", full)
     fake_api.default = Reply(body=openai_body(GOOD))
     client = make_client(use_cache=False, cassette=tmp_path / "c.json", cassette_mode="new")
     client.settings.base_urls["openai"] = fake_api.url + "/v1"

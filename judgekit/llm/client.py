@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from itertools import count
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Sized
+from itertools import count, islice
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
@@ -41,7 +41,6 @@ from judgekit.llm.ledger import (
     normalise_budget,
 )
 from judgekit.llm.options import RunOptions
-from judgekit.llm.pricing import cost_usd
 from judgekit.llm.providers import Provider, make_provider, parse_model_string
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.secrets import scrub, secret_values
@@ -53,7 +52,6 @@ from judgekit.llm.types import (
     Sampling,
     StageResult,
     Usage,
-    int_param,
 )
 
 T = TypeVar("T")
@@ -175,34 +173,11 @@ class Client:
             self._required.add(model)
 
     def dry_run(self, stage: Stage, calls: Sequence[Call]) -> DryRun:
-        """How many of ``calls`` are not yet answered, and what they would cost: prompt
-        tokens estimated at 4 characters a token, completions at their max_tokens."""
-        misses: dict[str, Prepared] = {}
-        for call in calls:
-            p = self.prepare(stage, call)
-            if p.key not in misses and self.store.lookup(p, stage)[0] is None:
-                misses[p.key] = p
-        by_model: dict[str, list[int]] = {}
-        for p in misses.values():
-            prompt = sum(len(m["content"]) for m in p.messages) // 4
-            completion = int_param(p.sampling, "max_tokens", 1024) or 1024
-            tot = by_model.setdefault(p.model, [0, 0, 0])
-            tot[0] += 1
-            tot[1] += prompt
-            tot[2] += completion
-        parts = []
-        batch = self.settings.execution == "batch"
-        for model, (n, pt, ct) in sorted(by_model.items()):
-            usd = cost_usd(model, pt, ct)
-            price = "unknown price" if usd is None else \
-                f"about ${usd * (BATCH_PRICE if batch else 1.0):.2f}"
-            parts.append(f"{n} call(s) to {model}: ~{pt} prompt tokens, <= {ct} completion "
-                         f"tokens, {price}{' at the batch price' if batch else ''}")
-        answered = len(calls) - len(misses)
-        what = "; ".join(parts) or "nothing: every call is already answered"
-        return DryRun(f"dry run, stage {stage.name}: {what} ({answered} of {len(calls)} "
-                      "already answered in the cache or cassette). Nothing was sent; later "
-                      "stages depend on this one's answers and are not priced.")
+        """How many of ``calls`` are not yet answered, and what they would cost."""
+        from judgekit.llm.dryrun import dry_run
+
+        return dry_run(self.prepare, self.store.lookup, self.settings.execution == "batch",
+                       stage, calls)
 
     def finish(self, stage: Stage[M], prep: Prepared, record: CallRecord, value: Any,
                source: str, t0: float, st: StageStats | None = None) -> StageResult[M]:
@@ -239,61 +214,82 @@ class Client:
             from judgekit.llm.batch import run_batch
 
             return await run_batch(self, stage, calls)
+        results: list[StageResult[M] | None] = [None] * len(calls)
+
+        def keep(i: int, result: StageResult[M]) -> None:
+            results[i] = result
+        await self.each(stage, calls, keep, description=description)
+        return [r for r in results if r is not None]
+
+    async def each(self, stage: Stage[M], calls: Iterable[Call],
+                   sink: Callable[[int, StageResult[M]], None], *,
+                   total: int | None = None, description: str | None = None) -> int:
+        """Run many calls of one stage, handing each result to ``sink(index, result)``
+        as it is ready (recorded answers in order, fresh ones as they arrive); returns
+        how many calls there were.
+
+        ``calls`` may be any iterable, read a chunk at a time: memory holds the calls
+        in flight (a window of a few times the concurrency) and what ``sink`` keeps,
+        whatever the number of calls. One call's failure is its result; a run-wide
+        error cancels the rest and raises. (Dry runs and batch execution need every
+        call at once: give them a list, through :meth:`map`.)
+        """
+        if self.settings.dry_run or self.settings.execution == "batch":
+            listed = list(calls)
+            for i, r in enumerate(await self.map(stage, listed, description=description)):
+                sink(i, r)
+            return len(listed)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         self._secrets = self._secret_list()
         st = self.ledger.stage(stage.name)
-        results: list[StageResult[M] | None] = [None] * len(calls)
+        if total is None and isinstance(calls, Sized):
+            total = len(calls)
+        window = max(2 * PREPARE_CHUNK, 4 * self.settings.concurrency)
+        n = 0
         with fewer_collections(), Progress(self.settings.progress,
-                                           description or stage.name, len(calls), st) as tick:
+                                           description or stage.name, total or 0, st) as tick:
             async def one(i: int, prep: Prepared) -> None:
                 start = loop.time()
                 record, source = await self.fetch(prep, stage)
-                results[i] = self.finish(stage, prep, record, validated(record, stage),
-                                         source, start)
+                sink(i, self.finish(stage, prep, record, validated(record, stage), source,
+                                    start))
                 tick()
 
             # Answers already recorded are served here, in order, without a task each (a
             # cached replay is mostly this loop); only the misses are scheduled, a chunk
             # at a time, so the first requests leave while later calls are still being
-            # rendered (all 2,000 first delayed the first request by 0.3 s).
-            tasks: list[asyncio.Future[None]] = []
+            # rendered (all 2,000 first delayed the first request by 0.3 s), and no more
+            # than ``window`` wait at once.
+            tasks: set[asyncio.Future[None]] = set()
+            source_calls = iter(calls)
             try:
-                for lo in range(0, len(calls), PREPARE_CHUNK):
+                while chunk := list(islice(source_calls, PREPARE_CHUNK)):
+                    lo, n = n, n + len(chunk)
                     with unscanned() as block:  # a replayed chunk's results are kept
-                        preps = prepare_many(self.templates, self.provider, stage,
-                                             calls[lo:lo + PREPARE_CHUNK])
+                        preps = prepare_many(self.templates, self.provider, stage, chunk)
                         st.calls += len(preps)
                         found, served = self.store.lookup_many(preps, stage), 0
                         for i, prep, (record, value, source) in zip(count(lo), preps, found):
                             if record is None:
-                                tasks.append(asyncio.ensure_future(one(i, prep)))
+                                tasks.add(asyncio.ensure_future(one(i, prep)))
                                 block.freeze = False
                                 continue
-                            results[i] = self.finish(stage, prep, record, value, source,
-                                                     t0, st)
+                            sink(i, self.finish(stage, prep, record, value, source, t0, st))
                             served += 1
                         if served:
                             tick(served)
+                    del chunk, preps, found
                     if tasks:
                         await asyncio.sleep(0)  # let the scheduled calls start
-            except BaseException:
-                await cancel_all(tasks)
+                    while len(tasks) > window:
+                        tasks = await _settle(tasks, asyncio.FIRST_COMPLETED)
+                while tasks:
+                    tasks = await _settle(tasks, asyncio.FIRST_EXCEPTION)
+            except BaseException:  # a run-wide error, or cancelled from outside (Ctrl-C)
+                await cancel_all(list(tasks))
                 raise
-            if tasks:
-                try:
-                    done, pending = await asyncio.wait(tasks,
-                                                       return_when=asyncio.FIRST_EXCEPTION)
-                except BaseException:  # cancelled from outside (Ctrl-C): stop every call
-                    await cancel_all(tasks)
-                    raise
-                if pending:
-                    await cancel_all(list(pending))
-                errors = [t.exception() for t in tasks if t.done() and not t.cancelled()
-                          and t.exception() is not None]
-                if errors:
-                    raise errors[0]  # type: ignore[misc]
-        return [r for r in results if r is not None]
+        return n
 
     def run_until_complete(self, coro: Awaitable[T]) -> T:
         """``asyncio.run(coro)``, closing this client's HTTP sessions however it ends
@@ -412,6 +408,18 @@ class Client:
         finally:
             if held:
                 limit.release()
+
+
+async def _settle(tasks: set[asyncio.Future[None]], when: str) -> set[asyncio.Future[None]]:
+    """Wait for some of ``tasks``; raise the first error among those done (the caller
+    cancels the rest); return those still pending."""
+    done, pending = await asyncio.wait(tasks, return_when=when)
+    for t in done:
+        if not t.cancelled() and t.exception() is not None:
+            tasks.clear()
+            tasks.update(pending)
+            raise t.exception()  # type: ignore[misc]
+    return pending
 
 
 async def cancel_all(tasks: Sequence[asyncio.Future[Any]]) -> None:

@@ -80,7 +80,7 @@ class Store:
         replay is mostly this)."""
         cas, cache = self.cassette, self.cache
         if cas is not None:  # its entries are in memory: the cache is read for the rest
-            self.prefetch([p.key for p in preps if p.key not in cas.entries])
+            self.prefetch([p.key for p in preps if p.key not in cas])
             return [self.lookup(p, stage) for p in preps]
         keys = [p.key for p in preps]
         self.prefetch(keys)
@@ -127,7 +127,7 @@ class Store:
             rec = self.cassette.refresh(key)
         if rec is None or check_record(rec, stage)[0] is not None or not rec.get("ok"):
             return None
-        if self.cassette is not None and key not in self.cassette.entries:
+        if self.cassette is not None and key not in self.cassette:
             self.cassette.put(key, identity, rec)
         return rec
 
@@ -177,6 +177,7 @@ class Store:
         """Compact the cassette and close the cache. Safe to call twice."""
         if self.cassette is not None:
             self.cassette.save()
+            self.cassette.close()
         if self.cache is not None:
             self.cache.close()
             self.cache = None
