@@ -12,6 +12,7 @@ Only successful answers are stored; a failed call is simply a miss next time.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -268,6 +269,12 @@ class ResponseCache:
         if self._writer is None:
             self._writer = BatchWriter(self.set_many, "judgekit-cache-writer")
         return self._writer.submit((key, value))
+
+    def set_soon(self, key: str, value: CallRecord) -> asyncio.Future[None]:
+        """``set_later`` with a future of the running loop (see :mod:`judgekit.llm.writer`)."""
+        if self._writer is None:
+            self._writer = BatchWriter(self.set_many, "judgekit-cache-writer")
+        return self._writer.submit_async((key, value))
 
     def set_many(self, items: list[tuple[str, CallRecord]], sync: bool = True) -> None:
         """Store many answers in one transaction; with ``sync``, then sync SQLite's

@@ -25,6 +25,7 @@ A replay-only run (mode ``none``) never writes either file.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -252,6 +253,14 @@ class Cassette:
         if self._writer is None:
             self._writer = BatchWriter(self._append_lines, "judgekit-cassette-writer")
         return self._writer.submit(item)
+
+    def put_soon(self, key: str, identity: Identity, response: CallRecord,
+                 secrets: list[str] | None = None) -> asyncio.Future[None]:
+        """``put_later`` with a future of the running loop."""
+        item = self._record(key, identity, response, secrets)
+        if self._writer is None:
+            self._writer = BatchWriter(self._append_lines, "judgekit-cassette-writer")
+        return self._writer.submit_async(item)
 
     def _record(self, key: str, identity: Identity, response: CallRecord,
                 secrets: list[str] | None) -> tuple[str, bytes]:

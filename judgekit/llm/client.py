@@ -262,6 +262,15 @@ class Client:
             # rendered (all 2,000 first delayed the first request by 0.3 s), and no more
             # than ``window`` wait at once.
             tasks: set[asyncio.Future[None]] = set()
+            errors: list[BaseException] = []
+            room = asyncio.Event()  # set when fewer than ``window`` calls are waiting
+
+            def finished(task: asyncio.Future[None]) -> None:
+                tasks.discard(task)
+                if len(tasks) < window:
+                    room.set()
+                if not task.cancelled() and task.exception() is not None:
+                    errors.append(cast(BaseException, task.exception()))
             source_calls = iter(calls)
             try:
                 while chunk := list(islice(source_calls, PREPARE_CHUNK)):
@@ -272,7 +281,13 @@ class Client:
                         found, served = self.store.lookup_many(preps, stage), 0
                         for i, prep, (record, value, source) in zip(count(lo), preps, found):
                             if record is None:
-                                tasks.add(asyncio.ensure_future(one(i, prep)))
+                                while len(tasks) >= window and not errors:
+                                    room.clear()
+                                    await room.wait()
+                                _raise_first(errors)
+                                task = asyncio.ensure_future(one(i, prep))
+                                task.add_done_callback(finished)
+                                tasks.add(task)
                                 block.freeze = False
                                 continue
                             sink(i, self.finish(stage, prep, record, value, source, t0, st))
@@ -282,10 +297,10 @@ class Client:
                     del chunk, preps, found
                     if tasks:
                         await asyncio.sleep(0)  # let the scheduled calls start
-                    while len(tasks) > window:
-                        tasks = await _settle(tasks, asyncio.FIRST_COMPLETED)
+                    _raise_first(errors)
                 while tasks:
-                    tasks = await _settle(tasks, asyncio.FIRST_EXCEPTION)
+                    await asyncio.wait(set(tasks), return_when=asyncio.FIRST_EXCEPTION)
+                    _raise_first(errors)
             except BaseException:  # a run-wide error, or cancelled from outside (Ctrl-C)
                 await cancel_all(list(tasks))
                 raise
@@ -410,16 +425,11 @@ class Client:
                 limit.release()
 
 
-async def _settle(tasks: set[asyncio.Future[None]], when: str) -> set[asyncio.Future[None]]:
-    """Wait for some of ``tasks``; raise the first error among those done (the caller
-    cancels the rest); return those still pending."""
-    done, pending = await asyncio.wait(tasks, return_when=when)
-    for t in done:
-        if not t.cancelled() and t.exception() is not None:
-            tasks.clear()
-            tasks.update(pending)
-            raise t.exception()  # type: ignore[misc]
-    return pending
+def _raise_first(errors: list[BaseException]) -> None:
+    """Raise the first run-wide error a call task ended with (the caller cancels the
+    rest)."""
+    if errors:
+        raise errors[0]
 
 
 async def cancel_all(tasks: Sequence[asyncio.Future[Any]]) -> None:

@@ -150,9 +150,9 @@ class Store:
         was = cache is not None and cache.available
         pending = []
         if cache is not None:
-            pending.append(cache.set_later(key, record))
+            pending.append(cache.set_soon(key, record))
         if cassette is not None:
-            pending.append(cassette.put_later(key, identity, record, secrets))
+            pending.append(cassette.put_soon(key, identity, record, secrets))
         await wait_kept(pending)
         self._kept(was, cache, cassette)
 
