@@ -5,6 +5,11 @@ cross-process claims on, a cold cache: default_path_over_aiohttp, cpu_ms_per_cal
 this process, first_request_s: from the start to the server's first request) and
 recording a cassette (recording_over_aiohttp); then cached replay throughput.
 
+default_path_over_aiohttp_0ms: the default path (cache and claims on, a cold cache) over
+bare aiohttp for --n0 calls (10,000) against a second server that answers at once (a fast
+local judge), where judgekit's own work per call is all that separates the two; each is
+run twice, interleaved, and the faster runs are compared.
+
 Usage: python benchmarks/client_overhead.py [--n 2000] [--concurrency 64] [--delay 0.05]
 The last line is one JSON object with the figures.
 """
@@ -166,11 +171,33 @@ def judgekit_calls(url: str, n: int, conc: int, cache_dir: str | None,
     return dt, client, [r.key for r in res]
 
 
+def zero_latency(n: int, conc: int) -> tuple[float, float]:
+    """(bare aiohttp, judgekit's default path) seconds for ``n`` calls against a server
+    with no delay: the faster of two interleaved runs each."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    proc = start_server(port, 0.0)
+    floor, default = [], []
+    try:
+        asyncio.run(bare_aiohttp(url, 500, conc))  # warm-up
+        for _ in range(2):
+            floor.append(asyncio.run(bare_aiohttp(url, n, conc)))
+            with tempfile.TemporaryDirectory() as tmp:
+                dt, client, _ = judgekit_calls(url, n, conc, str(Path(tmp) / "d"))
+                client.close()  # type: ignore[attr-defined]
+            default.append(dt)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return min(floor), min(default)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--delay", type=float, default=0.05)
+    ap.add_argument("--n0", type=int, default=10_000)
     a = ap.parse_args()
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"
@@ -204,6 +231,7 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+    at_0ms = zero_latency(a.n0, a.concurrency)
     figures = {
         "n": a.n, "concurrency": a.concurrency, "delay_s": a.delay, "ideal_s": ideal,
         "judgekit_s": round(jk, 3), "aiohttp_s": round(floor, 3),
@@ -219,6 +247,10 @@ def main() -> None:
         "recording_over_aiohttp": round(rec / floor, 3),
         "cpu_ms_per_call": round(1000 * cpu / a.n, 3),
         "first_request_s": round(first, 3),
+        "n_0ms": a.n0,
+        "default_path_0ms_s": round(at_0ms[1], 3),
+        "aiohttp_0ms_s": round(at_0ms[0], 3),
+        "default_path_over_aiohttp_0ms": round(at_0ms[1] / at_0ms[0], 3),
     }
     for k, v in figures.items():
         print(f"{k:>24}: {v}")

@@ -48,6 +48,7 @@ Pure functions and arrays: files, items and the command line are judgekit.labell
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -172,7 +173,8 @@ MODELS = ("trust", "full", "verdict", "flat")
 
 
 def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
-                  ridge: float = 1.0, model: str = "full") -> np.ndarray:
+                  ridge: float = 1.0, model: str = "full",
+                  features: np.ndarray | None = None) -> np.ndarray:
     """P(label = 1) for every item: a ridge logistic regression of the labels so far
     (``y``, each in [0, 1]: several annotators' mean) on the verdict, the score's logit,
     the system (with its interaction with the verdict) and the judge's
@@ -181,7 +183,7 @@ def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
     labelled = np.asarray(labelled, int)
     if labelled.size == 0:
         return np.full(pop.n, 0.5)
-    x = _features(pop)
+    x = _features(pop) if features is None else features
     x = x[:, :{"trust": x.shape[1], "full": x.shape[1], "verdict": 2, "flat": 1}[model]]
     yl = np.clip(np.asarray(y, float), 0.0, 1.0)
     offset = None
@@ -218,16 +220,41 @@ def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0
     order = np.random.default_rng([seed, 7]).permutation(labelled.size)
     fold = np.empty(labelled.size, int)
     fold[order] = np.arange(labelled.size) % k
+    key = _digest(pop.verdict, *(a for a in (pop.score, pop.unstable) if a is not None),
+                  pop.system, labelled, yv, np.array([seed, k, pop.score is None]))
+    memo = _CROSSFIT.get(key)
+    if memo is not None:  # the same items and labels as a moment ago
+        return fold, memo[0], memo[1]
     best: tuple[float, list[np.ndarray], str] | None = None
+    x = _features(pop) if labelled.size else None  # once for every fit below
     for model in MODELS:
-        preds = [fit_predictor(pop, labelled[fold != j], yv[fold != j], model=model)
-                 for j in range(k)]
-        oof = np.array([preds[fold[i]][labelled[i]] for i in range(labelled.size)])
+        preds = [fit_predictor(pop, labelled[fold != j], yv[fold != j], model=model,
+                               features=x) for j in range(k)]
+        oof = np.stack(preds)[fold, labelled]
         loss = float(np.mean((yv - oof) ** 2))
         if best is None or loss < best[0] - 1e-12:
             best = (loss, preds, model)
     assert best is not None
+    for pred in best[1]:
+        pred.setflags(write=False)  # shared with the next caller: never changed
+    while len(_CROSSFIT) >= 2:
+        _CROSSFIT.pop(next(iter(_CROSSFIT)))
+    _CROSSFIT[key] = (best[1], best[2])
     return fold, best[1], best[2]
+
+
+# the last cross-fits, by a digest of everything they depend on (a labelling session
+# asks for the same one twice per request, and again when no label came in since)
+_CROSSFIT: dict[bytes, tuple[list[np.ndarray], str]] = {}
+
+
+def _digest(*arrays: np.ndarray) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
+    return h.digest()
 
 
 def sampling_probabilities(m: np.ndarray, estimands: Sequence[Estimand],
@@ -284,12 +311,11 @@ def frame(e: Estimand, m: np.ndarray, q: np.ndarray, undrawn: np.ndarray
 def known_before(idx: np.ndarray, values: np.ndarray) -> np.ndarray:
     """For draws of items ``idx`` (in order), the sum of ``values`` over the distinct
     items drawn before each draw."""
-    seen: set[int] = set()
+    idx = np.asarray(idx, np.int64)
     contrib = np.zeros(idx.size)
-    for t, j in enumerate(idx):
-        if int(j) not in seen:
-            seen.add(int(j))
-            contrib[t] = values[j]
+    if idx.size:
+        first = np.unique(idx, return_index=True)[1]  # each item's first draw
+        contrib[first] = np.asarray(values)[idx[first]]
     return np.concatenate([[0.0], np.cumsum(contrib)[:-1]])
 
 
