@@ -97,3 +97,20 @@ def test_a_betting_sequence_resumed_from_its_state_gives_the_same_interval():
     li.betting_cs(z[:613], lo[:613], hi[:613], 0.9, -0.2, 1.2)
     assert li.betting_cs(z2, lo, hi, 0.9, -0.2, 1.2) == want
     li._STATES.clear()
+
+
+def test_shared_means_keep_only_questions_two_systems_answered():
+    """Per-question means per system, for the questions two or more systems answered
+    (repeats averaged, NaN where a system did not answer), a block of rows at a time."""
+    import numpy as np
+
+    from judgekit.methods.verdicts.pointwise import _shared_means
+
+    question = np.array([0, 0, 1, 2, 2, 2, 3, 4, 4], np.int32)
+    system = np.array([0, 1, 0, 0, 2, 2, 1, 1, 2], np.int32)
+    verdict = np.array([1, 0, 1, 0, 1, 0, 1, 1, 1], np.int8)
+    for step in (2, 1 << 20):  # blocks smaller than the rows give the same means
+        shared, judged = _shared_means(question, system, verdict, 3, step=step)
+        assert shared.tolist() == [0, 2, 4]  # questions 1 and 3: one system each
+        assert np.array_equal(judged, np.array([[1.0, 0.0, np.nan], [0.0, np.nan, 0.5],
+                                                [np.nan, 1.0, 1.0]]), equal_nan=True)

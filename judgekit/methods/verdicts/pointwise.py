@@ -352,42 +352,70 @@ def _paired(items: Items, cfg: VerdictsConfig) -> list[Measure]:
         return [Measure(key="corrected_difference", what="paired difference of pass rates",
                         decision=f"not measured: {len(systems)} systems (compare up to "
                         f"{MAX_SYSTEMS} at once; filter the file)")]
-    k, s = int(items.question.max()) + 1, len(systems)
-    judged = np.full((k, s), np.nan)  # each question's mean verdict per system
-    for code in range(s):
-        mine = items.system == code
-        count = np.bincount(items.question[mine], minlength=k)
-        total = np.bincount(items.question[mine], weights=items.verdict[mine], minlength=k)
-        np.divide(total, count, out=judged[:, code], where=count > 0)
-        del count, total, mine
+    shared_q, judged = _shared_means(items.question, items.system, items.verdict,
+                                     len(systems))
     human: dict[tuple[int, int], list[float]] = {}
     for x in items.labelled:
         if x.human is not None and x.system is not None:
-            key = (systems.index(x.system), int(items.question[x.at]))
-            human.setdefault(key, []).append(float(x.human))
+            q = items.question[x.at]
+            at = int(np.searchsorted(shared_q, q))  # its row of judged, if it has one
+            if at < shared_q.size and shared_q[at] == q:  # else only one system answered
+                human.setdefault((systems.index(x.system), at), []).append(float(x.human))
     out = []
     for i, a in enumerate(systems):
-        for j in range(i + 1, s):
+        for j in range(i + 1, len(systems)):
             out.append(_difference((i, a), (j, systems[j]), judged, human, cfg))
     return out
+
+
+def _shared_means(question: np.ndarray, system: np.ndarray, verdict: np.ndarray, s: int,
+                  step: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
+    """(the codes of questions answered by two or more systems, ascending; each one's mean
+    verdict per system, NaN where that system did not answer), a block of rows at a time:
+    memory follows those questions, not every question times every system (10^7 rows of
+    distinct questions held 350 MB of means nobody could pair)."""
+    k, n = int(question.max()) + 1, question.size
+    seen = np.zeros(k, np.uint8)  # a bit per system (at most MAX_SYSTEMS <= 8)
+    for a in range(0, n, step):
+        q, sy = question[a:a + step], system[a:a + step]
+        ok = sy >= 0
+        np.bitwise_or.at(seen, q[ok], np.left_shift(1, sy[ok]).astype(np.uint8))
+    systems_of = np.zeros(k, np.uint8)
+    for code in range(s):
+        systems_of += (seen >> code) & 1
+    del seen
+    shared = np.flatnonzero(systems_of >= 2)
+    del systems_of
+    row = np.full(k, -1, np.int32)
+    row[shared] = np.arange(shared.size, dtype=np.int32)
+    total, count = np.zeros((shared.size, s)), np.zeros((shared.size, s), np.int64)
+    for a in range(0, n, step):
+        r, sy = row[question[a:a + step]], system[a:a + step]
+        ok = (r >= 0) & (sy >= 0)
+        np.add.at(total, (r[ok], sy[ok]), verdict[a:a + step][ok])
+        np.add.at(count, (r[ok], sy[ok]), 1)
+    judged = np.full((shared.size, s), np.nan)
+    np.divide(total, count, out=judged, where=count > 0)
+    return shared, judged
 
 
 def _difference(first: tuple[int, str], second: tuple[int, str], judged: np.ndarray,
                 human: dict[tuple[int, int], list[float]], cfg: VerdictsConfig) -> Measure:
     """System ``a`` minus ``b`` on the questions both answered (see ``_paired``):
-    ``judged`` is each question's mean verdict per system (NaN: not answered)."""
+    ``judged`` is each shared question's mean verdict per system (NaN: not answered) and
+    ``human`` is keyed by (system, row of ``judged``)."""
     (ia, a), (ib, b) = first, second
-    both = ~np.isnan(judged[:, ia]) & ~np.isnan(judged[:, ib])
-    shared = np.flatnonzero(both)
-    lab = [int(q) for q in shared if (ia, q) in human and (ib, q) in human]
+    every = judged[:, ia] - judged[:, ib]  # NaN where either did not answer
+    both = ~np.isnan(every)
+    every = every[both]  # one per question both answered, in question order
+    lab = sorted(q for (si, q) in human if si == ia and (ib, q) in human and both[q])
     what = (f"pass rate of {a} minus {b} on the same questions, corrected by human "
             "labels (prediction-powered)")
     key = f"corrected_difference[{a}-{b}]"
     if len(lab) < 2:
-        return Measure(key=key, what=what, n=len(shared), units="difference of shares",
+        return Measure(key=key, what=what, n=len(every), units="difference of shares",
                        decision=f"not measured: {len(lab)} question(s) with human labels "
                        "on both systems (need 2)")
-    every = judged[shared, ia] - judged[shared, ib]
     c = ppi_difference(every, [float(judged[q, ia] - judged[q, ib]) for q in lab],
                        [float(np.mean(human[(ia, q)]) - np.mean(human[(ib, q)]))
                         for q in lab], level=cfg.level)
