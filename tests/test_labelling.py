@@ -532,3 +532,24 @@ def test_a_pilot_with_no_positive_plans_a_finite_number_of_draws():
     assert 0 < need < 60
     iv = active.fixed_interval(np.zeros(30 + need), 0.9, floor=1 / (30 + need))
     assert iv.low == 0.0 and iv.high <= 0.1 + 1e-9
+
+
+def test_a_proposal_that_draws_nothing_gives_the_figures_estimate_gives(tmp_path):
+    """While draws are pending, propose appends nothing and returns the figures it decided
+    on: the same as estimate's, field for field (it no longer computes them twice)."""
+    path, truth = _file(tmp_path)
+    first = [p["id"] for p in session.propose(path, batch=5, seed=1).pending]
+    for p in first[:3]:
+        session.add_label(path, p, truth[p], "ann")
+    labels_file = path.with_name("verdicts.labels.jsonl")
+    before = labels_file.read_bytes()
+    proposed = session.propose(path, batch=5, seed=1)
+    assert labels_file.read_bytes() == before  # two still pending: nothing drawn
+    assert proposed.as_json() == session.estimate(path, seed=1).as_json()
+    assert [p["id"] for p in proposed.pending] == first[3:]
+    for p in first[3:]:  # the batch labelled: the next proposal draws and re-estimates
+        session.add_label(path, p, truth[p], "ann")
+    drawn = session.propose(path, batch=5, seed=1)
+    assert len(labels_file.read_bytes()) > len(before)
+    assert drawn.as_json() == session.estimate(path, seed=1).as_json()
+    assert drawn.labels == 5 and len(drawn.pending) == 5

@@ -231,12 +231,16 @@ def propose(source: Path | Source, batch: int = 10, seed: int = 0, target_width:
         raise ConfigError(f"--batch {batch}: give at least 1")
     src = load(source) if isinstance(source, Path) else source
 
-    def decide(labels: store.Labels) -> list[JSONObject]:  # under the file's lock
-        return store.stamped(labels, lambda: derived(src).fingerprint, next_draws(
-            src, state_of(src, which, labels), batch, seed, target_width, level, which,
-            design, label_error)[1])
+    decided: list[Status] = []
 
-    store.transact(src.labels_path, decide)
+    def decide(labels: store.Labels) -> list[JSONObject]:  # under the file's lock
+        st, rows = next_draws(src, state_of(src, which, labels), batch, seed, target_width,
+                              level, which, design, label_error)
+        decided.append(st)
+        return store.stamped(labels, lambda: derived(src).fingerprint, rows)
+
+    if not store.transact(src.labels_path, decide) and decided:
+        return decided[0]  # nothing drawn: the figures the decision was made on
     return estimate(src, target_width, level, which, design, label_error, seed)
 
 
