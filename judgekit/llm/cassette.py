@@ -26,6 +26,7 @@ A replay-only run (mode ``none``) never writes either file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -42,6 +43,7 @@ from judgekit.llm.cassette_file import (
     VERSION,
     CassetteEntry,
     CassetteError,
+    Scan,
     append,
     check_entry,
     entry_line,
@@ -78,11 +80,29 @@ MEMORY = -1  # the source of entries held whole (a file in the earlier indented 
 
 def _close_all(fds: list[int]) -> None:
     for fd in fds:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
     fds.clear()
+
+
+def _merged(path: Path, journal_path: Path, base: Scan | None, journal: Scan
+            ) -> tuple[dict[str, Where], dict[str, CassetteEntry]]:
+    """Where each entry of the committed file (``base``; None: left out, as in mode all)
+    and of its journal lies, the journal's over the file's unless the journal is stale;
+    and the entries held whole (a file in the indented layout)."""
+    where: dict[str, Where] = {}
+    whole: dict[str, CassetteEntry] = {}
+    if base is not None:
+        whole = dict(base.whole)
+        where = {k: (MEMORY, 0, 0) for k in base.whole}
+        if base.fd is not None:
+            where.update((k, (base.fd, o, n)) for k, (o, n) in base.places.items())
+    if journal.fd is not None:
+        warn_torn(journal_path, journal.torn)
+        drop = stale_keys(journal_path, path, journal.places, where)
+        where.update((k, (journal.fd, o, n)) for k, (o, n) in journal.places.items()
+                     if k not in drop)
+    return where, whole
 
 
 class Cassette:
@@ -117,24 +137,24 @@ class Cassette:
         """Index the committed file, then the journal over it (a stale journal only adds
         the keys the file lacks)."""
         base = scan_file(self.path)
-        self._whole = base.whole
         if base.fd is not None:
             self._fds.append(base.fd)
-            self._index = {k: (base.fd, off, n) for k, (off, n) in base.places.items()}
-        else:
-            self._index = {k: (MEMORY, 0, 0) for k in base.whole}
-        scan = scan_journal(self.journal)
-        if scan.fd is None:
-            return
-        self._fds.append(scan.fd)
-        st = os.fstat(scan.fd)
-        self._journal_fd[(st.st_dev, st.st_ino)] = scan.fd
-        warn_torn(self.journal, scan.torn)
-        drop = stale_keys(self.journal, self.path, scan.places, self._index)
-        for k, (off, n) in scan.places.items():
-            if k not in drop:
-                self._index[k] = (scan.fd, off, n)
-                self._whole.pop(k, None)
+        journal = scan_journal(self.journal)
+        if journal.fd is not None:
+            self._journal_source(journal.fd)
+        self._index, self._whole = _merged(self.path, self.journal, base, journal)
+
+    def _journal_source(self, fd: int) -> int:
+        """The descriptor to read the journal ``fd`` is open on: the one already kept for
+        that file (``fd`` is closed), else ``fd``, kept from now on."""
+        st = os.fstat(fd)
+        kept = self._journal_fd.get((st.st_dev, st.st_ino))
+        if kept is not None and kept != fd:
+            os.close(fd)
+            return kept
+        self._journal_fd[(st.st_dev, st.st_ino)] = fd
+        self._fds.append(fd)
+        return fd
 
     @property
     def dirty(self) -> bool:
@@ -188,15 +208,8 @@ class Cassette:
         if entry is None or hit is None:
             os.close(scan.fd)
             return None
-        st = os.fstat(scan.fd)
         with self._lock:
-            src = self._journal_fd.get((st.st_dev, st.st_ino))
-            if src is None:
-                src = self._journal_fd[(st.st_dev, st.st_ino)] = scan.fd
-                self._fds.append(src)
-            else:
-                os.close(scan.fd)
-            self._index[key] = (src, hit[0], hit[1])
+            self._index[key] = (self._journal_source(scan.fd), hit[0], hit[1])
         return entry["response"]
 
     def forget(self, key: str) -> None:
@@ -291,10 +304,7 @@ class Cassette:
                 "before are kept; free the space or fix the folder's permissions, then "
                 "rerun to resume)") from None
         with self._lock:
-            if fresh is not None:
-                self._fds.append(fresh)
-                self._journal_fd[inode] = fresh
-            src = self._journal_fd[inode]
+            src = self._journal_fd[inode] if fresh is None else self._journal_source(fresh)
             for key, line in items:
                 self._index[key] = (src, start, len(line) - 1)
                 self._whole.pop(key, None)
@@ -327,16 +337,7 @@ class Cassette:
         journal = scan_journal(self.journal)
         opened = [fd for fd in (base and base.fd, journal.fd) if fd is not None]
         try:
-            where: dict[str, tuple[int, int, int]] = {}
-            whole = dict(base.whole) if base is not None else {}
-            if base is not None:
-                where = {k: (cast(int, base.fd), o, n) for k, (o, n) in base.places.items()}
-                where.update((k, (MEMORY, 0, 0)) for k in base.whole)
-            warn_torn(self.journal, journal.torn)
-            drop = stale_keys(self.journal, self.path, journal.places, where)
-            for k, (o, n) in journal.places.items():
-                if k not in drop:
-                    where[k] = (cast(int, journal.fd), o, n)
+            where, whole = _merged(self.path, self.journal, base, journal)
             pending = dict(self._pending)
             where.update((k, (MEMORY, 0, 0)) for k in pending)
             whole.update(pending)

@@ -100,12 +100,9 @@ def read_at(fd: int, offset: int, length: int, key: str) -> CassetteEntry | None
 def scan_file(path: Path) -> Scan:
     """Index a committed cassette, checking every entry on the way (an altered entry is a
     one-line CassetteError, as ever); a file in the indented layout is read whole."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+    fd = _open(path, "cassette")
+    if fd is None:
         return Scan(None, {}, {}, 0)
-    except OSError as exc:
-        raise CassetteError(f"cassette {path} cannot be read: {exc.strerror or exc}") from None
     try:
         index: dict[str, tuple[int, int]] = {}
         offset, closed = len(HEAD), False
@@ -136,6 +133,16 @@ def scan_file(path: Path) -> Scan:
     return Scan(fd, index, {}, 0)
 
 
+def _open(path: Path, what: str) -> int | None:
+    """A read-only descriptor of ``path``; None if it does not exist."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CassetteError(f"{what} {path} cannot be read: {exc.strerror or exc}") from None
+
+
 def _parsed(body: bytes, where: str) -> Any:
     try:
         return json_loads(body.decode("utf-8"))
@@ -162,12 +169,9 @@ def scan_journal(journal: Path) -> Scan:
     """Index the journal: a line that is not JSON is a write cut short (a kill, a full
     disk) and is counted and skipped; a line that parses but fails its checks (an edit by
     hand) is an error."""
-    try:
-        fd = os.open(journal, os.O_RDONLY)
-    except FileNotFoundError:
+    fd = _open(journal, "cassette journal")
+    if fd is None:
         return Scan(None, {}, {}, 0)
-    except OSError as exc:
-        raise CassetteError(f"cassette journal {journal} cannot be read: {exc}") from None
     index: dict[str, tuple[int, int]] = {}
     torn = offset = 0
     try:

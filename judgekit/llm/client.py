@@ -230,9 +230,11 @@ class Client:
 
         ``calls`` may be any iterable, read a chunk at a time: memory holds the calls
         in flight (a window of a few times the concurrency) and what ``sink`` keeps,
-        whatever the number of calls. One call's failure is its result; a run-wide
-        error cancels the rest and raises. (Dry runs and batch execution need every
-        call at once: give them a list, through :meth:`map`.)
+        whatever the number of calls. ``sink`` runs on the event loop's thread: keep it
+        quick (append to a file or a list), or the calls wait for it. One call's
+        failure is its result; a run-wide error cancels the rest and raises. (Dry runs
+        and batch execution need every call at once: give them a list, through
+        :meth:`map`.)
         """
         if self.settings.dry_run or self.settings.execution == "batch":
             listed = list(calls)

@@ -48,7 +48,6 @@ Pure functions and arrays: files, items and the command line are judgekit.labell
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -62,6 +61,7 @@ from judgekit.stats.label_intervals import (  # noqa: F401 - the session's inter
     betting_cs,
     betting_cs_path,
     combine,
+    digest,
     draws_needed,
     expected_new_labels,
     fixed_interval,
@@ -220,7 +220,7 @@ def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0
     order = np.random.default_rng([seed, 7]).permutation(labelled.size)
     fold = np.empty(labelled.size, int)
     fold[order] = np.arange(labelled.size) % k
-    key = _digest(pop.verdict, *(a for a in (pop.score, pop.unstable) if a is not None),
+    key = digest(pop.verdict, *(a for a in (pop.score, pop.unstable) if a is not None),
                   pop.system, labelled, yv, np.array([seed, k, pop.score is None]))
     memo = _CROSSFIT.get(key)
     if memo is not None:  # the same items and labels as a moment ago
@@ -246,15 +246,6 @@ def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0
 # the last cross-fits, by a digest of everything they depend on (a labelling session
 # asks for the same one twice per request, and again when no label came in since)
 _CROSSFIT: dict[bytes, tuple[list[np.ndarray], str]] = {}
-
-
-def _digest(*arrays: np.ndarray) -> bytes:
-    h = hashlib.blake2b(digest_size=16)
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(str((a.dtype.str, a.shape)).encode())
-        h.update(a.tobytes())
-    return h.digest()
 
 
 def sampling_probabilities(m: np.ndarray, estimands: Sequence[Estimand],

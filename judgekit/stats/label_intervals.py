@@ -16,7 +16,7 @@ import numpy as np
 from judgekit.core.errors import StatsError
 from judgekit.stats import bootstrap
 
-__all__ = ["Combined", "Interval", "betting_cs", "betting_cs_path", "combine",
+__all__ = ["Combined", "Interval", "betting_cs", "betting_cs_path", "combine", "digest",
            "draws_needed", "expected_new_labels", "fixed_interval"]
 
 MIN_BLOCK = 10  # terms a block needs to be weighted by its own spread
@@ -212,13 +212,21 @@ _STATES: dict[Any, tuple[int, bytes, np.ndarray, np.ndarray]] = {}
 KEEP_STATES = 16
 
 
-def _digest(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> bytes:
+def digest(*arrays: np.ndarray) -> bytes:
+    """A digest of arrays' types, shapes and contents (to tell whether a computation
+    kept in memory was made from the same numbers)."""
     import hashlib
 
-    h = hashlib.sha256()
-    for a in (z, lo, hi):
-        h.update(np.ascontiguousarray(a[:n]).tobytes())
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(a.tobytes())
     return h.digest()
+
+
+def _digest(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, n: int) -> bytes:
+    return digest(z[:n], lo[:n], hi[:n])
 
 
 def _resume(key: Any, z: np.ndarray, lo: np.ndarray, hi: np.ndarray, up: np.ndarray,
