@@ -75,8 +75,9 @@ def run(
     seed: int | None = typer.Option(None, "--seed"),
     strict: bool = typer.Option(False, "--strict",
                                 help="data-check warnings become errors"),
-    execution: str | None = typer.Option(None, "--execution",
-                                         help="online | batch (providers' batch APIs)"),
+    execution: str | None = typer.Option(None, "--execution", "--executor",
+                                         help="online | batch (providers' batch APIs) | "
+                                         "ray (a Ray cluster) | vllm (vLLM's run-batch)"),
     dry_run: bool = typer.Option(False, "--dry-run",
                                  help="price the first stage's calls; send nothing"),
     retry_failed: bool = typer.Option(False, "--retry-failed",

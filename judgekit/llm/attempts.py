@@ -29,7 +29,7 @@ from judgekit.llm.secrets import scrub_text
 from judgekit.llm.stage import Stage
 from judgekit.llm.types import CallRecord, Completion, ProviderRequest
 
-__all__ = ["call_record", "with_messages"]
+__all__ = ["call_record", "resume_record", "with_messages"]
 
 
 async def call_record(provider: Provider, req: ProviderRequest, stage: Stage, *,
@@ -37,7 +37,18 @@ async def call_record(provider: Provider, req: ProviderRequest, stage: Stage, *,
                       ) -> CallRecord:
     """One call under the overall deadline; every per-call failure becomes a record. A
     run-wide provider error (bad key, no credit) raises :class:`RunAborted`."""
-    state = CallState(model=provider.resolve_model(), messages=list(req.messages))
+    return await resume_record(provider, req, stage,
+                               CallState(model=provider.resolve_model(),
+                                         messages=list(req.messages)),
+                               retry=retry, parse_attempts=parse_attempts, deadline=deadline)
+
+
+async def resume_record(provider: Provider, req: ProviderRequest, stage: Stage,
+                        state: CallState, *, retry: RetryPolicy, parse_attempts: int,
+                        deadline: float) -> CallRecord:
+    """:func:`call_record` for a call that has already seen ``state`` (answers given
+    elsewhere, e.g. by a batch runner): ``req`` carries ``state.messages``, and at most
+    ``parse_attempts`` more answers are asked for."""
     try:
         async with _deadline(deadline):
             await _structured(provider, req, stage, state, retry, parse_attempts)

@@ -28,8 +28,10 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from judgekit.core.errors import ProviderError, RunAborted
+from judgekit.llm.attempts import resume_record
 from judgekit.llm.batch_api import BatchAPI, BatchItem, BatchStatus, batch_api_for
 from judgekit.llm.batch_journal import BatchJournal
+from judgekit.llm.batch_poll import poll
 from judgekit.llm.cache import default_cache_dir
 from judgekit.llm.calls import (
     CallState,
@@ -40,7 +42,7 @@ from judgekit.llm.calls import (
     request_for,
     validated,
 )
-from judgekit.llm.ledger import Ledger, Progress
+from judgekit.llm.ledger import Ledger
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.secrets import scrub, scrub_text
 from judgekit.llm.stage import Call, Stage
@@ -102,11 +104,12 @@ async def run_batch(client: BatchHost, stage: Stage[M], calls: Sequence[Call]
         else:
             misses.setdefault(p.model, {})[p.key] = p
     for model, group in misses.items():
-        api = batch_api_for(next(iter(group.values())).provider)
+        api = engine_for(client.settings, next(iter(group.values())).provider)
         if api is None:
             if model not in client.ledger.batch_notices:
                 client.ledger.batch_notices.add(model)
-                log.warning("judgekit: %s has no batch service; its calls run online", model)
+                log.warning("judgekit: %s cannot run with execution %s; its calls run "
+                            "online", model, client.settings.execution)
             got.update(await _online(client, stage, list(group.values())))
         else:
             got.update(await _batched(client, api, stage, group))
@@ -119,6 +122,26 @@ async def run_batch(client: BatchHost, stage: Stage[M], calls: Sequence[Call]
         seen.add(p.key)
         out.append(client.finish(stage, p, rec, val, src, t0))
     return out
+
+
+def engine_for(settings: Any, provider: Any) -> BatchAPI | None:
+    """The engine a model's batched calls go to under ``settings.execution``: the
+    provider's batch service (``batch``), a Ray cluster (``ray``) or vLLM's offline
+    runner (``vllm``); None where it cannot run them (they run online)."""
+    from judgekit.llm.providers.openai import OpenAIProvider
+
+    if settings.execution == "batch":
+        return batch_api_for(provider)
+    if not isinstance(provider, OpenAIProvider):  # Ray and vLLM speak OpenAI's chat API
+        return None
+    directory = Path(settings.cache_dir or default_cache_dir())
+    if settings.execution == "vllm":
+        from judgekit.llm.vllm_batch import VLLMBatch
+
+        return VLLMBatch(provider, directory, settings.vllm_command, settings.vllm_args)
+    from judgekit.llm.ray_batch import RayBatch
+
+    return RayBatch(provider, directory, settings)
 
 
 async def _online(client: BatchHost, stage: Stage, preps: list[Prepared]
@@ -153,13 +176,18 @@ async def _batched(client: BatchHost, api: BatchAPI, stage: Stage, group: dict[s
             covered |= ks
             for k in ks:
                 states[k].state.attempts = int(entry.get("attempt", 1)) - 1
+    # vLLM's runner loads the model for each run: its parse failures are asked again
+    # online (the model's server), not in another run, unless vllm_reask says batch
+    reask: list[str] | None = [] if api.name == "vllm" and \
+        client.settings.vllm_reask == "online" else None
     while True:
-        todo = [k for k in states if k not in done and k not in covered and k not in fallback]
+        todo = [k for k in states if k not in done and k not in covered and k not in fallback
+                and k not in (reask or ())]
         if todo:
             waiting += await _submit(client, api, stage, journal, [states[k] for k in todo])
         if not waiting:
             break
-        finished = await _poll(client, api, waiting, stage.name)
+        finished = await poll(client, api, waiting, stage.name)
         covered = set()
         for entry, status in finished:
             items = await _items(client, api, entry, status, stage.name)
@@ -170,17 +198,19 @@ async def _batched(client: BatchHost, api: BatchAPI, stage: Stage, group: dict[s
                 if state is None or item.custom_id in done:
                     continue
                 answered.add(item.custom_id)
-                _handle(client, stage, state, item, done, fallback)
+                _handle(client, stage, state, item, done, fallback, reask)
             missing = _missing_kind(status)
             for k in sent & set(states):
                 if k not in answered and k not in done and k not in fallback:
                     why = f": {status.errors}" if status.errors else ""
                     _handle(client, stage, states[k], BatchItem(
                         k, kind=missing, error=f"batch {entry['id']} ended {status.status} "
-                        f"without a result for this request{why}"), done, fallback)
+                        f"without a result for this request{why}"), done, fallback, reask)
             journal.record({"id": entry["id"], "status": "collected",
                             "collected_at": time.time()})
         waiting = []
+    if reask:
+        done.update(await _reask_online(client, stage, [states[k] for k in reask]))
     if fallback:
         client.ledger.batch_fallbacks += len(fallback)
         log.warning("judgekit: %d batch request(s) expired, were cancelled or met a transient "
@@ -308,70 +338,27 @@ async def _submit(client: BatchHost, api: BatchAPI, stage: Stage, journal: Batch
     return entries
 
 
-async def _poll(client: BatchHost, api: BatchAPI, entries: list[JSONObject], label: str
-                ) -> list[tuple[JSONObject, BatchStatus]]:
-    """Poll until every batch has ended, backing off; show the provider's counts."""
+async def _reask_online(client: BatchHost, stage: Stage, pending: list[Pending]
+                        ) -> dict[str, tuple[CallRecord, Any, str]]:
+    """Continue calls whose batch answer did not parse, online: each keeps its
+    transcript and its count of attempts."""
     s = client.settings
-    interval = s.batch_poll_interval
-    finished: dict[str, tuple[JSONObject, BatchStatus]] = {}
-    stuck: dict[str, tuple[str, float]] = {}  # batch id -> (transitional status, since)
-    total = sum(int(e.get("requests", 0)) for e in entries)
-    with Progress(s.progress, f"{label} (batch)", total) as tick:
-        shown = 0
-        while len(finished) < len(entries):
-            counted = 0
-            for e in entries:
-                if e["id"] in finished:
-                    counted += int(e.get("requests", 0))
-                    continue
-                st = await client.retry.call(functools.partial(api.status, e["id"]),
-                                             api.provider.should_retry, f"batch {e['id']}")
-                st = _deadline(s, e, st, stuck)
-                c = st.counts
-                counted += int(c.get("completed", 0)) + int(c.get("failed", 0)) + \
-                    int(c.get("succeeded", 0)) + int(c.get("errored", 0)) + \
-                    int(c.get("expired", 0)) + int(c.get("canceled", 0))
-                if st.done:
-                    finished[e["id"]] = (e, st)
-            for _ in range(max(0, counted - shown)):
-                tick()
-            shown = max(shown, counted)
-            if len(finished) < len(entries):
-                await client.retry.sleep(interval)
-                interval = min(interval * 1.5, s.batch_max_poll_interval)
-    return [finished[e["id"]] for e in entries]
 
+    async def one(p: Pending) -> tuple[str, tuple[CallRecord, Any, str]]:
+        req = request_for(p.prep, stage, p.state.messages, s.timeout)
+        rec = scrub(await resume_record(
+            p.prep.provider, req, stage, p.state, retry=client.retry,
+            parse_attempts=max(1, s.max_parse_attempts - p.attempts),
+            deadline=s.call_deadline))
+        client.store.save(p.prep.key, p.prep.identity, rec)
+        return p.prep.key, (rec, validated(rec, stage), "batch")
 
-TRANSITIONAL = ("cancelling", "finalizing", "canceling")
-
-
-def _deadline(s: Any, entry: JSONObject, st: BatchStatus,
-              stuck: dict[str, tuple[str, float]]) -> BatchStatus:
-    """A batch in a transitional status (cancelling, finalizing) gets a deadline; past it,
-    it is treated as ended without results, with a message, instead of polled forever."""
-    if st.done or st.status not in TRANSITIONAL:
-        stuck.pop(entry["id"], None)
-        return st
-    now = time.monotonic()
-    status, since = stuck.setdefault(entry["id"], (st.status, now))
-    if status != st.status:
-        stuck[entry["id"]] = (st.status, now)
-        since = now
-    if now - since == 0:
-        log.warning("judgekit: batch %s is %s; waiting up to %.0fs", entry["id"], st.status,
-                    s.batch_stuck_deadline)
-    if now - since < s.batch_stuck_deadline:
-        return st
-    log.warning("judgekit: batch %s has been %s for %.0fs; giving up on it (its requests "
-                "are failed; `judgekit batches list` shows it)", entry["id"], st.status,
-                now - since)
-    raw = {**st.raw, "errors": {"data": [{"code": f"stuck_{st.status}", "message":
-                                          f"still {st.status} after {now - since:.0f}s"}]}}
-    return BatchStatus(True, f"stuck {st.status}", st.counts, raw)
+    return dict(await asyncio.gather(*(one(p) for p in pending)))
 
 
 def _handle(client: BatchHost, stage: Stage, pending: Pending, item: BatchItem,
-            done: dict[str, tuple[CallRecord, Any, str]], fallback: list[str]) -> None:
+            done: dict[str, tuple[CallRecord, Any, str]], fallback: list[str],
+            reask: list[str] | None = None) -> None:
     """One batch result, read by the same rules as an online answer."""
     s = client.settings
     key, state = pending.prep.key, pending.state
@@ -391,6 +378,8 @@ def _handle(client: BatchHost, stage: Stage, pending: Pending, item: BatchItem,
             state.fail(exc.kind, str(exc))
         except ParseFailure as exc:
             if state.attempts < s.max_parse_attempts:
+                if reask is not None:
+                    reask.append(key)  # asked again online (vLLM's runner)
                 return  # state.messages holds the re-ask: it goes in the next batch
             state.fail("parse", str(exc))
     record = scrub(state.record())

@@ -67,6 +67,8 @@ class BatchAPI:
     name = ""
     max_requests = 0
     max_bytes = 0
+    poll_interval: float | None = None  # engines on this machine or cluster: poll sooner
+    max_poll_interval: float | None = None
 
     def __init__(self, provider: Provider) -> None:
         self.provider = provider
@@ -205,21 +207,27 @@ class OpenAIBatch(BatchAPI):
                 yield self._item(rec)
 
     def _item(self, rec: JSONObject) -> BatchItem:
-        cid = str(rec.get("custom_id"))
-        resp = rec.get("response") or {}
-        code = resp.get("status_code")
-        if code == 200 and isinstance(resp.get("body"), dict):
-            try:
-                return BatchItem(cid, completion=parse_chat_response(resp["body"], "openai"))
-            except ProviderError as exc:
-                return BatchItem(cid, kind="transport", error=str(exc))
-        err = rec.get("error") or (resp.get("body") or {}).get("error") or {}
-        msg = scrub_text(str(err.get("message", err)) if isinstance(err, dict) else str(err))
-        kind = "http_4xx" if isinstance(code, int) and 400 <= code < 500 and \
-            code not in RETRYABLE_STATUS else "transport"
-        if isinstance(err, dict) and err.get("code") == "batch_expired":
-            kind = "expired"
-        return BatchItem(cid, kind=kind, error=f"openai batch request failed ({code}): {msg}")
+        return openai_batch_item(rec)
+
+
+def openai_batch_item(rec: JSONObject) -> BatchItem:
+    """One line of an OpenAI Batch output or error file (the format vLLM's runner also
+    writes) as a batch item."""
+    cid = str(rec.get("custom_id"))
+    resp = rec.get("response") or {}
+    code = resp.get("status_code")
+    if code == 200 and isinstance(resp.get("body"), dict):
+        try:
+            return BatchItem(cid, completion=parse_chat_response(resp["body"], "openai"))
+        except ProviderError as exc:
+            return BatchItem(cid, kind="transport", error=str(exc))
+    err = rec.get("error") or (resp.get("body") or {}).get("error") or {}
+    msg = scrub_text(str(err.get("message", err)) if isinstance(err, dict) else str(err))
+    kind = "http_4xx" if isinstance(code, int) and 400 <= code < 500 and \
+        code not in RETRYABLE_STATUS else "transport"
+    if isinstance(err, dict) and err.get("code") == "batch_expired":
+        kind = "expired"
+    return BatchItem(cid, kind=kind, error=f"openai batch request failed ({code}): {msg}")
 
 
 class AnthropicBatch(BatchAPI):

@@ -210,7 +210,7 @@ class Client:
             return []
         if self.settings.dry_run:
             raise self.dry_run(stage, calls)
-        if self.settings.execution == "batch":
+        if self.settings.execution != "online":  # batch services, Ray, vLLM's runner
             from judgekit.llm.batch import run_batch
 
             return await run_batch(self, stage, calls)
@@ -236,7 +236,7 @@ class Client:
         and batch execution need every call at once: give them a list, through
         :meth:`map`.)
         """
-        if self.settings.dry_run or self.settings.execution == "batch":
+        if self.settings.dry_run or self.settings.execution != "online":
             listed = list(calls)
             for i, r in enumerate(await self.map(stage, listed, description=description)):
                 sink(i, r)

@@ -147,7 +147,7 @@ class Ledger:
             return
         c = cost_usd(model, u.prompt_tokens, u.completion_tokens, u.cache_write_tokens,
                      u.cache_read_tokens)
-        if c is not None and res.source == "batch":
+        if c is not None and res.source == "batch" and self.execution == "batch":
             c *= BATCH_PRICE
         st.cost_usd = None if c is None or st.cost_usd is None else st.cost_usd + c
 

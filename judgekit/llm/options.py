@@ -43,7 +43,16 @@ class RunOptions(BaseModel):
     failure_budget_min_calls: int = Field(50, ge=0)
     base_urls: dict[str, str] = Field(default_factory=dict)
     progress: bool = True
-    execution: Literal["online", "batch"] = "online"
+    # online | batch (providers' batch services) | ray (a Ray cluster; judgekit.llm.ray_batch)
+    # | vllm (vLLM's offline batch runner; judgekit.llm.vllm_batch)
+    execution: Literal["online", "batch", "ray", "vllm"] = "online"
+    ray_address: str | None = None  # None: a local Ray cluster; "auto" or ray://host:10001
+    ray_workers: int = Field(2, ge=1)  # actors sending requests
+    ray_batch_size: int = Field(32, ge=1)  # requests per Ray Data batch
+    ray_concurrency: int = Field(8, ge=1)  # requests in flight per actor
+    vllm_command: list[str] = Field(default_factory=lambda: ["vllm", "run-batch"])
+    vllm_args: list[str] = Field(default_factory=list)  # e.g. ["--tensor-parallel-size", "2"]
+    vllm_reask: Literal["online", "batch"] = "online"  # where parse failures are asked again
     batch_fallback: Literal["online", "fail"] = "online"  # errored/expired batch requests
     batch_poll_interval: float = Field(10.0, gt=0)
     batch_max_poll_interval: float = Field(300.0, gt=0)

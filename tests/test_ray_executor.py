@@ -1,0 +1,177 @@
+"""``execution: ray`` (``judgekit run --executor ray``) on a local Ray cluster against a
+loopback OpenAI-compatible server: the same results as a local run, answers durable
+before they count, a killed worker never repaid, an interrupted driver resumed."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from judgekit.llm import Call, Client, ClientSettings, Stage
+from judgekit.llm.templates import TemplateLibrary
+from judgekit.testing.chaos import ChaosServer, default_answer
+from judgekit.testing.processes import pids_titled
+
+from .conftest import TEST_PROMPTS
+
+ray = pytest.importorskip("ray")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Answer(BaseModel):
+    answer: str
+    confidence: float
+
+
+STAGE = Stage("answer", "answer.j2", Answer, sampling={"temperature": 0.0, "max_tokens": 64})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster():
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def settings(cache: Path, url: str, execution: str = "ray", **kw) -> ClientSettings:
+    return ClientSettings(cache_dir=cache, execution=execution, progress=False,
+                          base_urls={"local": url}, backoff_base=0.0, ray_workers=2,
+                          ray_concurrency=4, ray_batch_size=16, **kw)
+
+
+async def run(s: ClientSettings, n: int, model: str = "local/m"):
+    c = Client(s, templates=TemplateLibrary(TEST_PROMPTS))
+    try:
+        return await c.map(STAGE, [Call({"question": f"Q-{i}"}, model) for i in range(n)])
+    finally:
+        await c.aclose_providers()
+
+
+def test_ray_answers_equal_online_and_follow_the_same_rules(tmp_path):
+    # Q-3 truncated (a final failure), Q-5 a non-JSON 200 then a good answer (re-asked),
+    # Q-7 a 400 (final): each is what the online path makes of it
+    plan = {"Q-3\n": ["length"], "Q-5\n": ["non_json", "ok"], "Q-7\n": ["400"]}
+    with ChaosServer(plan=plan) as srv:
+        online = asyncio.run(run(settings(tmp_path / "a", srv.url, "online"), 40))
+        srv.counts.clear()
+        asyncio.run(run(settings(tmp_path / "a", srv.url, "online"), 40))
+        online_rerun = dict(srv.counts)  # what a rerun asks again (the failures)
+        srv.plan = {k: list(v) for k, v in plan.items()}
+        got = asyncio.run(run(settings(tmp_path / "b", srv.url), 40))
+        non_json = srv.counts["non_json"]
+        srv.counts.clear()  # the answers reached the driver's cache: a rerun sends
+        rerun = asyncio.run(run(settings(tmp_path / "b", srv.url), 40))  # as online's
+        assert dict(srv.counts) == online_rerun == {"length": 1, "400": 1}
+    assert [r.value for r in rerun] == [r.value for r in got]
+    assert [(r.ok, r.kind, r.value) for r in got] == \
+        [(r.ok, r.kind, r.value) for r in online]
+    assert got[3].kind == "truncated" and got[7].kind == "http_4xx"
+    assert got[5].ok and non_json == 1  # the proxy page, retried by the actor as online
+    assert got[0].value == Answer(**default_answer("Question: <QUESTION>\nQ-0\n</QUESTION>"))
+    assert all(r.source == "batch" for r in got)
+
+
+def test_interrupted_driver_resumes_from_the_answers_without_paying_twice(tmp_path):
+    """The answers reached the sink's file but not the cache (the driver died between):
+    the next run reads them and sends nothing."""
+    with ChaosServer() as srv:
+        first = asyncio.run(run(settings(tmp_path / "c", srv.url), 30))
+        assert sum(srv.counts.values()) == 30
+        srv.counts.clear()
+        for f in (tmp_path / "c").glob("cache.db*"):
+            f.unlink()  # the cache lost; the batch journal and the answers kept
+        second = asyncio.run(run(settings(tmp_path / "c", srv.url), 30))
+        assert sum(srv.counts.values()) == 0
+    assert [r.value for r in second] == [r.value for r in first]
+
+
+def test_a_killed_worker_repays_nothing_already_stored(tmp_path):
+    n = 400
+    with ChaosServer(delay_s=0.05) as srv:
+        got: dict = {}
+
+        def killer() -> None:
+            folder = tmp_path / "k" / "ray"
+            end = time.time() + 120
+            while time.time() < end:
+                files = list(folder.glob("*.answers.jsonl")) if folder.exists() else []
+                lines = files[0].read_text().splitlines() if files else []
+                pids = pids_titled("RequestActor")
+                if len(lines) >= n // 4 and pids:
+                    got["stored"] = {json.loads(x)["custom_id"] for x in lines}
+                    got["input"] = files[0].with_name(files[0].name.replace("answers",
+                                                                            "input"))
+                    os.kill(pids[0], signal.SIGKILL)
+                    return
+                time.sleep(0.01)
+
+        th = threading.Thread(target=killer, daemon=True)
+        th.start()
+        res = asyncio.run(run(settings(tmp_path / "k", srv.url), n))
+        th.join(5)
+        sent = Counter(p for p, _ in srv.log)
+    assert got, "no request actor was killed"
+    assert all(r.ok for r in res)
+    prompt_of = {}
+    for line in got["input"].read_text().splitlines():
+        rec = json.loads(line)
+        prompt_of[rec["custom_id"]] = rec["body"]["messages"][-1]["content"]
+    assert len(prompt_of) == n
+    repaid = [k for k, p in prompt_of.items() if sent[p] > 1 and k in got["stored"]]
+    resent = [k for k, p in prompt_of.items() if sent[p] > 1 and k not in got["stored"]]
+    assert repaid == []
+    assert len(resent) <= 4  # at most the killed actor's requests in flight
+    assert all(sent[p] >= 1 for p in prompt_of.values())
+
+
+def test_a_torn_answers_line_is_dropped_and_the_file_stays_appendable(tmp_path):
+    from judgekit.llm.ray_batch import AnswerSink
+
+    path = tmp_path / "t.answers.jsonl"
+    path.write_text('{"custom_id": "a", "response": null}\n{"custom_id": "b", "resp')
+    sink = AnswerSink(str(path))
+    assert sink.known(["a", "b"]) == {"a": True}
+    assert sink.put([{"custom_id": "b", "response": None}, {"custom_id": "a"}]) == 2
+    assert [json.loads(x)["custom_id"] for x in path.read_text().splitlines()] == ["a", "b"]
+
+
+def _judge_answer(prompt: str) -> dict:
+    m = re.search(r"Which answer is better, (.+) or (.+)\?\s*$", prompt)
+    a, b = (m.group(1), m.group(2)) if m else ("A", "B")
+    h = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16)
+    return {"winner": a if h % 3 else b, "reason": "r"}
+
+
+def test_cli_executor_ray_writes_the_local_runs_results(tmp_path):
+    """The installed command, in a subprocess: ``--executor ray`` exits 0 and its
+    results.json is byte-equal to the online run's."""
+    exe = Path(sys.executable).with_name("judgekit")
+    with ChaosServer(answer=_judge_answer) as srv:
+        outs = {}
+        for ex in ("online", "ray"):
+            out = tmp_path / f"run-{ex}"
+            r = subprocess.run(
+                [str(exe), "run", str(ROOT / "experiments" / "probe_local.yaml"),
+                 "--executor", ex, "--model", "judge=local/judge",
+                 "--set", f"base_urls.local={srv.url}", "--set", "cassette=null",
+                 "--set", f"cache_dir={tmp_path / ('cache-' + ex)}", "--out", str(out)],
+                capture_output=True, text=True, timeout=600,
+                env={**os.environ, "JUDGEKIT_LOCAL_BASE_URL": ""})
+            assert r.returncode == 0, r.stderr[-2000:]
+            outs[ex] = (out / "results.json").read_bytes()
+        assert sum(srv.counts.values()) > 0
+    assert outs["ray"] == outs["online"]
+    assert json.loads(outs["ray"])["method"] == "probe"
