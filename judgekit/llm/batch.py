@@ -108,8 +108,10 @@ async def run_batch(client: BatchHost, stage: Stage[M], calls: Sequence[Call]
         if api is None:
             if model not in client.ledger.batch_notices:
                 client.ledger.batch_notices.add(model)
-                log.warning("judgekit: %s cannot run with execution %s; its calls run "
-                            "online", model, client.settings.execution)
+                why = ("has no batch service" if client.settings.execution == "batch" else
+                       f"cannot run on {client.settings.execution} (it speaks OpenAI's "
+                       "chat API only)")
+                log.warning("judgekit: %s %s; its calls run online", model, why)
             got.update(await _online(client, stage, list(group.values())))
         else:
             got.update(await _batched(client, api, stage, group))
@@ -415,8 +417,15 @@ async def cancel(client: BatchHost, batch_id: str) -> BatchStatus:
     entry = journal.entries().get(batch_id)
     if entry is None:
         raise ConfigError(f"batch {batch_id} is not in the journal {journal.path}")
+    if entry.get("provider") == "ray":
+        raise ConfigError(f"batch {batch_id} ran on Ray: it stops with the run that drives "
+                          "it (Ctrl-C); there is nothing to cancel")
     provider = make_provider(entry["model"], entry["base_url"])
-    api = batch_api_for(provider)
+    api: BatchAPI | None = batch_api_for(provider)
+    if entry.get("provider") == "vllm":
+        from judgekit.llm.vllm_batch import VLLMBatch
+
+        api = VLLMBatch(provider, journal.dir, [], [])  # stops the runner it started
     assert api is not None
     try:
         st = await api.cancel(batch_id)
