@@ -172,16 +172,31 @@ def draw_row(every: list[active.Estimand], m: np.ndarray, q: np.ndarray,
     return {"means": means, "bounds": bounds}
 
 
-def bounds_of(d: JSONObject, e: active.Estimand, n: int) -> tuple[float, float]:
-    """A draw's term bounds before the labels known at its draw are added; a line of the
-    previous version (drawn with replacement, no bounds) was drawn with at least
-    UNIFORM_SHARE / N of uniform probability, which bounds its weight."""
-    got = d.get("bounds", {}).get(e.name)
-    if got is not None:
-        return float(d["means"][e.name]) + float(got[0]), \
-            float(d["means"][e.name]) + float(got[1])
+def _columns(rows: list[JSONObject], e: active.Estimand, n: int) -> tuple[np.ndarray, ...]:
+    """Each counted draw's recorded figures for estimand e, read in one pass: whether it
+    was drawn from the undrawn items, its mean and prediction, its term bounds (before
+    the labels known at its draw are added), whether it was steered, and its predicted
+    variance (nan: none). A line of the previous version (drawn with replacement, no
+    bounds) was drawn with at least UNIFORM_SHARE / N of uniform probability, which
+    bounds its weight."""
+    k = len(rows)
+    new, means, pred = np.zeros(k), np.empty(k), np.empty(k)
+    lo, hi, block, expected = np.empty(k), np.empty(k), np.zeros(k, int), np.full(k, np.nan)
     reach = float(np.abs(e.weights).max()) * n / active.UNIFORM_SHARE
-    return float(d["means"][e.name]) - reach, float(d["means"][e.name]) + reach
+    name = e.name
+    for t, d in enumerate(rows):
+        m = float(d["means"][name])
+        means[t] = m
+        pred[t] = float(d["prediction"])
+        new[t] = d.get("frame") == "undrawn"
+        got = (d.get("bounds") or {}).get(name)
+        lo[t], hi[t] = (m - reach, m + reach) if got is None else \
+            (m + float(got[0]), m + float(got[1]))
+        block[t] = float(d.get("share", 1.0)) < 1.0
+        pv = d.get("predicted_var")
+        if pv and name in pv:
+            expected[t] = float(pv[name])
+    return new, means, pred, lo, hi, block, expected
 
 
 class Fit(NamedTuple):
@@ -210,7 +225,11 @@ def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int) ->
     yi = np.array([state.y[got.ids[i]] for i in items], float)
     fold, preds, model = active.crossfit(state.pop, items, yi, seed)
     fold_of = {int(i): int(k) for i, k in zip(items, fold)}
-    resid = np.array([yv[t] - preds[fold_of[int(j)]][j] for t, j in enumerate(idx)])
+    fk = np.asarray(fold, int)[np.searchsorted(items, idx)]  # each row's fold
+    m = np.empty(idx.size)
+    for kk, p in enumerate(preds):
+        m[fk == kk] = p[idx[fk == kk]]
+    resid = yv - m
     return Fit(rows, idx, yv, q, fold_of, preds, resid, yfull, model)
 
 
@@ -227,14 +246,15 @@ def terms_of(e: active.Estimand, fit: Fit, n: int) -> Terms:
     """Each counted draw's terms for estimand e: des Raj's ordered terms for draws
     without replacement (the labels of items drawn before are known), the
     with-replacement terms for draw lines of the previous version."""
-    new = np.array([d.get("frame") == "undrawn" for d in fit.rows], float)
+    new, means, pred, lo, hi, block, expected = _columns(fit.rows, e, n)
     known = active.known_before(fit.idx, e.weights * fit.yfull)
-    means = np.array([float(d["means"][e.name]) for d in fit.rows])
-    pred = np.array([float(d["prediction"]) for d in fit.rows])
     z_seq = means + new * known + e.weights[fit.idx] * (fit.yv - pred) / fit.q
-    bnd = np.array([bounds_of(d, e, n) for d in fit.rows]) + (new * known)[:, None]
+    bnd = np.column_stack([lo, hi]) + (new * known)[:, None]
     if fit.preds:
-        k = np.array([fit.fold_of[int(j)] for j in fit.idx])
+        items = np.fromiter(fit.fold_of, int, len(fit.fold_of))
+        folds = np.fromiter(fit.fold_of.values(), int, len(fit.fold_of))
+        order = np.argsort(items)
+        k = folds[order][np.searchsorted(items[order], fit.idx)]
         base = np.empty(fit.idx.size)
         m_cf = np.empty(fit.idx.size)
         for kk, p in enumerate(fit.preds):
@@ -245,9 +265,6 @@ def terms_of(e: active.Estimand, fit: Fit, n: int) -> Terms:
         z_cf = base + e.weights[fit.idx] * (fit.yv - m_cf) / fit.q
     else:
         z_cf = z_seq
-    block = np.array([float(d.get("share", 1.0)) < 1.0 for d in fit.rows], int)
-    expected = np.array([float((d.get("predicted_var") or {}).get(e.name, np.nan))
-                         for d in fit.rows])
     return Terms(z_seq, bnd[:, 0], bnd[:, 1], z_cf, block, expected)
 
 
