@@ -229,3 +229,14 @@ def test_batches_cancel_stops_a_running_runner(tmp_path):
     assert res[0].ok and res[0].source == "provider" and sum(srv.counts.values()) == 1
     rc = list((Path(s.cache_dir) / "vllm").glob("*.rc"))
     assert [p.read_text() for p in rc] == ["cancelled"]
+
+
+def test_only_local_models_go_to_the_runner(tmp_path, monkeypatch):
+    from judgekit.llm.batch import engine_for
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-" + "test0123456789")
+    s = ClientSettings(cache_dir=tmp_path, execution="vllm")
+    assert engine_for(s, make_provider("openai/gpt-4.1-mini")) is None
+    assert engine_for(s, make_provider("mock/x")) is None
+    assert isinstance(engine_for(s, make_provider("local/org/m", "http://127.0.0.1:9/v1")),
+                      VLLMBatch)

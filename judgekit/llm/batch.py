@@ -138,6 +138,8 @@ def engine_for(settings: Any, provider: Any) -> BatchAPI | None:
         return None
     directory = Path(settings.cache_dir or default_cache_dir())
     if settings.execution == "vllm":
+        if provider.name != "local":  # vLLM loads open weights: local/<model> names them
+            return None
         from judgekit.llm.vllm_batch import VLLMBatch
 
         return VLLMBatch(provider, directory, settings.vllm_command, settings.vllm_args)

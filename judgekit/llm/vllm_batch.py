@@ -1,7 +1,8 @@
 """vLLM's offline batch runner (``vllm run-batch``) as a batch engine.
 
-``execution: vllm`` sends a stage's cache misses for OpenAI-compatible models
-(``local/<model>``, ``openai/<model>``) to vLLM's batch runner instead of a server:
+``execution: vllm`` sends a stage's cache misses for open-weight models
+(``local/<model>``, the name vLLM loads) to vLLM's batch runner instead of a server (other
+models run online, with a one-line notice):
 
 - the input is the OpenAI Batch JSONL vLLM documents (``BatchRequestInput``: one
   ``{"custom_id", "method": "POST", "url": "/v1/chat/completions", "body"}`` per line),
