@@ -18,25 +18,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
 
-from judgekit.llm import Call, Client, ClientSettings, Stage
-from judgekit.llm.templates import TemplateLibrary
+from judgekit.llm import ClientSettings
 from judgekit.testing.chaos import ChaosServer, default_answer
 from judgekit.testing.processes import pids_titled
 
-from .conftest import TEST_PROMPTS
+from .engine_calls import Answer, run
 
 ray = pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class Answer(BaseModel):
-    answer: str
-    confidence: float
-
-
-STAGE = Stage("answer", "answer.j2", Answer, sampling={"temperature": 0.0, "max_tokens": 64})
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,12 +44,6 @@ def settings(cache: Path, url: str, execution: str = "ray", **kw) -> ClientSetti
                           ray_concurrency=4, ray_batch_size=16, **kw)
 
 
-async def run(s: ClientSettings, n: int, model: str = "local/m"):
-    c = Client(s, templates=TemplateLibrary(TEST_PROMPTS))
-    try:
-        return await c.map(STAGE, [Call({"question": f"Q-{i}"}, model) for i in range(n)])
-    finally:
-        await c.aclose_providers()
 
 
 def test_ray_answers_equal_online_and_follow_the_same_rules(tmp_path):

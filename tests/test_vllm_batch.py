@@ -15,9 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from judgekit.llm import Call, Client, ClientSettings, Stage
+from judgekit.llm import Call, Client, ClientSettings
 from judgekit.llm.providers import make_provider
 from judgekit.llm.templates import TemplateLibrary
 from judgekit.llm.types import ProviderRequest
@@ -25,14 +23,8 @@ from judgekit.llm.vllm_batch import VLLMBatch, read_output_line
 from judgekit.testing.chaos import ChaosServer, default_answer
 
 from .conftest import TEST_PROMPTS
+from .engine_calls import STAGE, Answer, run
 
-
-class Answer(BaseModel):
-    answer: str
-    confidence: float
-
-
-STAGE = Stage("answer", "answer.j2", Answer, sampling={"temperature": 0.0, "max_tokens": 64})
 STANDIN = [sys.executable, "-m", "judgekit.testing.vllm_standin"]
 
 
@@ -44,12 +36,6 @@ def settings(cache: Path, url: str, execution: str = "vllm", *, forward: str | N
         **kw)
 
 
-async def run(s: ClientSettings, n: int, model: str = "local/m"):
-    c = Client(s, templates=TemplateLibrary(TEST_PROMPTS))
-    try:
-        return await c.map(STAGE, [Call({"question": f"Q-{i}"}, model) for i in range(n)])
-    finally:
-        await c.aclose_providers()
 
 
 def test_input_lines_are_vllms_batch_request_input_with_the_output_models_schema(tmp_path):
@@ -149,13 +135,8 @@ def test_an_interrupted_run_polls_the_runner_it_started_instead_of_starting_anot
         bid = asyncio.run(api.submit(lines, "tag1"))
         other = VLLMBatch(make_provider("local/m", srv.url), s.cache_dir, ["false"], [])
         assert asyncio.run(other.find("tag1")) == bid
-        st = asyncio.run(other.status(bid))
-        assert not st.done
-        for _ in range(200):
-            st = asyncio.run(other.status(bid))
-            if st.done:
-                break
-            time.sleep(0.1)
+        assert not asyncio.run(other.status(bid)).done
+        st = _until_done(other, bid)
         assert st.status == "completed" and st.counts == {"completed": 3}
         items = asyncio.run(_collect(other, bid, st))
         assert [i.custom_id for i in items] == ["k0", "k1", "k2"]
@@ -165,14 +146,17 @@ def test_an_interrupted_run_polls_the_runner_it_started_instead_of_starting_anot
         (folder / "tag1.rc").unlink()
         (folder / "tag1.output.jsonl").unlink()
         (folder / "tag1.pid").write_text(str(_dead_pid()))
+        assert not asyncio.run(api.status(bid)).done
+        assert _until_done(api, bid).status == "completed"
+
+
+def _until_done(api, bid):
+    for _ in range(300):
         st = asyncio.run(api.status(bid))
-        assert not st.done
-        for _ in range(200):
-            st = asyncio.run(api.status(bid))
-            if st.done:
-                break
-            time.sleep(0.1)
-        assert st.status == "completed"
+        if st.done:
+            return st
+        time.sleep(0.1)
+    raise AssertionError(f"{bid} did not finish")
 
 
 async def _collect(api, bid, st):
