@@ -186,3 +186,17 @@ def test_ray_against_the_packaged_llama_cpp_model_equals_online(tmp_path, monkey
     assert all(r.usage.completion_tokens > 0 for r in got["ray"] if r.ok)
     assert [(r.ok, r.kind, r.value) for r in got["ray"]] == \
         [(r.ok, r.kind, r.value) for r in got["online"]]
+
+
+def test_a_credential_echoed_by_the_server_never_reaches_the_answers_file(tmp_path,
+                                                                          monkeypatch):
+    key = "sk-" + "proj-RAYsentinel0123456789abcdefXYZ"  # built: no key literal
+    monkeypatch.setenv("JUDGEKIT_LOCAL_API_KEY", key)
+    with ChaosServer(plan={"Q-1\n": ["400"], "Q-2\n": ["400_split"]}) as srv:
+        res = asyncio.run(run(settings(tmp_path / "s", srv.url, max_failures=None), 4))
+    assert res[0].ok and not res[1].ok and not res[2].ok
+    for f in (tmp_path / "s").rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert key.encode() not in data and key[3:].encode() not in data, f
+    assert key not in str(res[1].error)

@@ -131,7 +131,8 @@ class RequestActor:
                 async with self.limit, self.session.post(
                         self.url, data=body, headers={"Content-Type": "application/json",
                                                       **self.headers}) as resp:
-                    text = await resp.text()
+                    # scrubbed before it is written: a server may echo the credential
+                    text = scrub_text(await resp.text())
                     if resp.status in RETRYABLE_STATUS:
                         error = {"message": f"HTTP {resp.status}: {text[:300]}"}
                         continue
