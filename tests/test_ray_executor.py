@@ -200,3 +200,47 @@ def test_a_credential_echoed_by_the_server_never_reaches_the_answers_file(tmp_pa
             data = f.read_bytes()
             assert key.encode() not in data and key[3:].encode() not in data, f
     assert key not in str(res[1].error)
+
+
+def test_a_batch_another_process_runs_is_waited_for_not_run_twice(tmp_path):
+    """Two judgekit processes on one cache: the second finds the first's Ray batch by its
+    submission and waits on the lock it holds, sending nothing itself."""
+    import fcntl
+
+    from judgekit.llm.providers import make_provider
+    from judgekit.llm.ray_batch import RayBatch
+
+    with ChaosServer() as srv:
+        s = settings(tmp_path / "w", srv.url)
+        api = RayBatch(make_provider("local/m", srv.url), s.cache_dir, s)
+        folder = Path(s.cache_dir) / "ray"
+        folder.mkdir(parents=True)
+        line = {"custom_id": "k0", "method": "POST", "url": "/v1/chat/completions",
+                "body": {"model": "m", "messages": [{"role": "user", "content": "q"}]}}
+        (folder / "tag9.input.jsonl").write_text(json.dumps(line) + "\n")
+        held = os.open(folder / "tag9.lock", os.O_RDWR | os.O_CREAT)
+        fcntl.flock(held, fcntl.LOCK_EX)  # "the other process"
+        try:
+            assert asyncio.run(api.find("tag9")) == "ray:tag9"
+            st = asyncio.run(api.status("ray:tag9"))
+            assert not st.done
+            time.sleep(0.5)
+            assert not asyncio.run(api.status("ray:tag9")).done
+            assert sum(srv.counts.values()) == 0
+            # the other process answers and finishes
+            answer = {"custom_id": "k0", "response": {"status_code": 200, "body": {
+                "model": "m", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": "{}"}}]}}}
+            (folder / "tag9.answers.jsonl").write_text(json.dumps(answer) + "\n")
+            (folder / "tag9.done").write_text("")
+        finally:
+            os.close(held)
+        st = asyncio.run(api.status("ray:tag9"))
+        assert st.done and st.status == "completed"
+        items = asyncio.run(_items(api, st))
+        assert [(i.custom_id, i.completion.text) for i in items] == [("k0", "{}")]
+        assert sum(srv.counts.values()) == 0
+
+
+async def _items(api, st):
+    return [i async for i in api.results("ray:tag9", st)]

@@ -28,6 +28,7 @@ is all that is sent), as a provider's SDK would on that node.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
@@ -201,15 +202,25 @@ class RayBatch(OpenAIBatch):
     async def find(self, submission: str) -> str | None:
         return PREFIX + submission if self._path(submission, "input.jsonl").exists() else None
 
-    def _start(self, tag: str) -> None:
+    def _start(self, tag: str) -> bool:
+        """Run the pipeline of ``tag`` in this process, unless it runs here already or
+        another process holds it (an exclusive lock on ``<tag>.lock``, released by the
+        kernel if that process dies): False when someone else runs it."""
         running = _RUNS.get(tag)
         if running is not None and running.is_alive():
-            return
+            return True
+        fd = os.open(self._path(tag, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
         _ERRORS.pop(tag, None)
-        t = threading.Thread(target=self._run, args=(tag,), daemon=True,
+        t = threading.Thread(target=self._run, args=(tag, fd), daemon=True,
                              name=f"judgekit-ray-{tag[:8]}")
         _RUNS[tag] = t
         t.start()
+        return True
 
     def _sink(self, tag: str) -> Any:
         ray = _ray()
@@ -221,7 +232,7 @@ class RayBatch(OpenAIBatch):
             scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False),
         ).remote(str(self._path(tag, "answers.jsonl")))
 
-    def _run(self, tag: str) -> None:
+    def _run(self, tag: str, lock: int) -> None:
         try:
             ray = connect(self.settings)
             sink = self._sink(tag)
@@ -243,8 +254,11 @@ class RayBatch(OpenAIBatch):
                 for _ in ds.iter_batches(batch_size=None):
                     pass
             ray.get(sink.count.remote())
+            self._path(tag, "done").write_text("")  # all answered: another process reads it
         except Exception as exc:  # the batch fails; its requests are failures or online
             _ERRORS[tag] = scrub_text(f"{type(exc).__name__}: {exc}")[:600]
+        finally:
+            os.close(lock)  # releases the lock
 
     def _lines(self, tag: str) -> Iterator[JSONObject]:
         with self._path(tag, "input.jsonl").open(encoding="utf-8") as fh:
@@ -255,13 +269,17 @@ class RayBatch(OpenAIBatch):
     async def status(self, batch_id: str) -> BatchStatus:
         tag = batch_id.removeprefix(PREFIX)
         t = _RUNS.get(tag)
-        if t is None:  # an earlier judgekit process submitted it: run what is left
+        answers = self._path(tag, "answers.jsonl")
+        if t is None:
+            if self._path(tag, "done").exists():  # another process finished it
+                return BatchStatus(True, "completed")
+            # submitted by a judgekit process that stopped: run what is left; or
+            # running in another process: wait for it
             await self._served()
             connect(self.settings)
             self._start(tag)
-            return BatchStatus(False, "in_progress")
-        if t.is_alive():
-            answers = self._path(tag, "answers.jsonl")
+            t = _RUNS.get(tag)
+        if t is None or t.is_alive():
             n = _count_lines(answers) if answers.exists() else 0
             return BatchStatus(False, "in_progress", {"completed": n})
         if tag in _ERRORS:
