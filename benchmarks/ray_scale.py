@@ -42,7 +42,7 @@ from judgekit.llm.templates import TemplateLibrary  # noqa: E402
 from judgekit.testing.chaos import ChaosServer  # noqa: E402
 from judgekit.testing.processes import pids_titled  # noqa: E402
 
-CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
 DELAY = float(sys.argv[2]) if len(sys.argv) > 2 else 0.02
 WORKERS, PER_ACTOR = 2, 16
 PROMPTS = ROOT / "benchmarks" / "prompts"
@@ -133,6 +133,10 @@ def main() -> None:
            "all_ok": all(ok for ok, _, _ in killed),
            "repaid_after_worker_kill": repaid, "resent_in_flight": resent,
            "killed_pid": got.get("pid"), "kill_s": round(kill_s, 2)}
+    import ray
+
+    ray.shutdown()  # its log monitor prints to stdout: stopped before the figures
+    sys.stdout.flush()
     print(json.dumps(out))
 
 
