@@ -5,10 +5,8 @@ before they count, a killed worker never repaid, an interrupted driver resumed."
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -23,7 +21,7 @@ from judgekit.llm import ClientSettings
 from judgekit.testing.chaos import ChaosServer, default_answer
 from judgekit.testing.processes import pids_titled
 
-from .engine_calls import Answer, run
+from .engine_calls import Answer, judge_answer, run
 
 ray = pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,18 +132,11 @@ def test_a_torn_answers_line_is_dropped_and_the_file_stays_appendable(tmp_path):
     assert [json.loads(x)["custom_id"] for x in path.read_text().splitlines()] == ["a", "b"]
 
 
-def _judge_answer(prompt: str) -> dict:
-    m = re.search(r"Which answer is better, (.+) or (.+)\?\s*$", prompt)
-    a, b = (m.group(1), m.group(2)) if m else ("A", "B")
-    h = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16)
-    return {"winner": a if h % 3 else b, "reason": "r"}
-
-
 def test_cli_executor_ray_writes_the_local_runs_results(tmp_path):
     """The installed command, in a subprocess: ``--executor ray`` exits 0 and its
     results.json is byte-equal to the online run's."""
     exe = Path(sys.executable).with_name("judgekit")
-    with ChaosServer(answer=_judge_answer) as srv:
+    with ChaosServer(answer=judge_answer) as srv:
         outs = {}
         for ex in ("online", "ray"):
             out = tmp_path / f"run-{ex}"

@@ -224,3 +224,31 @@ def test_only_local_models_go_to_the_runner(tmp_path, monkeypatch):
     assert engine_for(s, make_provider("mock/x")) is None
     assert isinstance(engine_for(s, make_provider("local/org/m", "http://127.0.0.1:9/v1")),
                       VLLMBatch)
+
+
+def test_cli_executor_vllm_writes_the_local_runs_results(tmp_path):
+    """The installed command, in a subprocess: ``--executor vllm`` (the stand-in runner)
+    exits 0 and its results.json is byte-equal to the online run's."""
+    import subprocess
+
+    from .engine_calls import judge_answer
+
+    exe = Path(sys.executable).with_name("judgekit")
+    root = Path(__file__).resolve().parents[1]
+    with ChaosServer(answer=judge_answer) as srv:
+        outs = {}
+        for ex in ("online", "vllm"):
+            out = tmp_path / f"run-{ex}"
+            runner = json.dumps([*STANDIN, "--forward", srv.url, "run-batch"])
+            r = subprocess.run(
+                [str(exe), "run", str(root / "experiments" / "probe_local.yaml"),
+                 "--executor", ex, "--model", "judge=local/judge",
+                 "--set", f"base_urls.local={srv.url}", "--set", "cassette=null",
+                 "--set", f"vllm_command={runner}",
+                 "--set", f"cache_dir={tmp_path / ('cache-' + ex)}", "--out", str(out)],
+                capture_output=True, text=True, timeout=600,
+                env={**os.environ, "JUDGEKIT_LOCAL_BASE_URL": ""})
+            assert r.returncode == 0, r.stderr[-2000:]
+            outs[ex] = (out / "results.json").read_bytes()
+    assert outs["vllm"] == outs["online"]
+    assert list((tmp_path / "cache-vllm" / "vllm").glob("*.output.jsonl"))
