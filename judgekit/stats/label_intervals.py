@@ -267,8 +267,6 @@ def _betting(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float, low: f
     # interval valid at that n: WSR 2024, eq. for the fixed-n hedged capital)
     lam = np.sqrt(2 * math.log(2 / alpha) / (var_prev * (t * np.log1p(t) if horizon is None
                                                           else horizon)))
-    log_up = np.zeros(grid)
-    log_down = np.zeros(grid)
     c = cap  # a bet never stakes more than this share of the capital (below 1: valid)
     bar = math.log(2 / alpha)
     step = (high - low) / (grid - 1)
@@ -279,10 +277,72 @@ def _betting(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float, low: f
         b = min(high, float(theta[keep[-1]]) + step)
         return Interval(min(b, max(a, float(mu[i]))), a, b)
 
-    start = 0
+    if path:
+        _capital(z, lo, hi, lam, theta, c, bar, keep_rows=out.extend, row=interval)
+        return out
+    # The last interval only. Both capitals are monotone in theta (up non-increasing,
+    # down non-decreasing: each term's bet and stake move together), so every draw's set
+    # is an interval of the grid. A coarse sub-grid (every COARSE-th point) holding a
+    # point of every draw's set proves no set is empty; the last set's ends are then
+    # found on the full grid by bisection between coarse points: the same grid points,
+    # the same sums in the same order, as the full grid at every draw (which decides
+    # instead, and raises, when a draw's set holds no coarse point).
+    sub = np.unique(np.r_[np.arange(0, grid, COARSE), grid - 1])
     # one sequence: its settings and its first draws (a session's estimands differ there)
-    key = (level, low, high, grid, cap, _digest(z, lo, hi, min(z.size, 32)))
-    if not path and horizon is None:  # a session asks again with a few more draws
+    key = (level, low, high, grid, cap, COARSE, _digest(z, lo, hi, min(z.size, 32)))
+    resume = horizon is None  # a session asks again with a few more draws
+    got = _capital(z, lo, hi, lam, theta[sub], c, bar, key=key if resume else None)
+    if got is None:
+        full = _capital(z, lo, hi, lam, theta, c, bar, strict=True)
+        assert full is not None
+        up_f, down_f = full
+        return [interval(z.size - 1, np.flatnonzero((up_f < bar) & (down_f < bar)))]
+    up_c, down_c = got
+    inside = np.flatnonzero((up_c < bar) & (down_c < bar))
+
+    def capital(j: int) -> tuple[float, float]:
+        """Both capitals at grid point j after every draw, summed in draw order."""
+        th = theta[j]
+        d = z - th
+        u = np.minimum(lam, c / np.maximum(th - lo, 1e-12))
+        w = np.minimum(lam, c / np.maximum(hi - th, 1e-12))
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            iu = np.nan_to_num(np.log1p(u * d), nan=-np.inf)
+            iw = np.nan_to_num(np.log1p(-w * d), nan=-np.inf)
+            return (float(np.cumsum(np.r_[0.0, iu])[-1]),
+                    float(np.cumsum(np.r_[0.0, iw])[-1]))
+
+    first, last = int(sub[inside[0]]), int(sub[inside[-1]])
+    # the first point whose up-capital is below the bar (it is at first), the last
+    # whose down-capital is (it is at last)
+    a_lo, a_hi = (int(sub[inside[0] - 1]) if inside[0] > 0 else -1), first
+    while a_hi - a_lo > 1:
+        mid = (a_lo + a_hi) // 2
+        a_lo, a_hi = (a_lo, mid) if capital(mid)[0] < bar else (mid, a_hi)
+    b_lo = last
+    b_hi = int(sub[inside[-1] + 1]) if inside[-1] + 1 < sub.size else grid
+    while b_hi - b_lo > 1:
+        mid = (b_lo + b_hi) // 2
+        b_lo, b_hi = (mid, b_hi) if capital(mid)[1] < bar else (b_lo, mid)
+    return [interval(z.size - 1, np.array([a_hi, b_lo]))]
+
+
+COARSE = 20  # the sub-grid's step, in grid points (2,001 points: 101 coarse ones)
+
+
+def _capital(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, lam: np.ndarray,
+             theta: np.ndarray, c: float, bar: float, *, key: Any = None,
+             strict: bool = False, keep_rows: Any = None, row: Any = None
+             ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Both log-capitals at each of ``theta`` after every draw, accumulated in draw
+    order a chunk of draws at a time (a cumulative sum down each column: the same sums,
+    in the same order, as one draw at a time); resumed from and kept under ``key``. None
+    when some draw's set holds none of ``theta`` (with ``strict`` or ``keep_rows``,
+    the error a set empty at a draw is). ``keep_rows(rows)`` takes each draw's interval
+    (``row(i, inside_indices)``)."""
+    log_up, log_down = np.zeros(theta.size), np.zeros(theta.size)
+    start = 0
+    if key is not None:
         start, log_up, log_down = _resume(key, z, lo, hi, log_up, log_down)
     for s in range(start, z.size, CS_CHUNK):
         e = min(z.size, s + CS_CHUNK)
@@ -297,14 +357,14 @@ def _betting(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, level: float, low: f
             run_down = np.cumsum(np.vstack([log_down, inc_down]), axis=0)[1:]
         inside = (run_up < bar) & (run_down < bar)
         if not inside.any(axis=1).all():
+            if not (strict or keep_rows is not None):
+                return None
             raise StatsError("the confidence sequence is empty: the labels contradict the "
                              "draw probabilities recorded in the labels file (edited draw "
                              "lines, or labels of another run?)")
-        if path:
-            out.extend(interval(s + r, np.flatnonzero(inside[r])) for r in range(e - s))
+        if keep_rows is not None:
+            keep_rows(row(s + r, np.flatnonzero(inside[r])) for r in range(e - s))
         log_up, log_down = run_up[-1], run_down[-1]
-    if not path and horizon is None:
+    if key is not None:
         _keep(key, z, lo, hi, log_up, log_down)
-    if not path:
-        out.append(interval(z.size - 1, np.flatnonzero((log_up < bar) & (log_down < bar))))
-    return out
+    return log_up, log_down
