@@ -114,3 +114,29 @@ def test_shared_means_keep_only_questions_two_systems_answered():
         assert shared.tolist() == [0, 2, 4]  # questions 1 and 3: one system each
         assert np.array_equal(judged, np.array([[1.0, 0.0, np.nan], [0.0, np.nan, 0.5],
                                                 [np.nan, 1.0, 1.0]]), equal_nan=True)
+
+
+def test_the_last_interval_by_bisection_equals_the_full_grids_at_every_kind_of_term():
+    """betting_cs finds its ends by bisection between coarse grid points; the path
+    computes every grid point at every draw. Same numbers, for shares, heavy weighted
+    terms with bounds of their own, a sample's mean (horizon) and shifted ranges."""
+    import judgekit.stats.label_intervals as li
+
+    rng = np.random.default_rng(11)
+    for case in range(24):
+        t = int(rng.integers(2, 400))
+        if case % 3 == 0:
+            z, lo, hi, low, high = rng.random(t), np.zeros(t), np.ones(t), 0.0, 1.0
+        elif case % 3 == 1:  # inverse-probability weighted terms
+            q = rng.uniform(0.25, 3, t)
+            y = (rng.random(t) < 0.2).astype(float)
+            z, lo, hi, low, high = 0.3 + (y - 0.3) / q, 0.3 - 0.3 / q, 0.3 + 0.7 / q, 0.0, 1.0
+        else:
+            z = rng.random(t) * 1.2 - 0.1
+            lo, hi, low, high = np.full(t, -0.2), np.full(t, 1.2), -0.2, 1.2
+        level = (0.8, 0.9, 0.95)[case % 3]
+        li._STATES.clear()
+        got = li.betting_cs(z, lo, hi, level, low, high)
+        assert got == li.betting_cs_path(z, lo, hi, level, low, high)[-1], case
+        assert got.low <= got.estimate <= got.high
+    li._STATES.clear()
