@@ -147,13 +147,13 @@ def _features(pop: Population) -> np.ndarray:
     return np.column_stack(cols)
 
 
-def _logistic(x: np.ndarray, xl: np.ndarray, yl: np.ndarray, ridge: float,
-              offset: np.ndarray | None = None, offset_l: np.ndarray | None = None
-              ) -> np.ndarray:
-    beta = np.zeros(x.shape[1])
-    pen = ridge * np.eye(x.shape[1])
+def _logistic(xl: np.ndarray, yl: np.ndarray, ridge: float,
+              offset_l: np.ndarray | None = None) -> np.ndarray:
+    """The coefficients of a ridge logistic regression (Newton's method) of ``yl`` on
+    ``xl`` (plus ``offset_l``); the intercept is not shrunk."""
+    beta = np.zeros(xl.shape[1])
+    pen = ridge * np.eye(xl.shape[1])
     pen[0, 0] = 1e-6  # the intercept is not shrunk
-    o = np.zeros(x.shape[0]) if offset is None else offset
     ol = np.zeros(xl.shape[0]) if offset_l is None else offset_l
     for _ in range(30):
         p = 1 / (1 + np.exp(-np.clip(xl @ beta + ol, -30, 30)))
@@ -163,6 +163,11 @@ def _logistic(x: np.ndarray, xl: np.ndarray, yl: np.ndarray, ridge: float,
         beta += step
         if float(np.abs(step).max()) < 1e-8:
             break
+    return beta
+
+
+def _curve(x: np.ndarray, beta: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
+    o = np.zeros(x.shape[0]) if offset is None else offset
     return np.asarray(1 / (1 + np.exp(-np.clip(x @ beta + o, -30, 30))))
 
 
@@ -174,15 +179,18 @@ MODELS = ("trust", "full", "verdict", "flat")
 
 def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
                   ridge: float = 1.0, model: str = "full",
-                  features: np.ndarray | None = None) -> np.ndarray:
-    """P(label = 1) for every item: a ridge logistic regression of the labels so far
-    (``y``, each in [0, 1]: several annotators' mean) on the verdict, the score's logit,
-    the system (with its interaction with the verdict) and the judge's
-    self-contradiction. No labels: 0.5 everywhere (nothing is trusted before it is
-    checked). Labels chosen by an item's features do not bias P(y | features)."""
+                  features: np.ndarray | None = None,
+                  rows: np.ndarray | None = None) -> np.ndarray:
+    """P(label = 1) for every item (or for the items ``rows`` only: the same numbers):
+    a ridge logistic regression of the labels so far (``y``, each in [0, 1]: several
+    annotators' mean) on the verdict, the score's logit, the system (with its
+    interaction with the verdict) and the judge's self-contradiction. No labels: 0.5
+    everywhere (nothing is trusted before it is checked). Labels chosen by an item's
+    features do not bias P(y | features)."""
     labelled = np.asarray(labelled, int)
+    at = slice(None) if rows is None else np.asarray(rows, int)
     if labelled.size == 0:
-        return np.full(pop.n, 0.5)
+        return np.full(pop.n, 0.5)[at]
     x = _features(pop) if features is None else features
     x = x[:, :{"trust": x.shape[1], "full": x.shape[1], "verdict": 2, "flat": 1}[model]]
     yl = np.clip(np.asarray(y, float), 0.0, 1.0)
@@ -192,12 +200,12 @@ def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
         prior = np.clip(pop.score.astype(float), 0.02, 0.98) if pop.score is not None \
             else 0.2 + 0.6 * f
         offset = np.log(prior / (1 - prior))
-    m = _logistic(x, x[labelled], yl, ridge, offset,
-                  None if offset is None else offset[labelled])
+    beta_l = _logistic(x[labelled], yl, ridge, None if offset is None else offset[labelled])
+    m = _curve(x[at], beta_l, None if offset is None else offset[at])
     # a linear recalibration on top (least squares of the labels on m): labels that
     # annotators flip at a rate e have P(y = 1) in [e, 1 - e], a range the logistic
     # curve cannot end in
-    ml = m[labelled]
+    ml = _curve(x[labelled], beta_l, None if offset is None else offset[labelled])
     var = float(ml.var())
     if labelled.size < 10 or var <= 1e-9:
         return m
@@ -227,14 +235,18 @@ def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0
         return fold, memo[0], memo[1]
     best: tuple[float, list[np.ndarray], str] | None = None
     x = _features(pop) if labelled.size else None  # once for every fit below
-    for model in MODELS:
-        preds = [fit_predictor(pop, labelled[fold != j], yv[fold != j], model=model,
-                               features=x) for j in range(k)]
-        oof = np.stack(preds)[fold, labelled]
+    for model in MODELS:  # chosen on the labelled items' out-of-fold predictions
+        oof = np.empty(labelled.size)
+        for j in range(k):
+            here = fold == j
+            oof[here] = fit_predictor(pop, labelled[~here], yv[~here], model=model,
+                                      features=x, rows=labelled[here])
         loss = float(np.mean((yv - oof) ** 2))
         if best is None or loss < best[0] - 1e-12:
-            best = (loss, preds, model)
+            best = (loss, [], model)
     assert best is not None
+    best[1].extend(fit_predictor(pop, labelled[fold != j], yv[fold != j], model=best[2],
+                                 features=x) for j in range(k))
     for pred in best[1]:
         pred.setflags(write=False)  # shared with the next caller: never changed
     while len(_CROSSFIT) >= 2:
