@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TEST_PROMPTS = Path(__file__).parent / "prompts"
 
 
-_ENV_PREFIXES = ("JUDGEKIT_",)
+_ENV_PREFIXES = ("JUDGEKIT_", "RAY_")  # RAY_ADDRESS would send ray.init to a cluster
 _ENV_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
 
 
