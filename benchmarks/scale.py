@@ -132,14 +132,12 @@ def peak_kb() -> int:
     """This process's peak resident memory in KB: the high-water mark of its own memory
     map (VmHWM), which starts afresh at exec, where ru_maxrss keeps the parent's peak
     from before the exec (a parent grown past both children made every slope 0)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    status = Path("/proc/self/status")
+    text = status.read_text(encoding="ascii") if status.exists() else ""
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # no /proc: a parent's peak
 
 
 def memory_slopes(work: Path) -> dict[str, float]:

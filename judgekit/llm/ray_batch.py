@@ -28,12 +28,13 @@ is all that is sent), as a provider's SDK would on that node.
 from __future__ import annotations
 
 import asyncio
+import collections
 import fcntl
 import json
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,8 @@ class RequestActor:
                 error = {"message": f"{type(exc).__name__}: {exc}"}
         return {"custom_id": cid, "response": None, "error": error}
 
-    async def __call__(self, batch: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    async def __call__(self, batch: Mapping[str, Sequence[str]]
+                       ) -> AsyncIterator[dict[str, list[str]]]:
         ids = [str(x) for x in batch["custom_id"]]
         bodies = [str(x) for x in batch["body"]]
         known = await self.sink.known.remote(ids)  # answered before this actor died
@@ -251,8 +253,8 @@ class RayBatch(OpenAIBatch):
                         "url": endpoint(str(p.base_url), "/chat/completions"),
                         "key_env": _key_env(p), "sink": f"judgekit-sink-{tag}",
                         "concurrency": s.ray_concurrency, "timeout": s.timeout})
-                for _ in ds.iter_batches(batch_size=None):
-                    pass
+                # the answers are in the sink's file; the rows out are only their ids
+                collections.deque(ds.iter_batches(batch_size=None), maxlen=0)
             ray.get(sink.count.remote())
             self._path(tag, "done").write_text("")  # all answered: another process reads it
         except Exception as exc:  # the batch fails; its requests are failures or online
@@ -330,12 +332,12 @@ def connect(settings: Any) -> Any:
     if not ray.is_initialized():
         for name in ("ray", "ray.data"):  # judgekit reports progress and failures itself
             logging.getLogger(name).setLevel(logging.ERROR)
-        kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                              "logging_level": logging.WARNING}
+        quiet = {"include_dashboard": False, "log_to_driver": False,
+                 "logging_level": logging.WARNING}
         if settings.ray_address:
-            ray.init(address=settings.ray_address, **kw)
+            ray.init(address=settings.ray_address, **quiet)
         else:
-            ray.init(num_cpus=max(2, settings.ray_workers), **kw)
+            ray.init(num_cpus=max(2, settings.ray_workers), **quiet)
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # judgekit shows its own
         ctx.print_on_execution_start = False
