@@ -96,7 +96,9 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
         console.print(f"target width {target_width:g} met: no more labels needed")
     elif st.labels == n_items:
         console.print("every item is labelled: the labels themselves are the figures")
-    index = {str(x["id"]): x for x in st.source.items}
+    from judgekit.labelling.items import derived
+
+    index = derived(st.source).by_id
     lines = [{"id": p["id"], "probability": p.get("probability"), "draw": p.get("draw"),
               "verdict": index[str(p["id"])]["verdict"],
               **({"queued": True} if p.get("queued") else {})} for p in st.pending]

@@ -3,7 +3,7 @@ or straight from a file of recorded verdicts (any format ``judgekit analyse`` re
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,7 +24,9 @@ CONFIDENCE = ("confidence", "judge_confidence")
 class Source(NamedTuple):
     name: str
     shape: str  # pointwise | pairwise
-    items: list[JSONObject]  # id, verdict (1 pass / first), score?, system, text fields
+    # id, verdict (1 pass / first), score?, system, text fields (a run's labelling
+    # index: judgekit.labelling.snapshot.Items, read an item at a time)
+    items: Sequence[JSONObject]
     labels_path: Path
     folder: Path | None  # the run folder, None for a verdicts file
 
@@ -36,11 +38,20 @@ class Derived:
     source, and (when first asked) the source's fingerprint."""
 
     def __init__(self, src: Source) -> None:
-        self.ids = [str(x["id"]) for x in src.items]
-        self.index = {k: i for i, k in enumerate(self.ids)}
-        self.pop = population(src.items)
-        self.present = _present(src)
+        from judgekit.labelling.snapshot import Items
+
         self._fingerprint: JSONObject | None = None
+        if isinstance(src.items, Items):  # a run's labelling index: its columns
+            ix = src.items.ix
+            self.ids = ix.ids
+            self.pop = ix.population()
+            self.present = ix.present_labels()
+            self._fingerprint = ix.fingerprint
+        else:
+            self.ids = [str(x["id"]) for x in src.items]
+            self.pop = population(src.items)
+            self.present = _present(src)
+        self.index = {k: i for i, k in enumerate(self.ids)}
         # people's labels in the source as the first draws (terms.uniform_first), by the
         # ids they were made for
         self.uniform: tuple[tuple[str, ...], list[JSONObject]] | None = None
@@ -58,11 +69,11 @@ class Derived:
             self._fingerprint = fingerprint(self._items)
         return self._fingerprint
 
-    _items: list[JSONObject]
+    _items: Sequence[JSONObject]
 
 
 class _ById(Mapping[str, JSONObject]):
-    def __init__(self, index: dict[str, int], items: list[JSONObject]) -> None:
+    def __init__(self, index: dict[str, int], items: Sequence[JSONObject]) -> None:
         self._index, self._items = index, items
 
     def __getitem__(self, key: str) -> JSONObject:
@@ -78,7 +89,7 @@ class _ById(Mapping[str, JSONObject]):
         return len(self._index)
 
 
-_DERIVED: dict[int, tuple[list[JSONObject], int, Derived]] = {}
+_DERIVED: dict[int, tuple[Sequence[JSONObject], int, Derived]] = {}
 KEEP_DERIVED = 8
 
 
@@ -111,6 +122,16 @@ def _run(folder: Path) -> Source:
     raise DataError(f"{folder}: a run folder's items come from its method's spec; read it "
                     "with judgekit.runs.folder.label_source (what `judgekit label` and "
                     "`judgekit view` do)")
+
+
+def indexed(folder: Path) -> Source | None:
+    """A run folder's Source from its labelling index (None: it has no usable one)."""
+    from judgekit.labelling.snapshot import Items, read
+
+    ix = read(folder)
+    if ix is None:
+        return None
+    return Source(folder.name, ix.shape, Items(ix), folder / LABELS_FILE, folder)
 
 
 def from_run(folder: Path, method: str, details: list[str], got: RunItems | None) -> Source:
@@ -177,27 +198,59 @@ def _normalise(rows: list[JSONObject], shape: str, where: Path) -> list[JSONObje
     out: list[JSONObject] = []
     seen: dict[str, int] = {}
     for k, row in enumerate(rows):
-        # repeats of an id (or a pair's other order) are "ID#2", ...: numbered over every
-        # row, readable or not, as `judgekit analyse --labels` numbers them
-        base = str(row.get("pair_id" if shape == "pairwise" else "id", k))
-        n = seen.get(base, 0)
-        seen[base] = n + 1
-        if shape == "pairwise":
-            w = row.get("winner")
-            if w not in ("first", "second"):
-                continue
-            item = {**row, "verdict": int(w == "first")}
-        else:
-            if row.get("verdict") not in (0, 1):
-                continue
-            item = dict(row)
-        item["id"] = base if n == 0 else f"{base}#{n + 1}"
-        item["score"] = _score(item, where)
+        key = numbered(row, k, shape, seen)
+        item = shaped(row, shape)
+        if item is None:
+            continue
+        item["id"] = key
+        item["score"] = score_of(item, where)
         out.append(item)
     if not out:
         raise DataError(f"{where}: no item with a readable verdict to label")
-    _mark_unstable(out, shape)
+    flags = unstable_flags([str(x["id"]) for x in out], [mark(x, shape) for x in out],
+                           [bool(x.get("unstable")) for x in out])
+    for x, f in zip(out, flags):
+        x["unstable"] = f
     return out
+
+
+def numbered(row: JSONObject, k: int, shape: str, seen: dict[str, int]) -> str:
+    """Row ``k``'s item id: repeats of an id (or a pair's other order) are "ID#2", ...,
+    numbered over every row, readable or not, as `judgekit analyse --labels` numbers
+    them (``seen`` counts the ids so far)."""
+    base = str(row.get("pair_id" if shape == "pairwise" else "id", k))
+    n = seen.get(base, 0)
+    seen[base] = n + 1
+    return base if n == 0 else f"{base}#{n + 1}"
+
+
+def shaped(row: JSONObject, shape: str) -> JSONObject | None:
+    """A copy of ``row`` with its 0/1 ``verdict`` (None: no readable verdict)."""
+    if shape == "pairwise":
+        w = row.get("winner")
+        return {**row, "verdict": int(w == "first")} if w in ("first", "second") else None
+    return dict(row) if row.get("verdict") in (0, 1) else None
+
+
+def mark(item: JSONObject, shape: str) -> object:
+    """What must agree across an item's repeats: its verdict, or for a pair the answer
+    the judge chose."""
+    if shape == "pairwise":
+        return str(item.get("first") if item["verdict"] else item.get("second"))
+    return item["verdict"]
+
+
+def unstable_flags(ids: list[str], marks: list[object], own: list[bool]) -> list[int]:
+    """``unstable`` = 1 on items whose repeats (same id before "#") got different marks
+    (:func:`mark`; for a pair judged in both orders: the judge picked the same slot both
+    times, so its choice followed the position, not the answer), or already flagged."""
+    first: dict[str, object] = {}  # a base id -> its first mark (one dict, no sets:
+    mixed: set[str] = set()  # 10^6 items made 10^6 sets)
+    bases = [k.split("#")[0] if "#" in k else k for k in ids]
+    for b, m in zip(bases, marks):
+        if first.setdefault(b, m) != m:
+            mixed.add(b)
+    return [int(o or b in mixed) for b, o in zip(bases, own)]
 
 
 def present_labels(src: Source) -> dict[str, float]:
@@ -220,27 +273,7 @@ def _present(src: Source) -> dict[str, float]:
     return out
 
 
-def _mark_unstable(items: list[JSONObject], shape: str) -> None:
-    """``unstable`` = 1 on items whose repeats (same id) got different verdicts or, for a
-    pair judged in both orders, where the judge picked the same slot both times (its
-    choice followed the position, not the answer)."""
-    groups: dict[str, list[JSONObject]] = {}
-    for x in items:
-        groups.setdefault(str(x["id"]).split("#")[0], []).append(x)
-    for members in groups.values():
-        flip = False
-        if len(members) > 1:
-            if shape == "pairwise":
-                chosen = {str(m.get("first") if m["verdict"] else m.get("second"))
-                          for m in members}
-                flip = len(chosen) > 1
-            else:
-                flip = len({m["verdict"] for m in members}) > 1
-        for m in members:
-            m["unstable"] = int(flip or bool(m.get("unstable")))
-
-
-def _score(item: JSONObject, where: Path) -> float | None:
+def score_of(item: JSONObject, where: Path) -> float | None:
     for keys, as_conf in ((PROBABILITY, False), (CONFIDENCE, True)):
         for key in keys:
             if item.get(key) in (None, ""):
@@ -258,14 +291,21 @@ def _score(item: JSONObject, where: Path) -> float | None:
     return float(s) if isinstance(s, (int, float)) and 0 <= s <= 1 else None
 
 
-def population(items: list[JSONObject]) -> Population:
+def population(items: Sequence[JSONObject]) -> Population:
     """The items as judgekit.stats.active sees them."""
-    verdict = np.array([int(x["verdict"]) for x in items])
     scores = [x.get("score") for x in items]
-    score = np.array(scores, float) if all(s is not None for s in scores) else None
-    names = sorted({str(x.get("system")) for x in items if x.get("system") is not None})
+    return population_of(np.array([int(x["verdict"]) for x in items]),
+                         np.array(scores, float) if all(s is not None for s in scores)
+                         else None, [x.get("system") for x in items],
+                         np.array([int(x.get("unstable") or 0) for x in items]))
+
+
+def population_of(verdict: np.ndarray, score: np.ndarray | None, systems: list[object],
+                  unstable: np.ndarray) -> Population:
+    """The population of the items' columns (``systems``: each item's system, or
+    None)."""
+    names = sorted({str(x) for x in systems if x is not None})
     index = {n: i for i, n in enumerate(names)}
-    system = np.array([index.get(str(x.get("system")), 0) for x in items])
-    unstable = np.array([int(x.get("unstable") or 0) for x in items])
+    system = np.array([index.get(str(x), 0) for x in systems])
     return Population(verdict, score, system, tuple(names) if len(names) > 1 else ("",),
                       unstable if unstable.any() else None)

@@ -263,7 +263,7 @@ def next_draws(src: Source, state: State, batch: int, seed: int, target_width: f
         head = {"seed": seed, "for": which, "level": level, "target_width": target_width,
                 "design": design, "label_error": label_error}
     rng = np.random.default_rng([seed, b])
-    index = {k: i for i, k in enumerate(ids)}
+    index = derived(src).index
     undrawn = np.ones(len(ids), bool)
     for d in labels.draws:
         undrawn[index[str(d["id"])]] = False

@@ -130,20 +130,48 @@ def item_sha(item: JSONObject) -> str | None:
 TEXT_KEYS = ("question", "answer", "input", "output", "first", "second", "reference")
 
 
-def fingerprint(items: list[JSONObject]) -> JSONObject:
+def fingerprint(items: Iterable[JSONObject]) -> JSONObject:
     """The fingerprint of a labels file's source ``items`` (the module's docstring)."""
-    import hashlib
-
-    ids, texts = hashlib.sha256(), hashlib.sha256()
+    f = Fingerprint()
     for x in items:
-        ids.update(str(x["id"]).encode("utf-8", "surrogatepass") + b"\x1e")
-        for k in TEXT_KEYS:
-            v = x.get(k)
-            if isinstance(v, str):
-                texts.update(f"{k}\x1f{v}".encode("utf-8", "surrogatepass") + b"\x1f")
-        texts.update(b"\x1e")
-    return {"items": len(items), "ids": ids.hexdigest()[:16],
-            "texts": texts.hexdigest()[:16]}
+        f.add(x)
+    return f.value()
+
+
+class Fingerprint:
+    """:func:`fingerprint`, one item at a time (a source streamed once); the hashes are
+    fed in blocks (the same bytes in the same order)."""
+
+    BLOCK = 4096
+
+    def __init__(self) -> None:
+        import hashlib
+
+        self.n, self.ids, self.texts = 0, hashlib.sha256(), hashlib.sha256()
+        self._ids: list[str] = []
+        self._texts: list[str] = []
+
+    def add(self, x: JSONObject) -> None:
+        self.n += 1
+        self._ids.append(str(x["id"]))
+        self._texts.append("".join([f"{k}\x1f{v}\x1f" for k in TEXT_KEYS
+                                    if isinstance(v := x.get(k), str)]))
+        if len(self._ids) >= self.BLOCK:
+            self._feed()
+
+    def _feed(self) -> None:
+        if self._ids:
+            self.ids.update(("\x1e".join(self._ids) + "\x1e").encode("utf-8",
+                                                                      "surrogatepass"))
+            self.texts.update(("\x1e".join(self._texts) + "\x1e").encode("utf-8",
+                                                                          "surrogatepass"))
+            self._ids.clear()
+            self._texts.clear()
+
+    def value(self) -> JSONObject:
+        self._feed()
+        return {"items": self.n, "ids": self.ids.hexdigest()[:16],
+                "texts": self.texts.hexdigest()[:16]}
 
 
 def stamped(labels: Labels, source: Callable[[], JSONObject], rows: list[JSONObject]

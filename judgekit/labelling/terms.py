@@ -46,7 +46,8 @@ def state_of(src: Source, which: str, labels: store.Labels | None = None) -> Sta
     pop = got.pop
     given = store.values_of(labels, src.shape)
     by_id = got.by_id
-    unknown = sorted((set(given) | {str(d["id"]) for d in labels.draws}) - set(by_id))
+    unknown = sorted({k for k in (*given, *(str(d["id"]) for d in labels.draws))
+                      if k not in by_id})
     change = None if labels.source is None else store.source_change(
         src.labels_path, labels, got.fingerprint, by_id)
     if unknown and change is None:
@@ -126,36 +127,35 @@ def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject
     if got.uniform is not None and got.uniform[0] == key:  # the same labels as before
         return list(got.uniform[1])
     n = len(src.items)
-    index = got.index
     every = active.estimands_for(state.pop)
-    undrawn = np.ones(n, bool)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))
-    # what draw_row gives under the flat prediction 0.5 and uniform draws, kept up to date
-    # draw by draw instead of recomputed over every item (a file with thousands of
-    # people's labels took seconds per request): the undrawn items' sum of w / 2, and
-    # the largest |w| among them (the bounds are -+ |w| / 2 / q at it)
-    half = {e.name: 0.5 * float(e.weights.sum()) for e in every}
-    by_size = {e.name: np.argsort(-np.abs(e.weights), kind="stable") for e in every}
-    at = {e.name: 0 for e in every}
-    rows: list[JSONObject] = []
-    for k in order:
-        left = int(n - (len(rows)))
-        q = 1.0 / left
-        means, bounds = {}, {}
-        for e in every:
-            big = by_size[e.name]
-            while not undrawn[big[at[e.name]]]:
-                at[e.name] += 1
-            w = float(e.weights[big[at[e.name]]])
-            a, b = w * (0.0 - 0.5) / q, w * (1.0 - 0.5) / q
-            means[e.name] = round(e.const + half[e.name], 12)
-            bounds[e.name] = [min(a, b), max(a, b)]
-        rows.append({"id": ids[k], "probability": q, "prediction": 0.5, "frame": "undrawn",
-                     "means": means, "bounds": bounds})
-        j = index[ids[k]]
-        undrawn[j] = False
-        for e in every:
-            half[e.name] -= 0.5 * float(e.weights[j])
+    drawn_ids = [ids[k] for k in order.tolist()]
+    at = np.array([got.index[k] for k in drawn_ids], np.int64)  # t-th drawn item
+    t = np.arange(at.size)
+    q = 1.0 / (n - t)  # uniform among the n - t items not drawn before
+    # what draw_row gives under the flat prediction 0.5 and uniform draws, over the
+    # undrawn items, as arrays (a Python loop over thousands of people's labels took
+    # seconds per request): the sum of w / 2, decreased item by item in the same order
+    # (the same floating-point steps), and the largest |w| among them (the bounds are
+    # -+ |w| / 2 / q at it): the first item by size not drawn before t
+    when = np.full(n, np.iinfo(np.int64).max)
+    when[at] = t
+    means, bounds = {}, {}
+    for e in every:
+        w = np.asarray(e.weights, float)
+        half = np.subtract.accumulate(np.concatenate([[0.5 * float(w.sum())], 0.5 * w[at]]))
+        big = np.argsort(-np.abs(w), kind="stable")
+        first = np.searchsorted(np.maximum.accumulate(when[big]), t, side="left")
+        wb = w[big[first]]
+        a, b = wb * (0.0 - 0.5) / q, wb * (1.0 - 0.5) / q
+        means[e.name] = [round(e.const + h, 12) for h in half[:-1].tolist()]
+        bounds[e.name] = list(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
+    names = [e.name for e in every]
+    rows: list[JSONObject] = [
+        {"id": k, "probability": p, "prediction": 0.5, "frame": "undrawn",
+         "means": {e: means[e][i] for e in names},
+         "bounds": {e: list(bounds[e][i]) for e in names}}
+        for i, (k, p) in enumerate(zip(drawn_ids, q.tolist()))]
     got.uniform = (key, rows)
     return list(rows)
 

@@ -51,6 +51,11 @@ def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -
     details = result.details()
     for name, ref in details.items():  # streamed: a detail file is never held whole
         write_lines(out / f"{name}.jsonl", ref.lines())
+    got = spec.label_index(result) if spec.label_index is not None else None
+    if got is not None:  # what labelling reads, so that it need not parse every item
+        from judgekit.labelling import snapshot
+
+        snapshot.write(out, *got)
     write_json(out / "results.json", result.model_dump(mode="json"))
     if spec.figures is not None:
         spec.figures(cfg, result, out)
@@ -163,11 +168,17 @@ def label_source(path: Path) -> Any:
     """What ``judgekit label`` and the viewer label: a run folder's items from its
     method's ``items`` hook, or a verdicts file's rows
     (:class:`judgekit.labelling.items.Source`)."""
-    from judgekit.labelling.items import from_run, load
+    from judgekit.labelling.items import from_run, indexed, load
 
     if not path.is_dir():
         return load(path)
     try:
+        result = load_results(path)
+        if result.spec is not None and result.spec.label_index is not None and \
+                result.spec.label_index(result) is not None:
+            src = indexed(path)  # the run's labelling index, when it still holds
+            if src is not None:
+                return src
         result, got = run_items(path)
     except (ConfigError, DataError) as exc:
         raise DataError(f"{path}: not a run folder ({exc})") from None

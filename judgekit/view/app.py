@@ -389,7 +389,11 @@ def make_app(root: Path) -> web.Application:
 
 
 def serve(root: Path, port: int, open_browser: bool = True) -> None:
-    """Serve until Ctrl-C, on 127.0.0.1 only."""
+    """Serve until Ctrl-C, on 127.0.0.1 only. The labelling modules are imported before
+    the first request rather than during it (a person's first label waited for them)."""
+    import judgekit.labelling.session
+    import judgekit.labelling.terms  # noqa: F401
+
     async def main() -> None:
         runner = web.AppRunner(make_app(root), access_log=None)
         await runner.setup()

@@ -69,6 +69,7 @@ class Index:
     by_id: dict[str, int] = field(default_factory=dict)
     sorted_by: dict[str, np.ndarray] = field(default_factory=dict)
     building: Any = field(default_factory=threading.Lock)
+    path: Path | None = None  # the file (its facts of a large one are parsed apart)
 
     def __len__(self) -> int:
         return int(self.starts.size)
@@ -98,24 +99,7 @@ class Index:
     def _facts(self) -> Index:
         if self.ids is not None:
             return self
-        n = len(self)
-        ids, seen = [], {}  # type: ignore[var-annotated]
-        verdict = np.full(n, np.nan)
-        error = np.zeros(n, bool)
-        labels: list[Any] = [None] * n
-        for k in range(n):
-            row = self.line(k)
-            base = row_id(row, k)
-            c = seen.get(base, 0)
-            seen[base] = c + 1
-            ids.append(base if c == 0 else f"{base}#{c + 1}")
-            verdict[k] = next((_number(row[key]) for key in _VERDICT_KEYS
-                               if row.get(key) is not None), math.nan)
-            error[k] = "_unreadable" in row or any(
-                ("error" in key.lower() or "fail" in key.lower())
-                and v not in (None, "", False, 0) for key, v in row.items())
-            got = row.get("human", row.get("label"))
-            labels[k] = None if got in (None, "") else got
+        ids, verdict, error, labels = _facts_apart(self)
         self.by_id = {v: k for k, v in enumerate(ids)}
         self.verdict, self.error, self.file_label = verdict, error, labels
         self.ids = ids
@@ -142,6 +126,54 @@ CACHE_BYTES = 512 << 20  # ... and no more bytes of files than this
 
 
 SCAN = 1 << 24  # bytes scanned for newlines at a time
+
+
+Facts = tuple[list[str], np.ndarray, np.ndarray, list[Any]]
+APART = 50_000  # rows from which the facts are parsed in a process of their own
+
+
+def facts_of(ix: Index) -> Facts:
+    """Every row's id, verdict, error flag and file label (see :meth:`Index.facts`)."""
+    n = len(ix)
+    ids, seen = [], {}  # type: ignore[var-annotated]
+    verdict = np.full(n, np.nan)
+    error = np.zeros(n, bool)
+    labels: list[Any] = [None] * n
+    for k in range(n):
+        row = ix.line(k)
+        base = row_id(row, k)
+        c = seen.get(base, 0)
+        seen[base] = c + 1
+        ids.append(base if c == 0 else f"{base}#{c + 1}")
+        verdict[k] = next((_number(row[key]) for key in _VERDICT_KEYS
+                           if row.get(key) is not None), math.nan)
+        error[k] = "_unreadable" in row or any(
+            ("error" in key.lower() or "fail" in key.lower())
+            and v not in (None, "", False, 0) for key, v in row.items())
+        got = row.get("human", row.get("label"))
+        labels[k] = None if got in (None, "") else got
+    return ids, verdict, error, labels
+
+
+def _facts_of_file(path: str, starts: np.ndarray, ends: np.ndarray) -> Facts:
+    return facts_of(Index(_mapped(Path(path)), starts, ends))
+
+
+def _facts_apart(ix: Index) -> Facts:
+    """:func:`facts_of`, for a large file in a process of its own: parsing 10^6 rows
+    holds the interpreter for seconds, and a label or a page asked meanwhile waited for
+    it. The same function either way; in this thread when a process cannot start."""
+    if ix.path is None or len(ix) < APART:
+        return facts_of(ix)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
+            return ex.submit(_facts_of_file, str(ix.path), ix.starts, ix.ends).result()
+    except (OSError, BrokenProcessPool):  # no process to be had: parsed here
+        return facts_of(ix)
 
 
 def _mapped(path: Path) -> Any:
@@ -175,7 +207,7 @@ def index(path: Path) -> Index:
     keep = (ends - starts) > 8
     for k in np.flatnonzero(~keep).tolist():
         keep[k] = bool(data[int(starts[k]):int(ends[k])].strip())
-    made = Index(data, starts[keep], ends[keep])
+    made = Index(data, starts[keep], ends[keep], path=path)
     with _LOCK:
         _CACHE[path] = (stamp, made)
         _CACHE.move_to_end(path)

@@ -124,8 +124,16 @@ def _items(result: RunResult[VerdictsPayload]) -> RunItems:
     return RunItems(p.shape, list(p.items.rows()))
 
 
+def _label_index(result: RunResult[VerdictsPayload]) -> tuple[str, str] | None:
+    """The items file and shape :func:`_items` reads its rows from as they are."""
+    p = result.payload
+    if p is None or p.shape not in ("pointwise", "pairwise"):
+        return None
+    return p.items.file, p.shape
+
+
 SPEC: MethodSpec[VerdictsConfig, VerdictsPayload] = MethodSpec(
     name="verdicts", config=VerdictsConfig, payload=VerdictsPayload, execute=execute,
     report=report, headline=headline, title="Recorded verdicts", uses_client=False,
     rows=_rows, judge=_judge, card_rows=_card_rows, plan=_plan, items=_items,
-    compare=_paired)
+    label_index=_label_index, compare=_paired)

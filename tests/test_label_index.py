@@ -1,0 +1,210 @@
+"""A run's labelling index (judgekit.labelling.snapshot): what labelling reads instead of
+every item is what reading every item gives, item by item; an index that no longer
+describes its item file is not used; the viewer's row facts parsed in a process of their
+own are the facts parsed in place; and people's labels in the file enter as the same
+first draws as the step-by-step definition gives."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+from judgekit.labelling import items as it
+from judgekit.labelling import snapshot
+from judgekit.runs.folder import item_details, label_source, run_items
+
+from .test_standalone import jk
+
+
+def _pointwise(path: Path, n: int = 400, seed: int = 2) -> None:
+    r = random.Random(seed)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "question", "answer", "system", "judge", "confidence", "human"])
+        for i in range(n):
+            key = f"q{i}" if r.random() < 0.8 else f"q{r.randrange(40)}"  # repeats
+            w.writerow([key, f"What is {i}? \u00e9 \"quoted\"\nsecond line", f"answer {i}",
+                        r.choice(["A", "B", "C", ""]), r.choice(["1", "0", "pass", "fail",
+                                                                  "", "maybe"]),
+                        f"{r.random():.3f}", r.choice(["", "", "1", "0", "pass"])])
+
+
+def _read_every_item(folder: Path) -> it.Source:
+    result, got = run_items(folder)
+    return it.from_run(folder, result.method, item_details(result), got)
+
+
+def _same(a: it.Source, b: it.Source) -> None:
+    da, db = it.Derived(a), it.Derived(b)
+    da._items, db._items = a.items, b.items
+    assert da.ids == db.ids and da.index == db.index
+    for f in ("verdict", "score", "system", "unstable"):
+        x, y = getattr(da.pop, f), getattr(db.pop, f)
+        assert (x is None and y is None) or np.array_equal(x, y), f
+    assert da.pop.systems == db.pop.systems
+    assert da.present == db.present and da.fingerprint == db.fingerprint
+    assert len(a.items) == len(b.items) and list(a.items) == list(b.items)
+    assert a.shape == b.shape and a.labels_path == b.labels_path
+
+
+def test_the_index_gives_what_reading_every_item_gives(tmp_path):
+    data = tmp_path / "v.csv"
+    _pointwise(data)
+    out = tmp_path / "run"
+    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    assert (out / snapshot.NAME).is_file()
+    listed = json.loads((out / ".judgekit-outputs.json").read_text())
+    assert snapshot.NAME in json.dumps(listed)  # the run's own output (--overwrite)
+    src = label_source(out)
+    assert isinstance(src.items, snapshot.Items)
+    full = _read_every_item(out)
+    assert isinstance(full.items, list)
+    _same(src, full)
+    d = it.Derived(full)
+    assert d.pop.unstable is not None and d.pop.unstable.sum() > 0  # repeats disagree
+    assert d.pop.score is not None and d.pop.systems == ("", "A", "B", "C")
+    assert 0 < len(d.present) < len(full.items) < 400  # unreadable verdicts left out
+
+
+def test_pairs_in_both_orders_through_the_index(tmp_path):
+    rows = []
+    r = random.Random(5)
+    for i in range(60):
+        a, b = f"answer a{i}", f"answer b{i}"
+        w1 = r.choice(["first", "second", "tie"])
+        w2 = r.choice(["first", "second"])
+        rows.append({"pair_id": f"p{i}", "question": f"q{i}", "first": a, "second": b,
+                     "winner": w1, "label": r.choice(["first", "second", None])})
+        rows.append({"pair_id": f"p{i}", "question": f"q{i}", "first": b, "second": a,
+                     "winner": w2, "label": None})
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    out = tmp_path / "run"
+    got = jk("analyse", str(data), "--out", str(out), cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    src = label_source(out)
+    assert isinstance(src.items, snapshot.Items) and src.shape == "pairwise"
+    _same(src, _read_every_item(out))
+    assert it.Derived(src).pop.unstable is not None
+
+
+def test_an_index_that_no_longer_describes_its_items_is_not_used(tmp_path):
+    data = tmp_path / "v.csv"
+    _pointwise(data, n=120)
+    out = tmp_path / "run"
+    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    items = out / "items.jsonl"
+    # copied elsewhere (a new modification time, the same bytes): still used
+    st = items.stat()
+    os.utime(items, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert isinstance(label_source(out).items, snapshot.Items)
+    # the same size, other bytes (one verdict flipped): the items are read again
+    text = items.read_text(encoding="utf-8")
+    flipped = text.replace('"verdict": 1', '"verdict": 0', 1)
+    assert flipped != text and len(flipped) == len(text)
+    items.write_text(flipped, encoding="utf-8")
+    src = label_source(out)
+    assert isinstance(src.items, list)
+    assert it.Derived(src).pop.verdict.sum() == \
+        it.Derived(_read_every_item(out)).pop.verdict.sum()
+    # a line more: read again; an index of another version or unreadable: read again
+    items.write_text(text + text.splitlines()[0] + "\n", encoding="utf-8")
+    assert isinstance(label_source(out).items, list)
+    items.write_text(text, encoding="utf-8")
+    (out / snapshot.NAME).write_bytes(b"not an npz")
+    assert isinstance(label_source(out).items, list)
+
+
+def test_labelling_through_the_index_gives_the_same_session(tmp_path):
+    from judgekit.labelling import session
+
+    data = tmp_path / "v.csv"
+    _pointwise(data, n=300)
+    out = tmp_path / "run"
+    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    twin = tmp_path / "twin"
+    assert jk("analyse", str(data), "--out", str(twin), cwd=tmp_path).returncode == 0
+    (twin / snapshot.NAME).unlink()  # the same run, read item by item
+    figures = []
+    for folder in (out, twin):
+        src = label_source(folder)
+        st = session.propose(src, batch=5, seed=3, target_width=0.2)
+        for p in st.pending[:3]:
+            session.add_label(src, str(p["id"]), "pass", "ann")
+        st = session.propose(src, batch=5, seed=3, target_width=0.2)
+        figures.append((json.dumps(st.as_json(), sort_keys=True),
+                        (folder / "labels.jsonl").read_text().count("item_sha")))
+    assert isinstance(label_source(out).items, snapshot.Items)
+    assert figures[0][0].replace('"run": "run"', '"run": "twin"') == figures[1][0]
+    assert figures[0][1] == figures[1][1] == 3
+
+
+def test_row_facts_parsed_apart_are_the_facts_parsed_here(tmp_path, monkeypatch):
+    from judgekit.view import pages
+
+    path = tmp_path / "items.jsonl"
+    rows = [{"id": f"x{i % 7}", "verdict": i % 2, "human": ["", "pass", None][i % 3],
+             **({"error": "boom"} if i % 11 == 0 else {})} for i in range(60)]
+    path.write_text("".join(json.dumps(x) + "\n" for x in rows) + "not json\n")
+    ix = pages.index(path)
+    here = pages.facts_of(ix)
+    monkeypatch.setattr(pages, "APART", 1)
+    apart = pages._facts_apart(ix)
+    assert apart[0] == here[0] and apart[3] == here[3]
+    assert np.array_equal(apart[1], here[1], equal_nan=True)
+    assert np.array_equal(apart[2], here[2]) and apart[2].sum() > 0
+    assert here[0][:8] == ["x0", "x1", "x2", "x3", "x4", "x5", "x6", "x0#2"]
+
+
+def _uniform_reference(n, weights, consts, order_idx):
+    """uniform_first's definition, one draw at a time."""
+    undrawn = np.ones(n, bool)
+    half = [0.5 * float(np.sum(w)) for w in weights]
+    out = []
+    for t, j in enumerate(order_idx):
+        q = 1.0 / (n - t)
+        means, bounds = [], []
+        for e, w in enumerate(weights):
+            big = max((abs(float(w[i])), -i) for i in range(n) if undrawn[i])
+            wb = float(w[-big[1]])
+            a, b = wb * -0.5 / q, wb * 0.5 / q
+            means.append(round(consts[e] + half[e], 12))
+            bounds.append([min(a, b), max(a, b)])
+        out.append((q, means, bounds))
+        undrawn[j] = False
+        for e, w in enumerate(weights):
+            half[e] -= 0.5 * float(w[j])
+    return out
+
+
+def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
+    from judgekit.core import seeds
+    from judgekit.labelling import session, terms
+    from judgekit.stats import active
+
+    data = tmp_path / "v.csv"
+    _pointwise(data, n=200, seed=9)
+    with data.open("a", encoding="utf-8") as fh:  # a system of one item, labelled: its
+        fh.write("z1,Q,A,Z,1,0.5,1\n")  # weight, the largest, goes once it is drawn
+    out = tmp_path / "run"
+    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    src = label_source(out)
+    got = session.recorded(src)
+    state = terms.state_of(src, got.which)
+    rows = terms.uniform_first(src, state, set())
+    d = it.Derived(src)
+    ids = sorted((k for k in d.present if k in state.y), key=d.index.__getitem__)
+    order = seeds.rng("labelling.present", 0).permutation(len(ids))
+    every = active.estimands_for(state.pop)
+    assert len({float(np.max(np.abs(e.weights))) for e in every}) > 1  # sizes differ
+    ref = _uniform_reference(len(src.items), [e.weights for e in every],
+                             [e.const for e in every], [d.index[ids[k]] for k in order])
+    assert [r["id"] for r in rows] == [ids[k] for k in order]
+    for r, (q, means, bounds) in zip(rows, ref):
+        assert r["probability"] == q and r["prediction"] == 0.5
+        assert [r["means"][e.name] for e in every] == means
+        assert [r["bounds"][e.name] for e in every] == bounds
