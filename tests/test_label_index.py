@@ -13,6 +13,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+
 from judgekit.labelling import items as it
 from judgekit.labelling import snapshot
 from judgekit.runs.folder import item_details, label_source, run_items
