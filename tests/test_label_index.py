@@ -196,7 +196,8 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
     src = label_source(out)
     got = session.recorded(src)
     state = terms.state_of(src, got.which)
-    rows = terms.uniform_first(src, state, set())
+    rows, head = terms.uniform_first(src, state, set())
+    assert head is not None and head[0] == len(rows)
     d = it.Derived(src)
     ids = sorted((k for k in d.present if k in state.y), key=d.index.__getitem__)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))
@@ -205,7 +206,8 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
     ref = _uniform_reference(len(src.items), [e.weights for e in every],
                              [e.const for e in every], [d.index[ids[k]] for k in order])
     assert [r["id"] for r in rows] == [ids[k] for k in order]
-    for r, (q, means, bounds) in zip(rows, ref):
+    for t, (r, (q, means, bounds)) in enumerate(zip(rows, ref)):
         assert r["probability"] == q and r["prediction"] == 0.5
-        assert [r["means"][e.name] for e in every] == means
-        assert [r["bounds"][e.name] for e in every] == bounds
+        assert [float(head[1][e.name][0][t]) for e in every] == means
+        assert [[float(head[1][e.name][1][t]), float(head[1][e.name][2][t])]
+                for e in every] == bounds

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +31,14 @@ class Source(NamedTuple):
     folder: Path | None  # the run folder, None for a verdicts file
 
 
+class Indexed(Sequence[JSONObject]):
+    """Items whose derived columns were written beside them (a run's labelling index,
+    :class:`judgekit.labelling.snapshot.Items`): ``ix`` has ``ids``, ``population()``,
+    ``present_labels()`` and ``fingerprint``."""
+
+    ix: Any
+
+
 class Derived:
     """What every labelling request derives from a source's items, computed once per
     items list (a label POST on 10^6 items re-derived them several times: seconds each):
@@ -38,10 +46,8 @@ class Derived:
     source, and (when first asked) the source's fingerprint."""
 
     def __init__(self, src: Source) -> None:
-        from judgekit.labelling.snapshot import Items
-
         self._fingerprint: JSONObject | None = None
-        if isinstance(src.items, Items):  # a run's labelling index: its columns
+        if isinstance(src.items, Indexed):  # a run's labelling index: its columns
             ix = src.items.ix
             self.ids = ix.ids
             self.pop = ix.population()
@@ -51,10 +57,10 @@ class Derived:
             self.ids = [str(x["id"]) for x in src.items]
             self.pop = population(src.items)
             self.present = _present(src)
-        self.index = {k: i for i, k in enumerate(self.ids)}
+        self.index = dict(zip(self.ids, range(len(self.ids))))
         # people's labels in the source as the first draws (terms.uniform_first), by the
         # ids they were made for
-        self.uniform: tuple[tuple[str, ...], list[JSONObject]] | None = None
+        self.uniform: tuple[tuple[str, ...], list[JSONObject], Any] | None = None
 
     @property
     def by_id(self) -> Mapping[str, JSONObject]:
@@ -122,16 +128,6 @@ def _run(folder: Path) -> Source:
     raise DataError(f"{folder}: a run folder's items come from its method's spec; read it "
                     "with judgekit.runs.folder.label_source (what `judgekit label` and "
                     "`judgekit view` do)")
-
-
-def indexed(folder: Path) -> Source | None:
-    """A run folder's Source from its labelling index (None: it has no usable one)."""
-    from judgekit.labelling.snapshot import Items, read
-
-    ix = read(folder)
-    if ix is None:
-        return None
-    return Source(folder.name, ix.shape, Items(ix), folder / LABELS_FILE, folder)
 
 
 def from_run(folder: Path, method: str, details: list[str], got: RunItems | None) -> Source:

@@ -128,8 +128,9 @@ def _estimate(src: Source, state: State, target_width: float, level: float,
               if k not in y and k not in waiting]
     pending = queued + pending  # people's queue first
     n = len(src.items)
-    rows = uniform_first(src, state, {str(d["id"]) for d in prefix}) + prefix
-    fit = fit_counted(src, state, rows, seed) if rows else None
+    first, head = uniform_first(src, state, {str(d["id"]) for d in prefix})
+    rows = first + prefix
+    fit = fit_counted(src, state, rows, seed, head) if rows else None
     known = derived(src)
     labelled = np.array(sorted(known.index[k] for k in y if k in known.index), int)
     m_next = active.fit_predictor(state.pop, labelled, np.array(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import array
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, overload
 
@@ -24,6 +24,8 @@ import numpy as np
 
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import json_loads
+from judgekit.labelling import items as it
+from judgekit.labelling.items import LABELS_FILE, Indexed, Source
 from judgekit.stats.active import Population
 
 NAME = "label-index.npz"
@@ -34,7 +36,6 @@ def write(folder: Path, detail: str, shape: str) -> None:
     """Write ``folder``'s index of the items in its ``detail`` file (the items hook's
     rows as they are, one per non-blank line), of ``shape``. A file with no readable
     verdict gets no index (labelling it says why, as before)."""
-    from judgekit.labelling import items as it
     from judgekit.labelling.store import Fingerprint, human_value
     from judgekit.runs.io import write_bytes
 
@@ -169,7 +170,15 @@ def read(folder: Path) -> Index | None:
                  meta["fingerprint"])
 
 
-class Items(Sequence[JSONObject]):
+def source(folder: Path) -> Source | None:
+    """A run folder's labelling Source from its index (None: it has no usable one)."""
+    ix = read(folder)
+    if ix is None:
+        return None
+    return Source(folder.name, ix.shape, Items(ix), folder / LABELS_FILE, folder)
+
+
+class Items(Indexed):
     """A source's items as a sequence that reads each record when it is asked for (as
     :func:`judgekit.labelling.items.from_run` would have made it)."""
 
@@ -192,8 +201,6 @@ class Items(Sequence[JSONObject]):
             return self._read(fh, i)
 
     def _read(self, fh: Any, i: int) -> JSONObject:
-        from judgekit.labelling import items as it
-
         ix = self.ix
         if i < 0:
             i += len(self)

@@ -111,21 +111,29 @@ def label_error_of(src: Source, labels: store.Labels, setting: float | str | Non
     return e, ci
 
 
-def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject]:
+# people's labels as first draws (uniform_first): how many rows, and per estimand the
+# columns of their means and bounds
+Head = tuple[int, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+
+
+def uniform_first(src: Source, state: State, drawn: set[str]
+                  ) -> tuple[list[JSONObject], Head | None]:
     """People's labels already in the source, as the first draws of a simple random
     sample (each drawn uniformly from the items not drawn before it, with the flat
     prediction 0.5, so each term is the estimand's value on that item plus what is
     known): they enter every estimate before the drawn ones. The file's labelled items
     are assumed a random sample of its items; items the labels file drew are counted
-    there, not twice. Order: a seeded shuffle (judgekit.core.seeds' "labelling.present")."""
+    there, not twice. Order: a seeded shuffle (judgekit.core.seeds' "labelling.present").
+    Returns the rows (id, probability, prediction, frame) and their means and bounds as
+    columns (:data:`Head`)."""
     got = derived(src)
     ids = [k for k in got.present if k not in drawn and k in state.y]
     if not ids:
-        return []
+        return [], None
     ids.sort(key=got.index.__getitem__)  # in the source's order
     key = tuple(ids)
     if got.uniform is not None and got.uniform[0] == key:  # the same labels as before
-        return list(got.uniform[1])
+        return list(got.uniform[1]), got.uniform[2]
     n = len(src.items)
     every = active.estimands_for(state.pop)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))
@@ -140,7 +148,8 @@ def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject
     # -+ |w| / 2 / q at it): the first item by size not drawn before t
     when = np.full(n, np.iinfo(np.int64).max)
     when[at] = t
-    means, bounds = {}, {}
+    means: dict[str, list[float]] = {}
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for e in every:
         w = np.asarray(e.weights, float)
         half = np.subtract.accumulate(np.concatenate([[0.5 * float(w.sum())], 0.5 * w[at]]))
@@ -149,15 +158,14 @@ def uniform_first(src: Source, state: State, drawn: set[str]) -> list[JSONObject
         wb = w[big[first]]
         a, b = wb * (0.0 - 0.5) / q, wb * (1.0 - 0.5) / q
         means[e.name] = [round(e.const + h, 12) for h in half[:-1].tolist()]
-        bounds[e.name] = list(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist()))
-    names = [e.name for e in every]
+        bounds[e.name] = (np.minimum(a, b), np.maximum(a, b))
+    cols = {e: (np.array(means[e]), *bounds[e]) for e in means}
     rows: list[JSONObject] = [
-        {"id": k, "probability": p, "prediction": 0.5, "frame": "undrawn",
-         "means": {e: means[e][i] for e in names},
-         "bounds": {e: list(bounds[e][i]) for e in names}}
-        for i, (k, p) in enumerate(zip(drawn_ids, q.tolist()))]
-    got.uniform = (key, rows)
-    return list(rows)
+        {"id": k, "probability": p, "prediction": 0.5, "frame": "undrawn"}
+        for k, p in zip(drawn_ids, q.tolist())]
+    head: Head = (len(rows), cols)
+    got.uniform = (key, rows, head)
+    return list(rows), head
 
 
 def draw_row(every: list[active.Estimand], m: np.ndarray, q: np.ndarray,
@@ -172,7 +180,8 @@ def draw_row(every: list[active.Estimand], m: np.ndarray, q: np.ndarray,
     return {"means": means, "bounds": bounds}
 
 
-def _columns(rows: list[JSONObject], e: active.Estimand, n: int) -> tuple[np.ndarray, ...]:
+def _columns(rows: list[JSONObject], e: active.Estimand, n: int,
+             head: Head | None = None) -> tuple[np.ndarray, ...]:
     """Each counted draw's recorded figures for estimand e, read in one pass: whether it
     was drawn from the undrawn items, its mean and prediction, its term bounds (before
     the labels known at its draw are added), whether it was steered, and its predicted
@@ -184,7 +193,15 @@ def _columns(rows: list[JSONObject], e: active.Estimand, n: int) -> tuple[np.nda
     lo, hi, block, expected = np.empty(k), np.empty(k), np.zeros(k, int), np.full(k, np.nan)
     reach = float(np.abs(e.weights).max()) * n / active.UNIFORM_SHARE
     name = e.name
-    for t, d in enumerate(rows):
+    h = 0
+    if head is not None:  # people's labels: their columns as made
+        h = head[0]
+        means[:h], lo[:h], hi[:h] = head[1][name]
+        lo[:h] += means[:h]
+        hi[:h] += means[:h]
+        new[:h], pred[:h] = 1.0, 0.5
+    for t in range(h, k):
+        d = rows[t]
         m = float(d["means"][name])
         means[t] = m
         pred[t] = float(d["prediction"])
@@ -209,9 +226,13 @@ class Fit(NamedTuple):
     resid: np.ndarray  # each row's cross-fitted residual
     yfull: np.ndarray  # every item's label value (0 where unlabelled)
     model: str = "full"  # the predictor's feature set the cross-fit kept
+    head: Head | None = None
 
 
-def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int) -> Fit:
+def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int,
+                head: Head | None = None) -> Fit:
+    """The counted draws ``rows`` (the first ``head[0]`` of them people's labels, whose
+    means and bounds are ``head``'s columns) with their cross-fitted predictors."""
     got = derived(src)
     index = got.index
     idx = np.array([index[str(d["id"])] for d in rows], int)
@@ -221,7 +242,7 @@ def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int) ->
     yfull[idx] = yv
     items = np.unique(idx)
     if items.size < 2:
-        return Fit(rows, idx, yv, q, {}, [], np.zeros(idx.size), yfull)
+        return Fit(rows, idx, yv, q, {}, [], np.zeros(idx.size), yfull, head=head)
     yi = np.array([state.y[got.ids[i]] for i in items], float)
     fold, preds, model = active.crossfit(state.pop, items, yi, seed)
     fold_of = {int(i): int(k) for i, k in zip(items, fold)}
@@ -230,7 +251,7 @@ def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int) ->
     for kk, p in enumerate(preds):
         m[fk == kk] = p[idx[fk == kk]]
     resid = yv - m
-    return Fit(rows, idx, yv, q, fold_of, preds, resid, yfull, model)
+    return Fit(rows, idx, yv, q, fold_of, preds, resid, yfull, model, head)
 
 
 class Terms(NamedTuple):
@@ -246,7 +267,7 @@ def terms_of(e: active.Estimand, fit: Fit, n: int) -> Terms:
     """Each counted draw's terms for estimand e: des Raj's ordered terms for draws
     without replacement (the labels of items drawn before are known), the
     with-replacement terms for draw lines of the previous version."""
-    new, means, pred, lo, hi, block, expected = _columns(fit.rows, e, n)
+    new, means, pred, lo, hi, block, expected = _columns(fit.rows, e, n, fit.head)
     known = active.known_before(fit.idx, e.weights * fit.yfull)
     z_seq = means + new * known + e.weights[fit.idx] * (fit.yv - pred) / fit.q
     bnd = np.column_stack([lo, hi]) + (new * known)[:, None]
@@ -276,5 +297,6 @@ def counted(src: Source, state: State, seed: int = 0) -> Fit | None:
         if str(d["id"]) not in state.y:
             break
         prefix.append(d)
-    rows = uniform_first(src, state, {str(d["id"]) for d in prefix}) + prefix
-    return fit_counted(src, state, rows, seed) if rows else None
+    first, head = uniform_first(src, state, {str(d["id"]) for d in prefix})
+    rows = first + prefix
+    return fit_counted(src, state, rows, seed, head) if rows else None

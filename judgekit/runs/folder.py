@@ -2,7 +2,9 @@
 
 A run's folder holds results.json (the typed result), one JSONL file per detail
 (``queries.jsonl``, ``items.jsonl``...), failures.jsonl (every failed call with its
-transcript), the method's figures, report.md and report.html. ``judgekit compare`` and
+transcript), the method's figures, report.md and report.html; a recorded-verdicts run
+also its labelling index (label-index.npz, :mod:`judgekit.labelling.snapshot`), which
+labelling reads instead of every item. ``judgekit compare`` and
 ``judgekit card`` write their folders through :func:`write_folder` too. Each file is
 replaced atomically and scrubbed of secrets.
 """
@@ -168,7 +170,8 @@ def label_source(path: Path) -> Any:
     """What ``judgekit label`` and the viewer label: a run folder's items from its
     method's ``items`` hook, or a verdicts file's rows
     (:class:`judgekit.labelling.items.Source`)."""
-    from judgekit.labelling.items import from_run, indexed, load
+    from judgekit.labelling.items import from_run, load
+    from judgekit.labelling.snapshot import source
 
     if not path.is_dir():
         return load(path)
@@ -176,7 +179,7 @@ def label_source(path: Path) -> Any:
         result = load_results(path)
         if result.spec is not None and result.spec.label_index is not None and \
                 result.spec.label_index(result) is not None:
-            src = indexed(path)  # the run's labelling index, when it still holds
+            src = source(path)  # the run's labelling index, when it still holds
             if src is not None:
                 return src
         result, got = run_items(path)
