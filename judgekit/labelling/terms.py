@@ -144,21 +144,21 @@ def uniform_first(src: Source, state: State, drawn: set[str]
     # what draw_row gives under the flat prediction 0.5 and uniform draws, over the
     # undrawn items, as arrays (a Python loop over thousands of people's labels took
     # seconds per request): the sum of w / 2, decreased item by item in the same order
-    # (the same floating-point steps), and the largest |w| among them (the bounds are
-    # -+ |w| / 2 / q at it): the first item by size not drawn before t
-    when = np.full(n, np.iinfo(np.int64).max)
-    when[at] = t
+    # (the same floating-point steps), and the largest |w| among the items not drawn
+    # before t: those never drawn here, or drawn at t or later (the bounds are
+    # -+ |w| / 2 / q at it; w's sign changes nothing, the negation being exact)
+    never = np.ones(n, bool)
+    never[at] = False
     means: dict[str, list[float]] = {}
     bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for e in every:
         w = np.asarray(e.weights, float)
         half = np.subtract.accumulate(np.concatenate([[0.5 * float(w.sum())], 0.5 * w[at]]))
-        big = np.argsort(-np.abs(w), kind="stable")
-        first = np.searchsorted(np.maximum.accumulate(when[big]), t, side="left")
-        wb = w[big[first]]
-        a, b = wb * (0.0 - 0.5) / q, wb * (1.0 - 0.5) / q
+        size = np.abs(w)
+        rest = float(size[never].max()) if never.any() else 0.0
+        big = np.maximum(np.maximum.accumulate(size[at][::-1])[::-1], rest)
         means[e.name] = [round(e.const + h, 12) for h in half[:-1].tolist()]
-        bounds[e.name] = (np.minimum(a, b), np.maximum(a, b))
+        bounds[e.name] = (big * (0.0 - 0.5) / q, big * (1.0 - 0.5) / q)
     cols = {e: (np.array(means[e]), *bounds[e]) for e in means}
     rows: list[JSONObject] = [
         {"id": k, "probability": p, "prediction": 0.5, "frame": "undrawn"}

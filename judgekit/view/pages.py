@@ -155,8 +155,10 @@ def facts_of(ix: Index) -> Facts:
     return ids, verdict, error, labels
 
 
-def _facts_of_file(path: str, starts: np.ndarray, ends: np.ndarray) -> Facts:
-    return facts_of(Index(_mapped(Path(path)), starts, ends))
+def _facts_of_file(path: str, rows: int) -> Facts | None:
+    """The file's facts, indexed here (None: not the ``rows`` rows it was asked for)."""
+    ix = index(Path(path))
+    return facts_of(ix) if len(ix) == rows else None
 
 
 def _facts_apart(ix: Index) -> Facts:
@@ -169,11 +171,12 @@ def _facts_apart(ix: Index) -> Facts:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    try:
+    try:  # the file's name goes, not its offsets: the process finds them again
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
-            return ex.submit(_facts_of_file, str(ix.path), ix.starts, ix.ends).result()
+            got = ex.submit(_facts_of_file, str(ix.path), len(ix)).result()
     except (OSError, BrokenProcessPool):  # no process to be had: parsed here
-        return facts_of(ix)
+        got = None
+    return facts_of(ix) if got is None else got
 
 
 def _mapped(path: Path) -> Any:
