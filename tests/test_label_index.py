@@ -211,3 +211,18 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
         assert [float(head[1][e.name][0][t]) for e in every] == means
         assert [[float(head[1][e.name][1][t]), float(head[1][e.name][2][t])]
                 for e in every] == bounds
+
+
+def test_no_index_past_its_size_and_the_items_are_read(tmp_path, monkeypatch):
+    data = tmp_path / "v.csv"
+    _pointwise(data, n=80)
+    out = tmp_path / "run"
+    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    (out / snapshot.NAME).unlink()
+    monkeypatch.setattr(snapshot, "MAX_ITEMS", 79)
+    snapshot.write(out, "items.jsonl", "pointwise", 80)
+    assert not (out / snapshot.NAME).exists()
+    assert isinstance(label_source(out).items, list)
+    monkeypatch.setattr(snapshot, "MAX_ITEMS", 80)
+    snapshot.write(out, "items.jsonl", "pointwise", 80)
+    assert isinstance(label_source(out).items, snapshot.Items)

@@ -155,9 +155,10 @@ class MethodSpec(Generic[C, P]):
         plan: how many items a decision needs, from a pilot run.
         items: the run's labelable items (what ``judgekit label`` and the viewer's
             labelling page read); a method without it cannot be labelled.
-        label_index: the detail file and shape of the items when ``items`` returns that
-            file's records as they are: the run then writes a labelling index beside
-            them (:mod:`judgekit.labelling.snapshot`), read instead of every item.
+        label_index: the detail file, shape and count of the items when ``items``
+            returns that file's records as they are: the run then writes a labelling
+            index beside them (:mod:`judgekit.labelling.snapshot`), read instead of
+            every item.
     """
 
     name: str
@@ -179,7 +180,7 @@ class MethodSpec(Generic[C, P]):
     compare: Callable[[RunResult[P], RunResult[P], float], Paired] | None = None
     plan: Callable[[RunResult[P], float, tuple[float, ...]], PlanTable] | None = None
     items: Callable[[RunResult[P]], RunItems] | None = None
-    label_index: Callable[[RunResult[P]], tuple[str, str] | None] | None = None
+    label_index: Callable[[RunResult[P]], tuple[str, str, int] | None] | None = None
 
     @property
     def key(self) -> str:

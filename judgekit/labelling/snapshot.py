@@ -30,12 +30,17 @@ from judgekit.stats.active import Population
 
 NAME = "label-index.npz"
 VERSION = 1
+MAX_ITEMS = 2_000_000
 
 
-def write(folder: Path, detail: str, shape: str) -> None:
-    """Write ``folder``'s index of the items in its ``detail`` file (the items hook's
-    rows as they are, one per non-blank line), of ``shape``. A file with no readable
-    verdict gets no index (labelling it says why, as before)."""
+def write(folder: Path, detail: str, shape: str, count: int) -> None:
+    """Write ``folder``'s index of the ``count`` items in its ``detail`` file (the items
+    hook's rows as they are, one per non-blank line), of ``shape``. A file with no
+    readable verdict gets no index (labelling it says why, as before), nor one of more
+    than MAX_ITEMS items: building it would hold every id in memory (about 1 GB at
+    10^7); such a run is labelled by reading its items, and is better sampled first."""
+    if count > MAX_ITEMS:
+        return
     from judgekit.labelling.store import Fingerprint, human_value
     from judgekit.runs.io import write_bytes
 

@@ -124,12 +124,12 @@ def _items(result: RunResult[VerdictsPayload]) -> RunItems:
     return RunItems(p.shape, list(p.items.rows()))
 
 
-def _label_index(result: RunResult[VerdictsPayload]) -> tuple[str, str] | None:
-    """The items file and shape :func:`_items` reads its rows from as they are."""
+def _label_index(result: RunResult[VerdictsPayload]) -> tuple[str, str, int] | None:
+    """The items file, shape and count of the rows :func:`_items` reads as they are."""
     p = result.payload
     if p is None or p.shape not in ("pointwise", "pairwise"):
         return None
-    return p.items.file, p.shape
+    return p.items.file, p.shape, p.items.count
 
 
 SPEC: MethodSpec[VerdictsConfig, VerdictsPayload] = MethodSpec(
