@@ -204,8 +204,8 @@ def _normalise(rows: list[JSONObject], shape: str, where: Path) -> list[JSONObje
     if not out:
         raise DataError(f"{where}: no item with a readable verdict to label")
     flags = unstable_flags([str(x["id"]) for x in out], [mark(x, shape) for x in out],
-                           [bool(x.get("unstable")) for x in out])
-    for x, f in zip(out, flags):
+                           [int(bool(x.get("unstable"))) for x in out])
+    for x, f in zip(out, flags.tolist()):
         x["unstable"] = f
     return out
 
@@ -228,25 +228,38 @@ def shaped(row: JSONObject, shape: str) -> JSONObject | None:
     return dict(row) if row.get("verdict") in (0, 1) else None
 
 
-def mark(item: JSONObject, shape: str) -> object:
+def mark(item: JSONObject, shape: str) -> int:
     """What must agree across an item's repeats: its verdict, or for a pair the answer
-    the judge chose."""
+    the judge chose (a 64-bit hash of its text)."""
     if shape == "pairwise":
-        return str(item.get("first") if item["verdict"] else item.get("second"))
-    return item["verdict"]
+        return hash(str(item.get("first") if item["verdict"] else item.get("second")))
+    return int(item["verdict"])
 
 
-def unstable_flags(ids: list[str], marks: list[object], own: list[bool]) -> list[int]:
+def unstable_flags(ids: Sequence[str], marks: Sequence[int] | np.ndarray,
+                   own: Sequence[int] | np.ndarray
+                   ) -> np.ndarray:
     """``unstable`` = 1 on items whose repeats (same id before "#") got different marks
     (:func:`mark`; for a pair judged in both orders: the judge picked the same slot both
-    times, so its choice followed the position, not the answer), or already flagged."""
-    first: dict[str, object] = {}  # a base id -> its first mark (one dict, no sets:
-    mixed: set[str] = set()  # 10^6 items made 10^6 sets)
+    times, so its choice followed the position, not the answer), or already flagged
+    (``own``). Repeats are found by sorting the ids' hashes (no dict of every id: 10^6
+    items made one of 10^6 entries) and compared by their text."""
     bases = [k.split("#")[0] if "#" in k else k for k in ids]
-    for b, m in zip(bases, marks):
-        if first.setdefault(b, m) != m:
-            mixed.add(b)
-    return [int(o or b in mixed) for b, o in zip(bases, own)]
+    flags = np.asarray(own, np.int8).astype(bool)
+    h = np.fromiter((hash(b) for b in bases), np.int64, len(bases))
+    order = np.argsort(h, kind="stable")
+    hs = h[order]
+    cut = np.flatnonzero(np.diff(hs)) + 1
+    starts, ends = np.concatenate([[0], cut]), np.concatenate([cut, [hs.size]])
+    m = np.asarray(marks, np.int64)
+    for a, b in zip(starts[ends - starts > 1].tolist(), ends[ends - starts > 1].tolist()):
+        groups: dict[str, list[int]] = {}
+        for i in order[a:b].tolist():
+            groups.setdefault(bases[i], []).append(i)
+        for members in groups.values():
+            if len(members) > 1 and np.unique(m[members]).size > 1:
+                flags[members] = True
+    return flags.astype(np.int8)
 
 
 def present_labels(src: Source) -> dict[str, float]:

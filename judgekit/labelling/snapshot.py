@@ -48,11 +48,10 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     ids: list[str] = []
     seen: dict[str, int] = {}
     starts, ends = array.array("q"), array.array("q")
-    verdict, own = array.array("b"), array.array("b")
+    verdict, own, marks = array.array("b"), array.array("b"), array.array("q")
     score, present = array.array("d"), array.array("d")
-    systems: list[object] = []
+    systems: list[object] = []  # each item's system, one string per name
     names: dict[str, str] = {}
-    marks: list[object] = []
     scored = True
     finger = Fingerprint()
     k = 0
@@ -79,16 +78,15 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
             score.append(np.nan if s is None else s)
             sys_ = item.get("system")
             systems.append(None if sys_ is None else names.setdefault(str(sys_), str(sys_)))
-            mk = it.mark(item, shape)
-            marks.append(names.setdefault(mk, mk) if isinstance(mk, str) else mk)
+            marks.append(it.mark(item, shape))
             lab = human_value(item.get("label" if shape == "pairwise" else "human"), shape)
             present.append(np.nan if lab is None else lab)
             finger.add(item)
     if not ids:
         return
     del seen
-    unstable = np.array(it.unstable_flags(ids, marks, [bool(o) for o in own]), np.int8)
-    del marks
+    unstable = it.unstable_flags(ids, np.frombuffer(marks, np.int64),
+                                 np.frombuffer(own, np.int8))
     pop = it.population_of(np.frombuffer(verdict, np.int8).astype(np.int64),
                            np.frombuffer(score, float) if scored else None, systems,
                            unstable)
