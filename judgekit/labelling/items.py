@@ -220,12 +220,19 @@ def numbered(row: JSONObject, k: int, shape: str, seen: dict[str, int]) -> str:
     return base if n == 0 else f"{base}#{n + 1}"
 
 
-def shaped(row: JSONObject, shape: str) -> JSONObject | None:
-    """A copy of ``row`` with its 0/1 ``verdict`` (None: no readable verdict)."""
+def shaped(row: JSONObject, shape: str, copy: bool = True) -> JSONObject | None:
+    """``row`` (a copy, or itself) with its 0/1 ``verdict`` (None: no readable
+    verdict)."""
     if shape == "pairwise":
         w = row.get("winner")
-        return {**row, "verdict": int(w == "first")} if w in ("first", "second") else None
-    return dict(row) if row.get("verdict") in (0, 1) else None
+        if w not in ("first", "second"):
+            return None
+        out = dict(row) if copy else row
+        out["verdict"] = int(w == "first")
+        return out
+    if row.get("verdict") not in (0, 1):
+        return None
+    return dict(row) if copy else row
 
 
 def mark(item: JSONObject, shape: str) -> int:

@@ -56,15 +56,17 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     finger = Fingerprint()
     k = 0
     pos = 0
+    people = "label" if shape == "pairwise" else "human"
+    nan = float("nan")
     with path.open("rb") as fh:
         for raw in fh:
             start, pos = pos, pos + len(raw)
-            if not raw.strip():
+            if len(raw) < 8 and not raw.strip():  # every record is "{...}"
                 continue
             row = json_loads(raw.decode("utf-8"))
             key = it.numbered(row, k, shape, seen)
             k += 1
-            item = it.shaped(row, shape)
+            item = it.shaped(row, shape, copy=False)  # the row is not used again
             if item is None:
                 continue
             item["id"] = key
@@ -74,13 +76,14 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
             starts.append(start)
             ends.append(start + len(raw.rstrip(b"\r\n")))
             verdict.append(int(item["verdict"]))
-            own.append(int(bool(item.get("unstable"))))
-            score.append(np.nan if s is None else s)
+            own.append(1 if item.get("unstable") else 0)
+            score.append(nan if s is None else s)
             sys_ = item.get("system")
             systems.append(None if sys_ is None else names.setdefault(str(sys_), str(sys_)))
             marks.append(it.mark(item, shape))
-            lab = human_value(item.get("label" if shape == "pairwise" else "human"), shape)
-            present.append(np.nan if lab is None else lab)
+            got = item.get(people)
+            lab = None if got is None else human_value(got, shape)
+            present.append(nan if lab is None else lab)
             finger.add(item)
     if not ids:
         return
