@@ -34,6 +34,17 @@ def _pointwise(path: Path, n: int = 400, seed: int = 2) -> None:
                         f"{r.random():.3f}", r.choice(["", "", "1", "0", "pass"])])
 
 
+def _analysed(tmp_path: Path, n: int = 400, seed: int = 2, name: str = "run") -> Path:
+    """A run folder of ``judgekit analyse`` on a pointwise file (made once per tmp_path)."""
+    data = tmp_path / "v.csv"
+    if not data.exists():
+        _pointwise(data, n=n, seed=seed)
+    out = tmp_path / name
+    got = jk("analyse", str(data), "--out", str(out), cwd=tmp_path)
+    assert got.returncode == 0, got.stderr
+    return out
+
+
 def _read_every_item(folder: Path) -> it.Source:
     result, got = run_items(folder)
     return it.from_run(folder, result.method, item_details(result), got)
@@ -53,10 +64,7 @@ def _same(a: it.Source, b: it.Source) -> None:
 
 
 def test_the_index_gives_what_reading_every_item_gives(tmp_path):
-    data = tmp_path / "v.csv"
-    _pointwise(data)
-    out = tmp_path / "run"
-    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    out = _analysed(tmp_path)
     assert (out / snapshot.NAME).is_file()
     listed = json.loads((out / ".judgekit-outputs.json").read_text())
     assert snapshot.NAME in json.dumps(listed)  # the run's own output (--overwrite)
@@ -94,10 +102,7 @@ def test_pairs_in_both_orders_through_the_index(tmp_path):
 
 
 def test_an_index_that_no_longer_describes_its_items_is_not_used(tmp_path):
-    data = tmp_path / "v.csv"
-    _pointwise(data, n=120)
-    out = tmp_path / "run"
-    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    out = _analysed(tmp_path, n=120)
     items = out / "items.jsonl"
     # copied elsewhere (a new modification time, the same bytes): still used
     st = items.stat()
@@ -123,12 +128,8 @@ def test_an_index_that_no_longer_describes_its_items_is_not_used(tmp_path):
 def test_labelling_through_the_index_gives_the_same_session(tmp_path):
     from judgekit.labelling import session
 
-    data = tmp_path / "v.csv"
-    _pointwise(data, n=300)
-    out = tmp_path / "run"
-    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
-    twin = tmp_path / "twin"
-    assert jk("analyse", str(data), "--out", str(twin), cwd=tmp_path).returncode == 0
+    out = _analysed(tmp_path, n=300)
+    twin = _analysed(tmp_path, name="twin")
     (twin / snapshot.NAME).unlink()  # the same run, read item by item
     figures = []
     for folder in (out, twin):
@@ -214,10 +215,7 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
 
 
 def test_no_index_past_its_size_and_the_items_are_read(tmp_path, monkeypatch):
-    data = tmp_path / "v.csv"
-    _pointwise(data, n=80)
-    out = tmp_path / "run"
-    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    out = _analysed(tmp_path, n=80)
     (out / snapshot.NAME).unlink()
     monkeypatch.setattr(snapshot, "MAX_ITEMS", 79)
     snapshot.write(out, "items.jsonl", "pointwise", 80)
