@@ -224,3 +224,23 @@ def test_no_index_past_its_size_and_the_items_are_read(tmp_path, monkeypatch):
     monkeypatch.setattr(snapshot, "MAX_ITEMS", 80)
     snapshot.write(out, "items.jsonl", "pointwise", 80)
     assert isinstance(label_source(out).items, snapshot.Items)
+
+
+def test_id_lookup_from_the_index_is_the_dict_it_replaces(tmp_path, monkeypatch):
+    out = _analysed(tmp_path, n=150)
+    src = label_source(out)
+    pos = it.Derived(src).index
+    assert isinstance(pos, snapshot.Positions)
+    want = {k: i for i, k in enumerate(it.Derived(_read_every_item(out)).ids)}
+    assert len(pos.known) > 0 and len(pos.known) < len(want)  # people's labels in a dict
+    assert all(pos[k] == i for k, i in want.items()) and len(pos) == len(want)
+    for bad in ("nope", "q1#99", "", 3):
+        assert bad not in pos
+    with np.testing.assert_raises(KeyError):
+        pos["nope"]
+    # every id hashing alike: the lookup still finds each by its text
+    ix = snapshot.read(out)
+    monkeypatch.setattr(snapshot, "h64", lambda key: 7)
+    same = snapshot.Positions(ix._replace(hashed=np.full(len(ix.ids), 7, np.int64),
+                                          order=np.arange(len(ix.ids))))
+    assert all(same[k] == i for k, i in want.items()) and "nope" not in same

@@ -53,11 +53,12 @@ class Derived:
             self.pop = ix.population()
             self.present = ix.present_labels()
             self._fingerprint = ix.fingerprint
+            self.index: Mapping[str, int] = ix.positions()
         else:
             self.ids = [str(x["id"]) for x in src.items]
             self.pop = population(src.items)
             self.present = _present(src)
-        self.index = dict(zip(self.ids, range(len(self.ids))))
+            self.index = dict(zip(self.ids, range(len(self.ids))))
         # people's labels in the source as the first draws (terms.uniform_first), by the
         # ids they were made for
         self.uniform: tuple[tuple[str, ...], list[JSONObject], Any] | None = None
@@ -79,7 +80,7 @@ class Derived:
 
 
 class _ById(Mapping[str, JSONObject]):
-    def __init__(self, index: dict[str, int], items: Sequence[JSONObject]) -> None:
+    def __init__(self, index: Mapping[str, int], items: Sequence[JSONObject]) -> None:
         self._index, self._items = index, items
 
     def __getitem__(self, key: str) -> JSONObject:

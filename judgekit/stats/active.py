@@ -49,7 +49,7 @@ Pure functions and arrays: files, items and the command line are judgekit.labell
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -194,18 +194,22 @@ def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
     x = _features(pop) if features is None else features
     x = x[:, :{"trust": x.shape[1], "full": x.shape[1], "verdict": 2, "flat": 1}[model]]
     yl = np.clip(np.asarray(y, float), 0.0, 1.0)
-    offset = None
-    if model == "trust":
-        f = pop.verdict.astype(float)
-        prior = np.clip(pop.score.astype(float), 0.02, 0.98) if pop.score is not None \
-            else 0.2 + 0.6 * f
-        offset = np.log(prior / (1 - prior))
-    beta_l = _logistic(x[labelled], yl, ridge, None if offset is None else offset[labelled])
-    m = _curve(x[at], beta_l, None if offset is None else offset[at])
+
+    def offset(rows: Any) -> np.ndarray | None:  # the judge's own logit, where trusted
+        if model != "trust":
+            return None
+        prior = np.clip(pop.score[rows].astype(float), 0.02, 0.98) \
+            if pop.score is not None else 0.2 + 0.6 * pop.verdict[rows].astype(float)
+        return np.asarray(np.log(prior / (1 - prior)))
+
+    off_l = offset(labelled)  # computed on the rows used only (elementwise: the same)
+    xl = x[labelled]
+    beta_l = _logistic(xl, yl, ridge, off_l)
+    m = _curve(x[at], beta_l, offset(at))
     # a linear recalibration on top (least squares of the labels on m): labels that
     # annotators flip at a rate e have P(y = 1) in [e, 1 - e], a range the logistic
     # curve cannot end in
-    ml = _curve(x[labelled], beta_l, None if offset is None else offset[labelled])
+    ml = _curve(xl, beta_l, off_l)
     var = float(ml.var())
     if labelled.size < 10 or var <= 1e-9:
         return m
