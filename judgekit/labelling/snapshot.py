@@ -42,7 +42,7 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     if count > MAX_ITEMS:
         return
     from judgekit.labelling.store import Fingerprint, human_value
-    from judgekit.runs.io import write_bytes
+    from judgekit.runs.io import write_with
 
     path = folder / detail
     ids: list[str] = []
@@ -99,18 +99,16 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     meta = {"version": VERSION, "detail": detail, "shape": shape, "items": len(ids),
             "size": st.st_size, "mtime_ns": st.st_mtime_ns, "digest": _digest(path),
             "fingerprint": finger.value(), "names": list(pop.systems), "scored": scored}
-    import io
+    ids_json = json.dumps(ids, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
-    buf = io.BytesIO()
-    np.savez(buf, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-             ids=np.frombuffer(json.dumps(ids, ensure_ascii=False).encode("utf-8",
-                                                                          "surrogatepass"),
-                               np.uint8),
-             starts=np.frombuffer(starts, np.int64), ends=np.frombuffer(ends, np.int64),
-             verdict=np.frombuffer(verdict, np.int8), score=np.frombuffer(score, float),
-             system=pop.system.astype(np.int32), unstable=unstable,
-             present=np.frombuffer(present, float), hashed=hashed[order], order=order)
-    write_bytes(folder / NAME, buf.getvalue())
+    def fill(fh: Any) -> None:  # streamed into the file, no copy of the archive held
+        np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
+                 ids=np.frombuffer(ids_json, np.uint8),
+                 starts=np.frombuffer(starts, np.int64), ends=np.frombuffer(ends, np.int64),
+                 verdict=np.frombuffer(verdict, np.int8), score=np.frombuffer(score, float),
+                 system=pop.system.astype(np.int32), unstable=unstable,
+                 present=np.frombuffer(present, float), hashed=hashed[order], order=order)
+    write_with(folder / NAME, fill)
 
 
 def h64(key: str) -> int:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -70,7 +70,14 @@ def write_bytes(path: Path, data: bytes) -> None:
     _atomic(path, (data,))
 
 
-def _atomic(path: Path, chunks: Iterable[bytes]) -> None:
+def write_with(path: Path, fill: Callable[[BinaryIO], object]) -> None:
+    """What ``fill`` writes to a binary file (seekable: e.g. ``numpy.savez``), into
+    ``path`` atomically, as ``write_bytes`` (no copy of it held in memory first)."""
+    _atomic(path, fill=fill)
+
+
+def _atomic(path: Path, chunks: Iterable[bytes] = (),
+            fill: Callable[[BinaryIO], object] | None = None) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +89,8 @@ def _atomic(path: Path, chunks: Iterable[bytes]) -> None:
             with os.fdopen(fd, "wb") as fh:
                 for chunk in chunks:
                     fh.write(chunk)
+                if fill is not None:
+                    fill(fh)
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
