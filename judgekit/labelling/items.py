@@ -12,6 +12,7 @@ import numpy as np
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.spec import RunItems
+from judgekit.labelling.store import fingerprint, human_value
 from judgekit.stats.active import Population
 
 LABELS_FILE = "labels.jsonl"
@@ -71,8 +72,6 @@ class Derived:
     @property
     def fingerprint(self) -> JSONObject:
         if self._fingerprint is None:
-            from judgekit.labelling.store import fingerprint
-
             self._fingerprint = fingerprint(self._items)
         return self._fingerprint
 
@@ -279,15 +278,18 @@ def present_labels(src: Source) -> dict[str, float]:
 
 
 def _present(src: Source) -> dict[str, float]:
-    from judgekit.labelling.store import human_value
-
     out = {}
     for x in src.items:
-        raw = x.get("label") if src.shape == "pairwise" else x.get("human")
-        v = None if raw is None else human_value(raw, src.shape)
+        v = present_value(x, src.shape)
         if v is not None:
             out[str(x["id"])] = v
     return out
+
+
+def present_value(item: JSONObject, shape: str) -> float | None:
+    """People's label already on ``item`` (a human or label column), as a value."""
+    raw = item.get("label") if shape == "pairwise" else item.get("human")
+    return None if raw is None else human_value(raw, shape)
 
 
 def score_of(item: JSONObject, where: Path) -> float | None:

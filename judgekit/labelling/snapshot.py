@@ -41,7 +41,7 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     10^7); such a run is labelled by reading its items, and is better sampled first."""
     if count > MAX_ITEMS:
         return
-    from judgekit.labelling.store import Fingerprint, human_value
+    from judgekit.labelling.store import Fingerprint
     from judgekit.runs.io import write_with
 
     path = folder / detail
@@ -56,10 +56,11 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     finger = Fingerprint()
     k = 0
     pos = 0
-    people = "label" if shape == "pairwise" else "human"
     nan = float("nan")
+    digest = _hasher()  # of the bytes as read here: the file is not read a second time
     with path.open("rb") as fh:
         for raw in fh:
+            digest.update(raw)
             start, pos = pos, pos + len(raw)
             if len(raw) < 8 and not raw.strip():  # every record is "{...}"
                 continue
@@ -81,8 +82,7 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
             sys_ = item.get("system")
             systems.append(None if sys_ is None else names.setdefault(str(sys_), str(sys_)))
             marks.append(it.mark(item, shape))
-            got = item.get(people)
-            lab = None if got is None else human_value(got, shape)
+            lab = it.present_value(item, shape)
             present.append(nan if lab is None else lab)
             finger.add(item)
     if not ids:
@@ -97,7 +97,7 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     order = np.argsort(hashed, kind="stable")
     st = os.stat(path)
     meta = {"version": VERSION, "detail": detail, "shape": shape, "items": len(ids),
-            "size": st.st_size, "mtime_ns": st.st_mtime_ns, "digest": _digest(path),
+            "size": st.st_size, "mtime_ns": st.st_mtime_ns, "digest": digest.hexdigest(),
             "fingerprint": finger.value(), "names": list(pop.systems), "scored": scored}
     ids_json = json.dumps(ids, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
@@ -119,10 +119,14 @@ def h64(key: str) -> int:
                                           digest_size=8).digest(), "little", signed=True)
 
 
-def _digest(path: Path) -> str:
+def _hasher() -> Any:
     import hashlib
 
-    h = hashlib.blake2b(digest_size=16)
+    return hashlib.blake2b(digest_size=16)
+
+
+def _digest(path: Path) -> str:
+    h = _hasher()
     with path.open("rb") as fh:
         while chunk := fh.read(1 << 22):
             h.update(chunk)

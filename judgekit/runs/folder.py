@@ -162,8 +162,12 @@ def run_items(folder: Path) -> tuple[RunResult[Any], RunItems | None]:
     """A run and its labelable items, from its method's ``items`` hook (None: the method
     has none)."""
     result = load_results(folder)
+    return result, _items_of(result)
+
+
+def _items_of(result: RunResult[Any]) -> RunItems | None:
     hook = result.spec.items if result.spec is not None else None
-    return result, (hook(result) if hook is not None else None)
+    return hook(result) if hook is not None else None
 
 
 def label_source(path: Path) -> Any:
@@ -177,12 +181,13 @@ def label_source(path: Path) -> Any:
         return load(path)
     try:
         result = load_results(path)
-        if result.spec is not None and result.spec.label_index is not None and \
-                result.spec.label_index(result) is not None:
+        spec = result.spec
+        if spec is not None and spec.label_index is not None and \
+                spec.label_index(result) is not None:
             src = source(path)  # the run's labelling index, when it still holds
             if src is not None:
                 return src
-        result, got = run_items(path)
+        got = _items_of(result)  # the results already loaded
     except (ConfigError, DataError) as exc:
         raise DataError(f"{path}: not a run folder ({exc})") from None
     return from_run(path, result.method, item_details(result), got)
