@@ -198,7 +198,7 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
     got = session.recorded(src)
     state = terms.state_of(src, got.which)
     rows, head = terms.uniform_first(src, state, set())
-    assert head is not None and head[0] == len(rows)
+    assert head is not None and head.count == len(rows)
     d = it.Derived(src)
     ids = sorted((k for k in d.present if k in state.y), key=d.index.__getitem__)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))
@@ -209,8 +209,8 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
     assert [r["id"] for r in rows] == [ids[k] for k in order]
     for t, (r, (q, means, bounds)) in enumerate(zip(rows, ref)):
         assert r["probability"] == q and r["prediction"] == 0.5
-        assert [float(head[1][e.name][0][t]) for e in every] == means
-        assert [[float(head[1][e.name][1][t]), float(head[1][e.name][2][t])]
+        assert [float(head.cols[e.name][0][t]) for e in every] == means
+        assert [[float(head.cols[e.name][1][t]), float(head.cols[e.name][2][t])]
                 for e in every] == bounds
 
 
@@ -244,3 +244,74 @@ def test_id_lookup_from_the_index_is_the_dict_it_replaces(tmp_path, monkeypatch)
     same = snapshot.Positions(ix._replace(hashed=np.full(len(ix.ids), 7, np.int64),
                                           order=np.arange(len(ix.ids))))
     assert all(same[k] == i for k, i in want.items()) and "nope" not in same
+
+
+def test_ids_come_from_their_block_and_a_torn_block_is_not_used(tmp_path):
+    data = tmp_path / "u.csv"
+    names = ["caf\u00e9", "\u65e5\u672c", "a,b", "x" * 300, "\u00e9\u00e9", "plain"]
+    with data.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "question", "answer", "judge", "human"])
+        for i in range(60):
+            w.writerow([f"{names[i % 6]}-{i}", f"Q{i}", f"A{i}", i % 2, ["", "1"][i % 5 == 0]])
+    out = tmp_path / "run"
+    assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
+    ix = snapshot.read(out)
+    assert ix is not None
+    every = [str(x["id"]) for x in _read_every_item(out).items]
+    assert list(ix.ids) == every and ix.ids == every and len(ix.ids) == 60
+    assert ix.ids[-1] == every[-1] and ix.ids[0] == every[0] and ix.ids[2:5] == every[2:5]
+    assert ix.ids.take(np.array([7, 0, 7])) == [every[7], every[0], every[7]]
+    for bad in (60, -61):
+        try:
+            ix.ids[bad]
+        except IndexError:
+            continue
+        raise AssertionError(f"ids[{bad}] did not raise")
+    with np.load(out / snapshot.NAME, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["id_ends"] = arrays["id_ends"].copy()
+    arrays["id_ends"][-1] += 1  # ends past the block: not the ids it was written with
+    with (out / snapshot.NAME).open("wb") as fh:
+        np.savez(fh, **arrays)
+    assert snapshot.read(out) is None
+    assert isinstance(label_source(out).items, list)  # the items are read instead
+
+
+def test_background_facts_wait_for_a_quiet_server_and_pause_for_labels(tmp_path,
+                                                                      monkeypatch):
+    import threading
+    import time
+
+    from judgekit.view import pages
+
+    monkeypatch.setattr(pages, "_SERVING", [1, time.monotonic()])  # a request in flight
+    monkeypatch.setattr(pages, "IDLE_S", 0.0)
+    started = threading.Event()
+    t = threading.Thread(target=pages._when_quiet, args=(started.set,), daemon=True)
+    t.start()
+    assert not started.wait(0.3)
+    pages._SERVING[0] = 0  # the request answered
+    assert started.wait(30)
+    # a builder apart waits at its gate while a label is computed, then goes on
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps({"id": f"r{i}", "verdict": i % 2}) + "\n"
+                            for i in range(50)))
+    ix = pages.index(path)
+    gate = threading.Event()  # the server's gate (a process Event there: the same calls)
+    gate.set()
+    monkeypatch.setattr(pages, "_BUSY", [0, gate])
+    monkeypatch.setattr(pages, "_GATE", gate)
+    monkeypatch.setattr(pages, "STEP", 10)
+    monkeypatch.setattr(pages, "PAUSE_S", 60.0)
+    got: list = []
+    with pages.foreground():
+        assert not gate.is_set()
+        b = threading.Thread(target=lambda: got.append(pages.facts_of(ix, pages._wait_gate)),
+                             daemon=True)
+        b.start()
+        b.join(0.3)
+        assert b.is_alive() and not got  # held at its first check
+    assert gate.is_set()
+    b.join(30)
+    assert got and got[0][0] == pages.facts_of(ix)[0]

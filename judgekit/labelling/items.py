@@ -3,7 +3,7 @@ or straight from a file of recorded verdicts (any format ``judgekit analyse`` re
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -63,6 +63,24 @@ class Derived:
         # people's labels in the source as the first draws (terms.uniform_first), by the
         # ids they were made for
         self.uniform: tuple[tuple[str, ...], list[JSONObject], Any] | None = None
+
+    def locate(self, keys: Iterable[str], strict: bool = True) -> tuple[list[str], np.ndarray]:
+        """The ``keys`` that are ids of the source and their positions, in the keys'
+        order (one dict lookup each; a :class:`KeyError` for one that is not, unless
+        ``strict`` is False: it is left out)."""
+        known = getattr(self.index, "known", self.index)  # a snapshot's labelled ids
+        found, at = [], []
+        for k in keys:
+            i = known.get(k)
+            if i is None:
+                if k not in self.index:
+                    if strict:
+                        raise KeyError(k)
+                    continue
+                i = self.index[k]
+            found.append(k)
+            at.append(i)
+        return found, np.array(at, np.int64)
 
     @property
     def by_id(self) -> Mapping[str, JSONObject]:

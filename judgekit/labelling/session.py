@@ -132,9 +132,11 @@ def _estimate(src: Source, state: State, target_width: float, level: float,
     rows = first + prefix
     fit = fit_counted(src, state, rows, seed, head) if rows else None
     known = derived(src)
-    labelled = np.array(sorted(known.index[k] for k in y if k in known.index), int)
+    keys, at = known.locate(y, strict=False)
+    by = np.argsort(at, kind="stable")  # in the source's order
+    labelled = at[by]
     m_next = active.fit_predictor(state.pop, labelled, np.array(
-        [y[known.ids[i]] for i in labelled]),
+        [y[keys[k]] for k in by.tolist()], float),
         model=fit.model if fit is not None else "full")
     future: list[float | None] = [None] * len(ests)
     if fit is not None and fit.preds:
@@ -264,12 +266,10 @@ def next_draws(src: Source, state: State, batch: int, seed: int, target_width: f
         head = {"seed": seed, "for": which, "level": level, "target_width": target_width,
                 "design": design, "label_error": label_error}
     rng = np.random.default_rng([seed, b])
-    index = derived(src).index
+    known = derived(src)
     undrawn = np.ones(len(ids), bool)
-    for d in labels.draws:
-        undrawn[index[str(d["id"])]] = False
-    for k in present_labels(src):
-        undrawn[index[k]] = False
+    undrawn[known.locate(str(d["id"]) for d in labels.draws)[1]] = False
+    undrawn[known.locate(present_labels(src))[1]] = False
     want = min(batch, len(ids) - len(y), max(1, st.labels_needed))
     plan = max((f.draws + (f.draws_needed or 0) for f in st.figures), default=0)
     new: list[JSONObject] = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 import array
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, overload
 
@@ -29,7 +29,7 @@ from judgekit.labelling.items import LABELS_FILE, Indexed, Source
 from judgekit.stats.active import Population
 
 NAME = "label-index.npz"
-VERSION = 2
+VERSION = 3  # 3: ids as one UTF-8 block and their ends (2: a JSON list)
 MAX_ITEMS = 2_000_000
 
 
@@ -99,11 +99,14 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     meta = {"version": VERSION, "detail": detail, "shape": shape, "items": len(ids),
             "size": st.st_size, "mtime_ns": st.st_mtime_ns, "digest": digest.hexdigest(),
             "fingerprint": finger.value(), "names": list(pop.systems), "scored": scored}
-    ids_json = json.dumps(ids, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    coded = [k.encode("utf-8", "surrogatepass") for k in ids]
+    id_ends = np.cumsum(np.fromiter(map(len, coded), np.int64, len(coded)))
+    id_blob = b"".join(coded)
+    del coded
 
     def fill(fh: Any) -> None:  # streamed into the file, no copy of the archive held
         np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-                 ids=np.frombuffer(ids_json, np.uint8),
+                 ids=np.frombuffer(id_blob, np.uint8), id_ends=id_ends,
                  starts=np.frombuffer(starts, np.int64), ends=np.frombuffer(ends, np.int64),
                  verdict=np.frombuffer(verdict, np.int8), score=np.frombuffer(score, float),
                  system=pop.system.astype(np.int32), unstable=unstable,
@@ -133,12 +136,57 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
+class Ids(Sequence[str]):
+    """The index's ids, each decoded when it is asked for (a list of 10^6 ids took a
+    tenth of a second to make on every first request): one UTF-8 block and where each
+    id ends in it."""
+
+    def __init__(self, blob: bytes, ends: np.ndarray) -> None:
+        self.blob, self.ends = blob, ends
+
+    def __len__(self) -> int:
+        return int(self.ends.size)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return self.take(np.arange(*i.indices(len(self))))
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(i)
+        i = int(i) % n
+        a = int(self.ends[i - 1]) if i else 0
+        return self.blob[a:int(self.ends[i])].decode("utf-8", "surrogatepass")
+
+    def take(self, at: np.ndarray) -> list[str]:
+        """The ids at positions ``at`` (non-negative), in that order."""
+        at = np.asarray(at, np.int64)
+        ends = self.ends[at]
+        starts = np.where(at > 0, self.ends[np.maximum(at - 1, 0)], 0)
+        b = self.blob
+        return [b[a:z].decode("utf-8", "surrogatepass")
+                for a, z in zip(starts.tolist(), ends.tolist())]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.take(np.arange(len(self))))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class Index(NamedTuple):
     """A read index: the columns, and where the records are."""
 
     path: Path  # the item file
     shape: str
-    ids: list[str]
+    ids: Ids
     starts: np.ndarray
     ends: np.ndarray
     verdict: np.ndarray
@@ -158,7 +206,7 @@ class Index(NamedTuple):
 
     def present_labels(self) -> dict[str, float]:
         at = np.flatnonzero(~np.isnan(self.present))
-        return {self.ids[i]: float(self.present[i]) for i in at.tolist()}
+        return dict(zip(self.ids.take(at), self.present[at].tolist()))
 
     def positions(self) -> Positions:
         return Positions(self)
@@ -171,8 +219,8 @@ class Positions(Mapping[str, int]):
 
     def __init__(self, ix: Index) -> None:
         self.ix = ix
-        at = np.flatnonzero(~np.isnan(ix.present)).tolist()
-        self.known = dict(zip((ix.ids[i] for i in at), at))
+        at = np.flatnonzero(~np.isnan(ix.present))
+        self.known = dict(zip(ix.ids.take(at), at.tolist()))
 
     def __getitem__(self, key: str) -> int:
         got = self.known.get(key) if isinstance(key, str) else None
@@ -219,11 +267,15 @@ def read(folder: Path) -> Index | None:
             if st.st_size != meta["size"] or (st.st_mtime_ns != meta["mtime_ns"] and
                                                _digest(path) != meta["digest"]):
                 return None
-            ids = json.loads(z["ids"].tobytes().decode("utf-8", "surrogatepass"))
+            ids = Ids(z["ids"].tobytes(), z["id_ends"])
             cols = {k: z[k] for k in ("starts", "ends", "verdict", "score", "system",
                                       "unstable", "present", "hashed", "order")}
     except (OSError, ValueError, KeyError, TypeError):  # unreadable: read the items
         return None
+    ends = ids.ends
+    if ends.dtype != np.int64 or (ends.size and (int(ends[-1]) != len(ids.blob) or int(
+            ends[0]) < 0 or bool(np.any(ends[1:] < ends[:-1])))):
+        return None  # ids that do not tile their block
     if any(len(v) != len(ids) for v in cols.values()) or len(ids) != meta["items"]:
         return None
     return Index(path, str(meta["shape"]), ids, cols["starts"], cols["ends"],

@@ -111,9 +111,14 @@ def label_error_of(src: Source, labels: store.Labels, setting: float | str | Non
     return e, ci
 
 
-# people's labels as first draws (uniform_first): how many rows, and per estimand the
-# columns of their means and bounds
-Head = tuple[int, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]]
+class Head(NamedTuple):
+    """People's labels as first draws (:func:`uniform_first`): how many, the items and
+    their draw probabilities, and per estimand the columns of their means and bounds."""
+
+    count: int
+    at: np.ndarray
+    q: np.ndarray
+    cols: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def uniform_first(src: Source, state: State, drawn: set[str]
@@ -127,18 +132,19 @@ def uniform_first(src: Source, state: State, drawn: set[str]
     Returns the rows (id, probability, prediction, frame) and their means and bounds as
     columns (:data:`Head`)."""
     got = derived(src)
-    ids = [k for k in got.present if k not in drawn and k in state.y]
+    y = state.y
+    ids, at = got.locate((k for k in got.present if k not in drawn and k in y), strict=False)
     if not ids:
         return [], None
-    ids.sort(key=got.index.__getitem__)  # in the source's order
-    key = tuple(ids)
+    by = np.argsort(at, kind="stable")  # in the source's order
+    key = tuple(ids[k] for k in by.tolist())
     if got.uniform is not None and got.uniform[0] == key:  # the same labels as before
         return list(got.uniform[1]), got.uniform[2]
     n = len(src.items)
     every = active.estimands_for(state.pop)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))
-    drawn_ids = [ids[k] for k in order.tolist()]
-    at = np.array([got.index[k] for k in drawn_ids], np.int64)  # t-th drawn item
+    drawn_ids = [key[k] for k in order.tolist()]
+    at = at[by][order]  # t-th drawn item
     t = np.arange(at.size)
     q = 1.0 / (n - t)  # uniform among the n - t items not drawn before
     # what draw_row gives under the flat prediction 0.5 and uniform draws, over the
@@ -149,21 +155,19 @@ def uniform_first(src: Source, state: State, drawn: set[str]
     # -+ |w| / 2 / q at it; w's sign changes nothing, the negation being exact)
     never = np.ones(n, bool)
     never[at] = False
-    means: dict[str, list[float]] = {}
-    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    cols = {}
     for e in every:
         w = np.asarray(e.weights, float)
         half = np.subtract.accumulate(np.concatenate([[0.5 * float(w.sum())], 0.5 * w[at]]))
         size = np.abs(w)
         rest = float(size[never].max()) if never.any() else 0.0
         big = np.maximum(np.maximum.accumulate(size[at][::-1])[::-1], rest)
-        means[e.name] = [round(e.const + h, 12) for h in half[:-1].tolist()]
-        bounds[e.name] = (big * (0.0 - 0.5) / q, big * (1.0 - 0.5) / q)
-    cols = {e: (np.array(means[e]), *bounds[e]) for e in means}
+        cols[e.name] = (np.round(e.const + half[:-1], 12), big * (0.0 - 0.5) / q,
+                        big * (1.0 - 0.5) / q)
     rows: list[JSONObject] = [
         {"id": k, "probability": p, "prediction": 0.5, "frame": "undrawn"}
         for k, p in zip(drawn_ids, q.tolist())]
-    head: Head = (len(rows), cols)
+    head = Head(len(rows), at, q, cols)
     got.uniform = (key, rows, head)
     return list(rows), head
 
@@ -195,8 +199,8 @@ def _columns(rows: list[JSONObject], e: active.Estimand, n: int,
     name = e.name
     h = 0
     if head is not None:  # people's labels: their columns as made
-        h = head[0]
-        means[:h], lo[:h], hi[:h] = head[1][name]
+        h = head.count
+        means[:h], lo[:h], hi[:h] = head.cols[name]
         lo[:h] += means[:h]
         hi[:h] += means[:h]
         new[:h], pred[:h] = 1.0, 0.5
@@ -221,7 +225,8 @@ class Fit(NamedTuple):
     idx: np.ndarray  # each row's item index
     yv: np.ndarray  # each row's label value
     q: np.ndarray  # each row's draw probability
-    fold_of: dict[int, int]  # labelled item -> its fold
+    items: np.ndarray  # the labelled items (sorted)
+    fold: np.ndarray  # each one's fold
     preds: list[np.ndarray]  # each fold's predictor
     resid: np.ndarray  # each row's cross-fitted residual
     yfull: np.ndarray  # every item's label value (0 where unlabelled)
@@ -231,27 +236,33 @@ class Fit(NamedTuple):
 
 def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int,
                 head: Head | None = None) -> Fit:
-    """The counted draws ``rows`` (the first ``head[0]`` of them people's labels, whose
-    means and bounds are ``head``'s columns) with their cross-fitted predictors."""
+    """The counted draws ``rows`` (the first ``head.count`` of them people's labels,
+    whose items, probabilities, means and bounds are ``head``'s columns) with their
+    cross-fitted predictors."""
     got = derived(src)
-    index = got.index
-    idx = np.array([index[str(d["id"])] for d in rows], int)
-    yv = np.array([state.y[str(d["id"])] for d in rows], float)
-    q = np.array([float(d["probability"]) for d in rows], float)
+    h = 0 if head is None else head.count
+    rest = [str(d["id"]) for d in rows[h:]]
+    idx = np.concatenate([np.zeros(0, np.int64) if head is None else head.at,
+                          got.locate(rest)[1]])
+    y = state.y
+    yv = np.array([y[str(d["id"])] for d in rows], float)
+    q = np.concatenate([np.zeros(0) if head is None else head.q,
+                        np.array([float(d["probability"]) for d in rows[h:]], float)])
     yfull = np.zeros(len(src.items))
     yfull[idx] = yv
     items = np.unique(idx)
     if items.size < 2:
-        return Fit(rows, idx, yv, q, {}, [], np.zeros(idx.size), yfull, head=head)
-    yi = np.array([state.y[got.ids[i]] for i in items], float)
+        return Fit(rows, idx, yv, q, items, np.zeros(items.size, int), [],
+                   np.zeros(idx.size), yfull, head=head)
+    yi = yfull[items]  # each item's label value (an item's draws share it)
     fold, preds, model = active.crossfit(state.pop, items, yi, seed)
-    fold_of = {int(i): int(k) for i, k in zip(items, fold)}
-    fk = np.asarray(fold, int)[np.searchsorted(items, idx)]  # each row's fold
+    fold = np.asarray(fold, int)
+    fk = fold[np.searchsorted(items, idx)]  # each row's fold
     m = np.empty(idx.size)
     for kk, p in enumerate(preds):
         m[fk == kk] = p[idx[fk == kk]]
     resid = yv - m
-    return Fit(rows, idx, yv, q, fold_of, preds, resid, yfull, model, head)
+    return Fit(rows, idx, yv, q, items, fold, preds, resid, yfull, model, head)
 
 
 class Terms(NamedTuple):
@@ -272,10 +283,7 @@ def terms_of(e: active.Estimand, fit: Fit, n: int) -> Terms:
     z_seq = means + new * known + e.weights[fit.idx] * (fit.yv - pred) / fit.q
     bnd = np.column_stack([lo, hi]) + (new * known)[:, None]
     if fit.preds:
-        items = np.fromiter(fit.fold_of, int, len(fit.fold_of))
-        folds = np.fromiter(fit.fold_of.values(), int, len(fit.fold_of))
-        order = np.argsort(items)
-        k = folds[order][np.searchsorted(items[order], fit.idx)]
+        k = fit.fold[np.searchsorted(fit.items, fit.idx)]
         base = np.empty(fit.idx.size)
         m_cf = np.empty(fit.idx.size)
         for kk, p in enumerate(fit.preds):

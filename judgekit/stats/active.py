@@ -49,7 +49,7 @@ Pure functions and arrays: files, items and the command line are judgekit.labell
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -66,11 +66,18 @@ from judgekit.stats.label_intervals import (  # noqa: F401 - the session's inter
     expected_new_labels,
     fixed_interval,
 )
+from judgekit.stats.predictor import (  # noqa: F401 - the session's predictor
+    MODELS,
+    Design,
+    Population,
+    design_of,
+    fit_predictor,
+)
 
 __all__ = ["MODELS", "Estimand", "Interval", "Population", "betting_cs", "betting_cs_path",
            "combine", "crossfit", "draws_needed", "estimands_for", "expected_new_labels",
            "fit_predictor", "fixed_interval", "frame", "known_before", "label_error_map",
-           "sampling_probabilities", "steer", "term_bounds", "terms"]
+           "sampling_probabilities", "squared_weights", "steer", "term_bounds", "terms"]
 
 UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without bounds)
 # uniform share candidates (1: no steering). A share of 0.1 lets one surprise weigh 10
@@ -83,23 +90,6 @@ PILOT = 30  # uniform draws before any steering or stopping
 EXTEND = 0.1  # a plan further than this share of the draws so far is aimed short
 AIM = 0.7  # of the draws a far plan asks for, then looked at again
 FOLDS = 5
-
-
-class Population(NamedTuple):
-    """The items a judge scored: its verdict (0/1), an optional score (the judge's
-    probability that the item passes, in [0, 1]), each item's system (an index) and,
-    optionally, whether the judge contradicted itself on the item (1: a repeat or the
-    swapped order gave another verdict)."""
-
-    verdict: np.ndarray
-    score: np.ndarray | None
-    system: np.ndarray
-    systems: tuple[str, ...] = ("",)
-    unstable: np.ndarray | None = None
-
-    @property
-    def n(self) -> int:
-        return int(self.verdict.size)
 
 
 class Estimand(NamedTuple):
@@ -115,7 +105,24 @@ class Estimand(NamedTuple):
 def estimands_for(pop: Population) -> list[Estimand]:
     """The pass rate of each system, the judge's agreement with people (the share of
     items where the label equals the verdict) and, with several systems, each system's
-    difference from the first."""
+    difference from the first (kept for the last two populations asked: a request
+    asked for them three times, 10^6 weights each)."""
+    got = _ESTIMANDS.get(id(pop))
+    if got is not None and got[0] is pop:
+        return list(got[1])
+    out = _estimands(pop)
+    for e in out:
+        e.weights.setflags(write=False)  # shared with the next caller: never changed
+    while len(_ESTIMANDS) >= 2:
+        _ESTIMANDS.pop(next(iter(_ESTIMANDS)), None)
+    _ESTIMANDS[id(pop)] = (pop, out)
+    return list(out)
+
+
+_ESTIMANDS: dict[int, tuple[Population, list[Estimand]]] = {}
+
+
+def _estimands(pop: Population) -> list[Estimand]:
     n = pop.n
     out = []
     rates = []
@@ -131,91 +138,6 @@ def estimands_for(pop: Population) -> list[Estimand]:
         out.append(Estimand(f"difference[{pop.systems[s]} - {pop.systems[0]}]", 0.0,
                             rates[s] - rates[0], -1.0, 1.0))
     return out
-
-
-def _features(pop: Population) -> np.ndarray:
-    f = pop.verdict.astype(float)
-    cols = [np.ones(pop.n), f]
-    if pop.score is not None:
-        p = np.clip(pop.score.astype(float), 1e-3, 1 - 1e-3)
-        cols.append(np.log(p / (1 - p)) / 4)
-    for s in range(1, len(pop.systems)):
-        d = (pop.system == s).astype(float)
-        cols += [d, d * f]
-    if pop.unstable is not None and pop.unstable.any():
-        cols += [pop.unstable.astype(float), pop.unstable * f]
-    return np.column_stack(cols)
-
-
-def _logistic(xl: np.ndarray, yl: np.ndarray, ridge: float,
-              offset_l: np.ndarray | None = None) -> np.ndarray:
-    """The coefficients of a ridge logistic regression (Newton's method) of ``yl`` on
-    ``xl`` (plus ``offset_l``); the intercept is not shrunk."""
-    beta = np.zeros(xl.shape[1])
-    pen = ridge * np.eye(xl.shape[1])
-    pen[0, 0] = 1e-6  # the intercept is not shrunk
-    ol = np.zeros(xl.shape[0]) if offset_l is None else offset_l
-    for _ in range(30):
-        p = 1 / (1 + np.exp(-np.clip(xl @ beta + ol, -30, 30)))
-        grad = xl.T @ (yl - p) - pen @ beta
-        hess = (xl * (p * (1 - p))[:, None]).T @ xl + pen
-        step = np.linalg.solve(hess, grad)
-        beta += step
-        if float(np.abs(step).max()) < 1e-8:
-            break
-    return beta
-
-
-def _curve(x: np.ndarray, beta: np.ndarray, offset: np.ndarray | None) -> np.ndarray:
-    o = np.zeros(x.shape[0]) if offset is None else offset
-    return np.asarray(1 / (1 + np.exp(-np.clip(x @ beta + o, -30, 30))))
-
-
-# the predictors the cross-fit chooses among: "trust" starts from the judge's own score
-# (its logit as an offset; the features' coefficients shrink towards trusting it),
-# "full" from nothing, "verdict" and "flat" use less
-MODELS = ("trust", "full", "verdict", "flat")
-
-
-def fit_predictor(pop: Population, labelled: np.ndarray, y: np.ndarray,
-                  ridge: float = 1.0, model: str = "full",
-                  features: np.ndarray | None = None,
-                  rows: np.ndarray | None = None) -> np.ndarray:
-    """P(label = 1) for every item (or for the items ``rows`` only: the same numbers):
-    a ridge logistic regression of the labels so far (``y``, each in [0, 1]: several
-    annotators' mean) on the verdict, the score's logit, the system (with its
-    interaction with the verdict) and the judge's self-contradiction. No labels: 0.5
-    everywhere (nothing is trusted before it is checked). Labels chosen by an item's
-    features do not bias P(y | features)."""
-    labelled = np.asarray(labelled, int)
-    at = slice(None) if rows is None else np.asarray(rows, int)
-    if labelled.size == 0:
-        return np.full(pop.n, 0.5)[at]
-    x = _features(pop) if features is None else features
-    x = x[:, :{"trust": x.shape[1], "full": x.shape[1], "verdict": 2, "flat": 1}[model]]
-    yl = np.clip(np.asarray(y, float), 0.0, 1.0)
-
-    def offset(rows: Any) -> np.ndarray | None:  # the judge's own logit, where trusted
-        if model != "trust":
-            return None
-        prior = np.clip(pop.score[rows].astype(float), 0.02, 0.98) \
-            if pop.score is not None else 0.2 + 0.6 * pop.verdict[rows].astype(float)
-        return np.asarray(np.log(prior / (1 - prior)))
-
-    off_l = offset(labelled)  # computed on the rows used only (elementwise: the same)
-    xl = x[labelled]
-    beta_l = _logistic(xl, yl, ridge, off_l)
-    m = _curve(x[at], beta_l, offset(at))
-    # a linear recalibration on top (least squares of the labels on m): labels that
-    # annotators flip at a rate e have P(y = 1) in [e, 1 - e], a range the logistic
-    # curve cannot end in
-    ml = _curve(xl, beta_l, off_l)
-    var = float(ml.var())
-    if labelled.size < 10 or var <= 1e-9:
-        return m
-    beta = max(0.0, float(np.mean((ml - ml.mean()) * (yl - yl.mean()))) / var)
-    alpha = float(yl.mean()) - beta * float(ml.mean())
-    return np.asarray(np.clip(alpha + beta * m, 0.005, 0.995))
 
 
 def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0,
@@ -238,7 +160,7 @@ def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0
     if memo is not None:  # the same items and labels as a moment ago
         return fold, memo[0], memo[1]
     best: tuple[float, list[np.ndarray], str] | None = None
-    x = _features(pop) if labelled.size else None  # once for every fit below
+    x = design_of(pop) if labelled.size else None  # once for every fit below
     for model in MODELS:  # chosen on the labelled items' out-of-fold predictions
         oof = np.empty(labelled.size)
         for j in range(k):
@@ -265,17 +187,25 @@ _CROSSFIT: dict[bytes, tuple[list[np.ndarray], str]] = {}
 
 
 def sampling_probabilities(m: np.ndarray, estimands: Sequence[Estimand],
-                           uniform_share: float = UNIFORM_SHARE, floor: float = 1e-4
-                           ) -> np.ndarray:
+                           uniform_share: float = UNIFORM_SHARE, floor: float = 1e-4,
+                           w2: np.ndarray | None = None) -> np.ndarray:
     """q_i proportional to sqrt(max(m_i (1 - m_i), floor) sum_e (N w_ei)^2), mixed with
     uniform. The floor keeps items the predictor is sure of (but fitted on few labels)
-    from weights so large that one surprise dominates."""
+    from weights so large that one surprise dominates. ``w2``: that sum, when already
+    computed (:func:`squared_weights`)."""
     n = m.size
-    w2 = np.sum([e.weights ** 2 for e in estimands], axis=0) * n * n
+    if w2 is None:
+        w2 = squared_weights(estimands)
     score = np.sqrt(np.clip(m * (1 - m), floor, None) * w2)
     total = float(score.sum())
     active = score / total if total > 0 else np.full(n, 1 / n)
     return np.asarray((1 - uniform_share) * active + uniform_share / n)
+
+
+def squared_weights(estimands: Sequence[Estimand]) -> np.ndarray:
+    """sum_e (N w_ei)^2 for each item i."""
+    n = estimands[0].weights.size if estimands else 0
+    return np.asarray(np.sum([e.weights ** 2 for e in estimands], axis=0) * n * n)
 
 
 def terms(e: Estimand, m: np.ndarray, q: np.ndarray, drawn: np.ndarray, y: np.ndarray
@@ -359,8 +289,9 @@ def steer(m: np.ndarray, estimands: Sequence[Estimand], drawn: np.ndarray,
     if drawn.size < PILOT or max(base) <= 0:
         return uniform, 1.0, 1.0, base
     best = (1.0, uniform, 1.0, base)
+    w2 = squared_weights(estimands)
     for u in SHARES[1:]:
-        q = sampling_probabilities(m, estimands, u, floor=1.0 / drawn.size)
+        q = sampling_probabilities(m, estimands, u, floor=1.0 / drawn.size, w2=w2)
         got = each(q)
         ratio = max(got) / max(base)
         if ratio < best[2]:

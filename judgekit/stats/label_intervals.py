@@ -346,15 +346,24 @@ def _capital(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, lam: np.ndarray,
         start, log_up, log_down = _resume(key, z, lo, hi, log_up, log_down)
     for s in range(start, z.size, CS_CHUNK):
         e = min(z.size, s + CS_CHUNK)
+        # in place, the same operations as log1p(min(lam, c / max(theta - lo, 1e-12)) d)
+        # and log1p(-min(lam, c / max(hi - theta, 1e-12)) d), a term out of its bounds
+        # (log1p of less than -1: nan) giving -inf, each column summed from the last
+        # chunk's capital down
         d = z[s:e, None] - theta[None, :]
-        up = np.minimum(lam[s:e, None], c / np.maximum(theta[None, :] - lo[s:e, None], 1e-12))
-        down = np.minimum(lam[s:e, None], c / np.maximum(hi[s:e, None] - theta[None, :],
-                                                         1e-12))
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a term out
-            inc_up = np.nan_to_num(np.log1p(up * d), nan=-np.inf)  # of its bounds
-            inc_down = np.nan_to_num(np.log1p(-down * d), nan=-np.inf)
-            run_up = np.cumsum(np.vstack([log_up, inc_up]), axis=0)[1:]
-            run_down = np.cumsum(np.vstack([log_down, inc_down]), axis=0)[1:]
+        run_up = np.maximum(theta[None, :] - lo[s:e, None], 1e-12)
+        run_down = np.maximum(hi[s:e, None] - theta[None, :], 1e-12)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            for a, sign, start in ((run_up, 1.0, log_up), (run_down, -1.0, log_down)):
+                np.divide(c, a, out=a)
+                np.minimum(a, lam[s:e, None], out=a)
+                np.multiply(a, d, out=a)
+                if sign < 0:
+                    np.negative(a, out=a)
+                np.fmax(a, -1.0, out=a)  # nan or below -1: log1p(-1) = -inf
+                np.log1p(a, out=a)
+                a[0] += start
+                np.cumsum(a, axis=0, out=a)
         inside = (run_up < bar) & (run_down < bar)
         if not inside.any(axis=1).all():
             if not (strict or keep_rows is not None):

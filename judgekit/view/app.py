@@ -259,47 +259,60 @@ async def _off_loop(fn: Any, *args: Any) -> Any:
         raise web.HTTPBadRequest(text=str(exc)) from None
 
 
+async def _labelling(fn: Any) -> Any:
+    """A labelling request's ``fn()`` off the loop; facts built apart wait meanwhile."""
+    with pages.foreground():
+        return await _off_loop(fn)
+
+
 async def api_next(request: web.Request) -> web.Response:
     """GET: the figures and the items already pending (reads change nothing); POST
     {"run"}: the same after drawing the next batch when none is pending."""
     if request.method == "POST":
         body = await _body(request)
-        src = _label_source(request, str(body.get("run", "")))
-        err = body.get("label_error")
+        name, err = str(body.get("run", "")), body.get("label_error")
     else:
-        src = _label_source(request, request.query.get("run", ""))
-        err = request.query.get("label_error")
-    out = await _off_loop(_status, request, src, request.method == "POST", err)
-    return web.json_response(out, dumps=_dumps)
+        name, err = request.query.get("run", ""), request.query.get("label_error")
+
+    def work() -> JSONObject:  # the run's source is read off the loop too
+        return _status(request, _label_source(request, name), request.method == "POST", err)
+
+    return web.json_response(await _labelling(work), dumps=_dumps)
 
 
 async def api_label(request: web.Request) -> web.Response:
     from judgekit.labelling import session
 
     body = await _body(request)
-    src = _label_source(request, str(body["run"]))
-    if "id" not in body or "label" not in body:
-        raise web.HTTPBadRequest(text="the body needs \"id\" and \"label\"")
-    await _off_loop(session.add_label, src, str(body["id"]), body["label"],
-                    str(body.get("annotator") or "anonymous"))
-    out = await _off_loop(_status, request, src, bool(body.get("next", True)),
-                          body.get("label_error"))
-    return web.json_response(out, dumps=_dumps)
+
+    def work() -> JSONObject:
+        src = _label_source(request, str(body.get("run", "")))
+        if "id" not in body or "label" not in body:
+            raise web.HTTPBadRequest(text="the body needs \"id\" and \"label\"")
+        session.add_label(src, str(body["id"]), body["label"],
+                          str(body.get("annotator") or "anonymous"))
+        return _status(request, src, bool(body.get("next", True)), body.get("label_error"))
+
+    return web.json_response(await _labelling(work), dumps=_dumps)
 
 
 async def api_undo(request: web.Request) -> web.Response:
     from judgekit.labelling import session
-
-    body = await _body(request)
-    src = _label_source(request, str(body["run"]))
     from judgekit.labelling.items import derived
 
-    gone = await _off_loop(session.undo, src, str(body.get("annotator") or ""))
-    out = await _off_loop(_status, request, src, False)
-    out["undone"] = gone
-    if gone is not None:
-        out["next"] = [derived(src).by_id[gone]] if gone in derived(src).by_id else []
-    return web.json_response(out, dumps=_dumps)
+    body = await _body(request)
+
+    def work() -> JSONObject:
+        src = _label_source(request, str(body.get("run", "")))
+        gone = session.undo(src, str(body.get("annotator") or ""))
+        out = _status(request, src, False)
+        out["undone"] = gone
+        if gone is not None:
+            by_id = derived(src).by_id
+            out["next"] = [by_id[gone]] if gone in by_id else []
+        return out
+
+    return web.json_response(await _labelling(work), dumps=_dumps)
 
 
 async def cards(request: web.Request) -> web.Response:
@@ -347,7 +360,8 @@ async def total(request: web.Request, handler: Any) -> web.StreamResponse:
     says what to fix; anything else (a NUL byte in a name, a body nested too deep, a
     torn file) is named by its kind."""
     try:
-        return await handler(request)
+        with pages.serving():  # background facts wait for a quiet server
+            return await handler(request)
     except web.HTTPException:
         raise
     except JudgekitError as exc:
