@@ -48,6 +48,7 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     ids: list[str] = []
     seen: dict[str, int] = {}
     starts, ends = array.array("q"), array.array("q")
+    id_blob, id_ends = bytearray(), array.array("q")  # the ids, one block (made as read)
     verdict, own, marks = array.array("b"), array.array("b"), array.array("q")
     score, present = array.array("d"), array.array("d")
     systems: list[object] = []  # each item's system, one string per name
@@ -74,6 +75,8 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
             s = it.score_of(item, path)
             scored = scored and s is not None
             ids.append(key)
+            id_blob += key.encode("utf-8", "surrogatepass")
+            id_ends.append(len(id_blob))
             starts.append(start)
             ends.append(start + len(raw.rstrip(b"\r\n")))
             verdict.append(int(item["verdict"]))
@@ -99,14 +102,11 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
     meta = {"version": VERSION, "detail": detail, "shape": shape, "items": len(ids),
             "size": st.st_size, "mtime_ns": st.st_mtime_ns, "digest": digest.hexdigest(),
             "fingerprint": finger.value(), "names": list(pop.systems), "scored": scored}
-    coded = [k.encode("utf-8", "surrogatepass") for k in ids]
-    id_ends = np.cumsum(np.fromiter(map(len, coded), np.int64, len(coded)))
-    id_blob = b"".join(coded)
-    del coded
 
     def fill(fh: Any) -> None:  # streamed into the file, no copy of the archive held
         np.savez(fh, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
-                 ids=np.frombuffer(id_blob, np.uint8), id_ends=id_ends,
+                 ids=np.frombuffer(id_blob, np.uint8),
+                 id_ends=np.frombuffer(id_ends, np.int64),
                  starts=np.frombuffer(starts, np.int64), ends=np.frombuffer(ends, np.int64),
                  verdict=np.frombuffer(verdict, np.int8), score=np.frombuffer(score, float),
                  system=pop.system.astype(np.int32), unstable=unstable,
