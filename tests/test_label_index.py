@@ -198,7 +198,7 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
     got = session.recorded(src)
     state = terms.state_of(src, got.which)
     rows, head = terms.uniform_first(src, state, set())
-    assert head is not None and head.count == len(rows)
+    assert head is not None and head.size == len(rows)
     d = it.Derived(src)
     ids = sorted((k for k in d.present if k in state.y), key=d.index.__getitem__)
     order = seeds.rng("labelling.present", 0).permutation(len(ids))

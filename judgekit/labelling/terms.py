@@ -115,7 +115,7 @@ class Head(NamedTuple):
     """People's labels as first draws (:func:`uniform_first`): how many, the items and
     their draw probabilities, and per estimand the columns of their means and bounds."""
 
-    count: int
+    size: int
     at: np.ndarray
     q: np.ndarray
     cols: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -199,7 +199,7 @@ def _columns(rows: list[JSONObject], e: active.Estimand, n: int,
     name = e.name
     h = 0
     if head is not None:  # people's labels: their columns as made
-        h = head.count
+        h = head.size
         means[:h], lo[:h], hi[:h] = head.cols[name]
         lo[:h] += means[:h]
         hi[:h] += means[:h]
@@ -236,11 +236,11 @@ class Fit(NamedTuple):
 
 def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int,
                 head: Head | None = None) -> Fit:
-    """The counted draws ``rows`` (the first ``head.count`` of them people's labels,
+    """The counted draws ``rows`` (the first ``head.size`` of them people's labels,
     whose items, probabilities, means and bounds are ``head``'s columns) with their
     cross-fitted predictors."""
     got = derived(src)
-    h = 0 if head is None else head.count
+    h = 0 if head is None else head.size
     rest = [str(d["id"]) for d in rows[h:]]
     idx = np.concatenate([np.zeros(0, np.int64) if head is None else head.at,
                           got.locate(rest)[1]])

@@ -354,7 +354,7 @@ def _capital(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, lam: np.ndarray,
         run_up = np.maximum(theta[None, :] - lo[s:e, None], 1e-12)
         run_down = np.maximum(hi[s:e, None] - theta[None, :], 1e-12)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            for a, sign, start in ((run_up, 1.0, log_up), (run_down, -1.0, log_down)):
+            for a, sign, prior in ((run_up, 1.0, log_up), (run_down, -1.0, log_down)):
                 np.divide(c, a, out=a)
                 np.minimum(a, lam[s:e, None], out=a)
                 np.multiply(a, d, out=a)
@@ -362,7 +362,7 @@ def _capital(z: np.ndarray, lo: np.ndarray, hi: np.ndarray, lam: np.ndarray,
                     np.negative(a, out=a)
                 np.fmax(a, -1.0, out=a)  # nan or below -1: log1p(-1) = -inf
                 np.log1p(a, out=a)
-                a[0] += start
+                a[0] += prior
                 np.cumsum(a, axis=0, out=a)
         inside = (run_up < bar) & (run_down < bar)
         if not inside.any(axis=1).all():

@@ -164,8 +164,8 @@ STEP = 4096  # rows between a builder's checks of the gate
 PAUSE_S = 5.0  # the longest a builder waits at one check (a server that died: it goes on)
 IDLE_S = 1.0  # background facts start once no request was served for this long
 _GATE: Any = None  # a builder process's gate: set while no label is being computed
-_BUSY = [0, None]  # this server's labelling requests computing, and its gate (if made)
-_SERVING = [0, -IDLE_S]  # requests being served, and when the last one ended
+_BUSY: list[Any] = [0, None]  # labelling requests computing, and the gate (once made)
+_SERVING: list[float] = [0, -IDLE_S]  # requests being served, and when the last one ended
 
 
 def _gated(gate: Any) -> None:
@@ -234,13 +234,14 @@ def _facts_apart(ix: Index) -> Facts:
 
     try:  # the file's name goes, not its offsets: the process finds them again
         ctx = multiprocessing.get_context("spawn")
-        with _LOCK:
-            if _BUSY[1] is None:
-                _BUSY[1] = ctx.Event()
+        with _LOCK:  # one gate for every builder (a performance hint: a label that
+            gate = _BUSY[1]  # starts as it is made may find it open, nothing worse)
+            if gate is None:
+                gate = _BUSY[1] = ctx.Event()
                 if _BUSY[0] == 0:
-                    _BUSY[1].set()
+                    gate.set()
         with ProcessPoolExecutor(1, mp_context=ctx, initializer=_gated,
-                                 initargs=(_BUSY[1],)) as ex:
+                                 initargs=(gate,)) as ex:
             got = ex.submit(_facts_of_file, str(ix.path), len(ix)).result()
     except (OSError, BrokenProcessPool):  # no process to be had: parsed here
         got = None
