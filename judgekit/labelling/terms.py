@@ -279,8 +279,10 @@ def terms_of(e: active.Estimand, fit: Fit, n: int) -> Terms:
     without replacement (the labels of items drawn before are known), the
     with-replacement terms for draw lines of the previous version."""
     new, means, pred, lo, hi, block, expected = _columns(fit.rows, e, n, fit.head)
-    known = active.known_before(fit.idx, e.weights * fit.yfull)
-    z_seq = means + new * known + e.weights[fit.idx] * (fit.yv - pred) / fit.q
+    w_at = e.weights[fit.idx]  # each draw's item's weight
+    first = active.first_draws(fit.idx)
+    known = active.known_before(fit.idx, w_at * fit.yfull[fit.idx], True, first)
+    z_seq = means + new * known + w_at * (fit.yv - pred) / fit.q
     bnd = np.column_stack([lo, hi]) + (new * known)[:, None]
     if fit.preds:
         k = fit.fold[np.searchsorted(fit.items, fit.idx)]
@@ -288,10 +290,12 @@ def terms_of(e: active.Estimand, fit: Fit, n: int) -> Terms:
         m_cf = np.empty(fit.idx.size)
         for kk, p in enumerate(fit.preds):
             here = k == kk
-            rest = float(e.weights @ p) - new * active.known_before(fit.idx, e.weights * p)
+            p_at = p[fit.idx]
+            rest = float(e.weights @ p) - new * active.known_before(fit.idx, w_at * p_at,
+                                                                    True, first)
             base[here] = (e.const + new * known + rest)[here]
-            m_cf[here] = p[fit.idx[here]]
-        z_cf = base + e.weights[fit.idx] * (fit.yv - m_cf) / fit.q
+            m_cf[here] = p_at[here]
+        z_cf = base + w_at * (fit.yv - m_cf) / fit.q
     else:
         z_cf = z_seq
     return Terms(z_seq, bnd[:, 0], bnd[:, 1], z_cf, block, expected)

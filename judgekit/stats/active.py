@@ -76,8 +76,9 @@ from judgekit.stats.predictor import (  # noqa: F401 - the session's predictor
 
 __all__ = ["MODELS", "Estimand", "Interval", "Population", "betting_cs", "betting_cs_path",
            "combine", "crossfit", "draws_needed", "estimands_for", "expected_new_labels",
-           "fit_predictor", "fixed_interval", "frame", "known_before", "label_error_map",
-           "sampling_probabilities", "squared_weights", "steer", "term_bounds", "terms"]
+           "first_draws", "fit_predictor", "fixed_interval", "frame", "known_before",
+           "label_error_map", "sampling_probabilities", "squared_weights", "steer",
+           "term_bounds", "terms"]
 
 UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without bounds)
 # uniform share candidates (1: no steering). A share of 0.1 lets one surprise weigh 10
@@ -245,15 +246,24 @@ def frame(e: Estimand, m: np.ndarray, q: np.ndarray, undrawn: np.ndarray
     return base, float(np.minimum(a, b).min()), float(np.maximum(a, b).max())
 
 
-def known_before(idx: np.ndarray, values: np.ndarray) -> np.ndarray:
+def known_before(idx: np.ndarray, values: np.ndarray, per_draw: bool = False,
+                 first: np.ndarray | None = None) -> np.ndarray:
     """For draws of items ``idx`` (in order), the sum of ``values`` over the distinct
-    items drawn before each draw."""
+    items drawn before each draw. ``values``: every item's, or (``per_draw``) each
+    draw's item's, in draw order (the same numbers: at 10^6 items, a product over the
+    draws instead of the items); ``first``: :func:`first_draws` of ``idx``, if known."""
     idx = np.asarray(idx, np.int64)
     contrib = np.zeros(idx.size)
     if idx.size:
-        first = np.unique(idx, return_index=True)[1]  # each item's first draw
-        contrib[first] = np.asarray(values)[idx[first]]
+        first = first_draws(idx) if first is None else first
+        v = np.asarray(values)
+        contrib[first] = v[first] if per_draw else v[idx[first]]
     return np.concatenate([[0.0], np.cumsum(contrib)[:-1]])
+
+
+def first_draws(idx: np.ndarray) -> np.ndarray:
+    """The position of each distinct item's first draw in ``idx`` (by item)."""
+    return np.asarray(np.unique(np.asarray(idx, np.int64), return_index=True)[1])
 
 
 def model_variance(e: Estimand, m: np.ndarray, q: np.ndarray) -> float:
