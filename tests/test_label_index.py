@@ -280,18 +280,19 @@ def test_ids_come_from_their_block_and_a_torn_block_is_not_used(tmp_path):
 
 def test_background_facts_wait_for_a_quiet_server_and_pause_for_labels(tmp_path,
                                                                       monkeypatch):
+    import os
     import threading
     import time
 
-    from judgekit.view import pages
+    from judgekit.view import background, pages
 
-    monkeypatch.setattr(pages, "_SERVING", [1, time.monotonic()])  # a request in flight
-    monkeypatch.setattr(pages, "IDLE_S", 0.0)
+    monkeypatch.setattr(background, "_SERVING", [1, time.monotonic()])  # a request
+    monkeypatch.setattr(background, "IDLE_S", 0.0)
     started = threading.Event()
-    t = threading.Thread(target=pages._when_quiet, args=(started.set,), daemon=True)
+    t = threading.Thread(target=background.when_quiet, args=(started.set,), daemon=True)
     t.start()
     assert not started.wait(0.3)
-    pages._SERVING[0] = 0  # the request answered
+    background._SERVING[0] = 0  # the request answered
     assert started.wait(30)
     # a builder apart waits at its gate while a label is computed, then goes on
     path = tmp_path / "items.jsonl"
@@ -300,18 +301,63 @@ def test_background_facts_wait_for_a_quiet_server_and_pause_for_labels(tmp_path,
     ix = pages.index(path)
     gate = threading.Event()  # the server's gate (a process Event there: the same calls)
     gate.set()
-    monkeypatch.setattr(pages, "_BUSY", [0, gate])
-    monkeypatch.setattr(pages, "_GATE", gate)
-    monkeypatch.setattr(pages, "STEP", 10)
-    monkeypatch.setattr(pages, "PAUSE_S", 60.0)
+    monkeypatch.setattr(background, "_BUSY", [0, gate])
+    monkeypatch.setattr(background, "_GATE", gate)
+    monkeypatch.setattr(background, "_SERVER", os.getppid())  # "its server": still here
+    monkeypatch.setattr(background, "STEP", 10)
+    monkeypatch.setattr(background, "PAUSE_S", 60.0)
     got: list = []
-    with pages.foreground():
+    with background.foreground():
         assert not gate.is_set()
-        b = threading.Thread(target=lambda: got.append(pages.facts_of(ix, pages._wait_gate)),
-                             daemon=True)
+        b = threading.Thread(target=lambda: got.append(
+            pages.facts_of(ix, background.wait_gate)), daemon=True)
         b.start()
         b.join(0.3)
         assert b.is_alive() and not got  # held at its first check
     assert gate.is_set()
     b.join(30)
     assert got and got[0][0] == pages.facts_of(ix)[0]
+
+
+def test_a_facts_builder_ends_with_its_server(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    # a "server" that starts a builder on a large file, then dies at once (kill -9)
+    rows = "".join(json.dumps({"id": f"r{i}", "verdict": i % 2, "text": "x" * 50}) + "\n"
+                   for i in range(400_000))
+    (tmp_path / "items.jsonl").write_text(rows)
+    script = (
+        "import sys, os, threading, time\n"
+        "from pathlib import Path\n"
+        "from judgekit.view import pages\n"
+        "ix = pages.index(Path(sys.argv[1]))\n"
+        "import multiprocessing as mp\n"
+        "threading.Thread(target=ix.facts, daemon=True).start()\n"
+        "for _ in range(600):\n"
+        "    kids = [c.pid for c in mp.active_children()]\n"
+        "    if kids:\n"
+        "        break\n"
+        "    time.sleep(0.05)\n"
+        "time.sleep(1.0)\n"  # the builder under way
+        "print(' '.join(map(str, kids)), flush=True)\n"
+        "os._exit(9)\n")
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "items.jsonl")],
+                         capture_output=True, text=True, timeout=60)
+    pids = [int(p) for p in out.stdout.split()]
+    assert pids, out.stderr  # the builder was running when its server died
+    for _ in range(300):
+        alive = [p for p in pids if _alive(p)]
+        if not alive:
+            break
+        time.sleep(0.1)
+    assert not alive  # ended with it, not left parsing (or blocked) for minutes
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except OSError:
+        return False

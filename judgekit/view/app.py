@@ -27,7 +27,7 @@ from aiohttp import web
 
 from judgekit.core.errors import JudgekitError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.view import pages
+from judgekit.view import background, pages
 from judgekit.view import runs as runmod
 
 STATIC = Path(__file__).with_name("static")
@@ -261,7 +261,7 @@ async def _off_loop(fn: Any, *args: Any) -> Any:
 
 async def _labelling(fn: Any) -> Any:
     """A labelling request's ``fn()`` off the loop; facts built apart wait meanwhile."""
-    with pages.foreground():
+    with background.foreground():
         return await _off_loop(fn)
 
 
@@ -360,7 +360,7 @@ async def total(request: web.Request, handler: Any) -> web.StreamResponse:
     says what to fix; anything else (a NUL byte in a name, a body nested too deep, a
     torn file) is named by its kind."""
     try:
-        with pages.serving():  # background facts wait for a quiet server
+        with background.serving():  # background facts wait for a quiet server
             return await handler(request)
     except web.HTTPException:
         raise

@@ -11,7 +11,6 @@ import json
 import math
 import os
 import threading
-import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import json_loads
+from judgekit.view import background
 
 MAX_LIMIT = 1000
 CELL = 2000  # characters of a nested value shown in a grid cell
@@ -95,7 +95,7 @@ class Index:
         """Build the facts in the background, so that the first search or filter does
         not wait for them."""
         if self.ids is None:
-            threading.Thread(target=_when_quiet, args=(self.facts,), daemon=True).start()
+            threading.Thread(target=background.when_quiet, args=(self.facts,), daemon=True).start()
 
     def _facts(self) -> Index:
         if self.ids is not None:
@@ -135,7 +135,7 @@ APART = 50_000  # rows from which the facts are parsed in a process of their own
 
 def facts_of(ix: Index, pause: Any = None) -> Facts:
     """Every row's id, verdict, error flag and file label (see :meth:`Index.facts`);
-    ``pause()`` is called every ``STEP`` rows (a builder apart waits there while a
+    ``pause()`` is called every ``background.STEP`` rows (a builder apart waits there while a
     label is computed)."""
     n = len(ix)
     ids, seen = [], {}  # type: ignore[var-annotated]
@@ -143,7 +143,7 @@ def facts_of(ix: Index, pause: Any = None) -> Facts:
     error = np.zeros(n, bool)
     labels: list[Any] = [None] * n
     for k in range(n):
-        if pause is not None and k % STEP == 0:
+        if pause is not None and k % background.STEP == 0:
             pause()
         row = ix.line(k)
         base = row_id(row, k)
@@ -160,66 +160,12 @@ def facts_of(ix: Index, pause: Any = None) -> Facts:
     return ids, verdict, error, labels
 
 
-STEP = 4096  # rows between a builder's checks of the gate
-PAUSE_S = 5.0  # the longest a builder waits at one check (a server that died: it goes on)
-IDLE_S = 1.0  # background facts start once no request was served for this long
-_GATE: Any = None  # a builder process's gate: set while no label is being computed
-_BUSY: list[Any] = [0, None]  # labelling requests computing, and the gate (once made)
-_SERVING: list[float] = [0, -IDLE_S]  # requests being served, and when the last one ended
-
-
-def _gated(gate: Any) -> None:
-    """A builder process's start: it keeps the server's gate."""
-    global _GATE
-    _GATE = gate
-
-
-def _wait_gate() -> None:
-    if _GATE is not None:
-        _GATE.wait(PAUSE_S)
-
-
-def _when_quiet(then: Any) -> None:
-    """``then()`` once the server is quiet (no request served for IDLE_S): a builder
-    started by a page would otherwise compete with the label asked right after it. A
-    request that needs the facts meanwhile builds them itself."""
-    while _SERVING[0] or time.monotonic() - _SERVING[1] < IDLE_S:
-        time.sleep(0.05)
-    then()
-
-
-class serving:
-    """``with serving():`` around each request the server answers (on its event loop)."""
-
-    def __enter__(self) -> None:
-        _SERVING[0] += 1
-
-    def __exit__(self, *exc: object) -> None:
-        _SERVING[0] -= 1
-        _SERVING[1] = time.monotonic()
-
-
-class foreground:
-    """``with foreground():`` around a label's computation: facts built apart wait (at
-    their next ``STEP`` rows) until no label is being computed. On a two-core machine a
-    builder parsing 10^6 rows slowed a label by half or more. Entered and left on the
-    server's event loop only; never around a request that waits for the facts."""
-
-    def __enter__(self) -> None:
-        _BUSY[0] += 1
-        if _BUSY[1] is not None:
-            _BUSY[1].clear()
-
-    def __exit__(self, *exc: object) -> None:
-        _BUSY[0] -= 1
-        if _BUSY[0] == 0 and _BUSY[1] is not None:
-            _BUSY[1].set()
-
-
 def _facts_of_file(path: str, rows: int) -> Facts | None:
     """The file's facts, indexed here (None: not the ``rows`` rows it was asked for)."""
     ix = index(Path(path))
-    return facts_of(ix, _wait_gate) if len(ix) == rows else None
+    got = facts_of(ix, background.wait_gate) if len(ix) == rows else None
+    background.wait_gate()  # its server still there to take them
+    return got
 
 
 def _facts_apart(ix: Index) -> Facts:
@@ -234,14 +180,8 @@ def _facts_apart(ix: Index) -> Facts:
 
     try:  # the file's name goes, not its offsets: the process finds them again
         ctx = multiprocessing.get_context("spawn")
-        with _LOCK:  # one gate for every builder (a performance hint: a label that
-            gate = _BUSY[1]  # starts as it is made may find it open, nothing worse)
-            if gate is None:
-                gate = _BUSY[1] = ctx.Event()
-                if _BUSY[0] == 0:
-                    gate.set()
-        with ProcessPoolExecutor(1, mp_context=ctx, initializer=_gated,
-                                 initargs=(gate,)) as ex:
+        with ProcessPoolExecutor(1, mp_context=ctx, initializer=background.gated,
+                                 initargs=(background.gate(ctx), os.getpid())) as ex:
             got = ex.submit(_facts_of_file, str(ix.path), len(ix)).result()
     except (OSError, BrokenProcessPool):  # no process to be had: parsed here
         got = None
