@@ -361,3 +361,22 @@ def _alive(pid: int) -> bool:
             return fh.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+def test_the_index_is_mapped_as_numpy_reads_it_and_a_compressed_one_is_not_used(tmp_path):
+    out = _analysed(tmp_path, n=90)
+    with np.load(out / snapshot.NAME, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    mapped = snapshot._mapped(out / snapshot.NAME)
+    assert sorted(mapped) == sorted(arrays)
+    for k, v in arrays.items():
+        assert mapped[k].dtype == v.dtype and np.array_equal(mapped[k], v, equal_nan=True), k
+    before = snapshot.read(out)
+    assert before is not None and list(before.ids) == [str(x["id"]) for x in
+                                                       _read_every_item(out).items]
+    st = (out / "items.jsonl").stat()
+    with (out / snapshot.NAME).open("wb") as fh:  # the same arrays, compressed
+        np.savez_compressed(fh, **arrays)
+    os.utime(out / "items.jsonl", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert snapshot.read(out) is None
+    assert isinstance(label_source(out).items, list)
