@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,7 @@ async def _body(request: web.Request) -> JSONObject:
     return body
 
 
+_SOURCES_LOCK = threading.Lock()
 _SOURCES: dict[Path, tuple[tuple[Any, ...], Any]] = {}  # a run's labelling source, kept
 
 
@@ -213,9 +215,10 @@ def _source_of(folder: Path) -> Any:
     if got is not None and got[0] == key:
         return got[1]
     src = label_source(folder)
-    if len(_SOURCES) >= 8:
-        _SOURCES.pop(next(iter(_SOURCES)))
-    _SOURCES[folder] = (key, src)
+    with _SOURCES_LOCK:  # labelling requests read sources in worker threads
+        while len(_SOURCES) >= 8:
+            _SOURCES.pop(next(iter(_SOURCES)))
+        _SOURCES[folder] = (key, src)
     return src
 
 
