@@ -35,7 +35,7 @@ class Source(NamedTuple):
 class Indexed(Sequence[JSONObject]):
     """Items whose derived columns were written beside them (a run's labelling index,
     :class:`judgekit.labelling.snapshot.Items`): ``ix`` has ``ids``, ``population()``,
-    ``present_labels()`` and ``fingerprint``."""
+    ``labelled()``, ``present_labels()``, ``positions()`` and ``fingerprint``."""
 
     ix: Any
 
@@ -52,9 +52,10 @@ class Derived:
             ix = src.items.ix
             self.ids = ix.ids
             self.pop = ix.population()
-            self.present = ix.present_labels()
+            labelled = ix.labelled()  # people's ids decoded once for both
+            self.present = ix.present_labels(labelled)
             self._fingerprint = ix.fingerprint
-            self.index: Mapping[str, int] = ix.positions()
+            self.index: Mapping[str, int] = ix.positions(labelled)
         else:
             self.ids = [str(x["id"]) for x in src.items]
             self.pop = population(src.items)

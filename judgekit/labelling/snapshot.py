@@ -206,12 +206,19 @@ class Index(NamedTuple):
                           self.system.astype(np.int64), self.names,
                           self.unstable if self.unstable.any() else None)
 
-    def present_labels(self) -> dict[str, float]:
+    def labelled(self) -> tuple[list[str], np.ndarray]:
+        """The ids people labelled in the file, and their positions."""
         at = np.flatnonzero(~np.isnan(self.present))
-        return dict(zip(self.ids.take(at), self.present[at].tolist()))
+        return self.ids.take(at), at
 
-    def positions(self) -> Positions:
-        return Positions(self)
+    def present_labels(self, labelled: tuple[list[str], np.ndarray] | None = None
+                       ) -> dict[str, float]:
+        ids, at = self.labelled() if labelled is None else labelled
+        return dict(zip(ids, self.present[at].tolist()))
+
+    def positions(self, labelled: tuple[list[str], np.ndarray] | None = None
+                  ) -> Positions:
+        return Positions(self, labelled)
 
 
 class Positions(Mapping[str, int]):
@@ -219,10 +226,11 @@ class Positions(Mapping[str, int]):
     second to build on every first request); the ids people labelled, looked up by the
     thousand, are kept in a dict."""
 
-    def __init__(self, ix: Index) -> None:
+    def __init__(self, ix: Index, labelled: tuple[list[str], np.ndarray] | None = None
+                 ) -> None:
         self.ix = ix
-        at = np.flatnonzero(~np.isnan(ix.present))
-        self.known = dict(zip(ix.ids.take(at), at.tolist()))
+        ids, at = ix.labelled() if labelled is None else labelled
+        self.known = dict(zip(ids, at.tolist()))
 
     def __getitem__(self, key: str) -> int:
         got = self.known.get(key) if isinstance(key, str) else None
