@@ -13,6 +13,7 @@ import pytest
 
 from judgekit.core.errors import RunAborted
 from judgekit.llm import Call, Stage
+from judgekit.llm.cache import ResponseCache
 from judgekit.llm.writer import BatchWriter
 
 from .conftest import Reply, openai_body
@@ -183,7 +184,9 @@ def test_a_cache_that_cannot_be_written_stops_the_run(fake_api, make_client, mon
     fake_api.default = Reply(body=openai_body(GOOD))
     client = make_client(concurrency=4)
     client.settings.base_urls["openai"] = fake_api.url + "/v1"
+    # both of a batch's write paths: the bulk insert of new answers, diskcache's set
     monkeypatch.setattr(diskcache.Cache, "transact", full)
+    monkeypatch.setattr(ResponseCache, "_insert_new", full)
     with pytest.raises(RunAborted, match="can no longer be written"):
         client.map_sync(STAGE, [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini")
                                 for i in range(50)])
@@ -192,3 +195,34 @@ def test_a_cache_that_cannot_be_written_stops_the_run(fake_api, make_client, mon
     # at most 3 per slot, far from the 50 a run that did not stop would pay for
     assert len(fake_api.requests) <= 3 * 4
     assert not client.cache.available
+
+
+def test_the_bulk_insert_writes_the_rows_diskcache_itself_writes(tmp_path):
+    """A batch's new short answers are inserted in one statement on the cache's own
+    connection: diskcache reads them as if it had written them (its own get, its count,
+    no pickle), a key already stored is updated in place (not a second row), a text too
+    long for a row goes to diskcache's file, and a key twice in one batch keeps the last."""
+    import diskcache
+
+    rec = {"ok": True, "text": "t", "parsed": {"answer": "a", "confidence": 0.5}}
+    cache = ResponseCache(tmp_path)
+    cache.set_many([(f"k{i}", {**rec, "text": f"t{i}"}) for i in range(5)])
+    cache.set_many([("k1", {**rec, "text": "again"}), ("k9", {**rec, "text": "x"}),
+                    ("k9", {**rec, "text": "last"}),
+                    ("big", {**rec, "text": "y" * 40_000})])
+    cache.close()
+    dc = diskcache.Cache(str(tmp_path))
+    try:
+        assert len(dc) == 7  # k0-k4, k9, big: the update and the repeat add no row
+        assert json.loads(dc.get("k3"))["text"] == "t3"
+        assert json.loads(dc.get("k1"))["text"] == "again"
+        assert json.loads(dc.get("k9"))["text"] == "last"
+        assert json.loads(dc.get("big"))["text"] == "y" * 40_000
+        rows = dict(dc._sql("SELECT key, mode FROM Cache").fetchall())
+        assert rows["k3"] == diskcache.core.MODE_RAW
+        assert rows["big"] == diskcache.core.MODE_TEXT  # in a file of its own
+    finally:
+        dc.close()
+    again = ResponseCache(tmp_path)
+    assert again.get("k3")["text"] == "t3" and again.stats().entries == 7
+    again.close()

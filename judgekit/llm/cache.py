@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import sqlite3
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,6 +142,7 @@ class ResponseCache:
         self._cache: diskcache.Cache | None = None
         self._writer: BatchWriter[tuple[str, CallRecord]] | None = None
         self._reader: sqlite3.Connection | None = None  # prefetch's read-only connection
+        self._writes: sqlite3.Connection | None = None  # set_many's bulk inserts
         self.read_only = False  # answers are served, new ones not stored
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -179,8 +181,6 @@ class ResponseCache:
         Best effort: any problem leaves the entries to be read one by one."""
         if self._cache is None or not keys:
             return
-        import time
-
         found: dict[str, str] = {}
         present: set[str] = set()  # every stored key, inline or not
         try:
@@ -284,13 +284,60 @@ class ResponseCache:
         if cache is None or not items or self.read_only:
             return
         try:
-            with cache.transact():
-                for key, value in items:
-                    cache.set(key, json.dumps(value, ensure_ascii=False, sort_keys=True))
+            rest = self._insert_new(items)
+            if rest:
+                with cache.transact():
+                    for key, text in rest:
+                        cache.set(key, text)
             if sync:
                 _sync(self.directory / "cache.db-wal")
         except _CACHE_ERRORS as exc:
             self._disable(exc)
+
+    def _insert_new(self, items: list[tuple[str, CallRecord]]) -> list[tuple[str, str]]:
+        """Insert the answers whose keys are not stored yet, as the row diskcache's
+        ``set`` writes for a short text (inline raw text, no expiry, no tag), in one
+        statement and one transaction on this cache's own write connection: diskcache's
+        ``set`` costs a Python call and three statements per answer, and a writer thread
+        busy in Python holds the interpreter lock the event loop needs (at 0 ms latency it
+        made every claim's system call wait for it). Returns the (key, text) pairs left
+        to diskcache's ``set``: a key already stored (its row is updated, an old file
+        removed) or a text long enough to be kept in a file."""
+        texts = {k: json.dumps(v, ensure_ascii=False, sort_keys=True) for k, v in items}
+        limit = int(getattr(self._cache, "disk_min_file_size", 32768))
+        short = [k for k, t in texts.items() if len(t) < limit]
+        there: set[str] = set()
+        if short:
+            con = self._write_connection()
+            now = time.time()
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                for i in range(0, len(short), 900):  # under SQLite's variable limit
+                    chunk = short[i:i + 900]
+                    there.update(r[0] for r in con.execute(
+                        "SELECT key FROM Cache WHERE raw = 1 AND key IN "
+                        f"({','.join('?' * len(chunk))})", chunk))
+                con.executemany(
+                    "INSERT INTO Cache(key, raw, store_time, expire_time, access_time, "
+                    "access_count, tag, size, mode, filename, value) "
+                    f"VALUES (?, 1, ?, NULL, ?, 0, NULL, 0, {diskcache.core.MODE_RAW}, NULL, ?)",
+                    [(k, now, now, texts[k]) for k in short if k not in there])
+                con.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    con.execute("ROLLBACK")
+                raise
+        return [(k, t) for k, t in texts.items() if len(t) >= limit or k in there]
+
+    def _write_connection(self) -> sqlite3.Connection:
+        """This cache's own connection for bulk inserts (used by one writer at a time),
+        with diskcache's settings: write-ahead log, synchronous NORMAL, its timeout."""
+        if self._writes is None:
+            con = sqlite3.connect(str(self.directory / "cache.db"), timeout=60,
+                                  isolation_level=None, check_same_thread=False)
+            con.execute("PRAGMA synchronous = 1")
+            self._writes = con
+        return self._writes
 
     def delete(self, key: str) -> None:
         if self._cache is None or self.read_only:
@@ -312,10 +359,11 @@ class ResponseCache:
         if self._writer is not None:
             self._writer.close()  # every queued answer is written first
             self._writer = None
-        if self._reader is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._reader.close()
-            self._reader = None
+        for con in (self._reader, self._writes):
+            if con is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    con.close()
+        self._reader = self._writes = None
         if self._cache is None:
             return
         with contextlib.suppress(*_CACHE_ERRORS):  # the counts are informative only
