@@ -50,7 +50,7 @@ async def resume_record(provider: Provider, req: ProviderRequest, stage: Stage,
     elsewhere, e.g. by a batch runner): ``req`` carries ``state.messages``, and at most
     ``parse_attempts`` more answers are asked for."""
     try:
-        async with _deadline(deadline):
+        async with asyncio.timeout(deadline) if _TIMEOUT else _deadline(deadline):
             await _structured(provider, req, stage, state, retry, parse_attempts)
     except asyncio.TimeoutError:
         state.fail("timeout", f"no answer within the call deadline of {deadline:g}s")
@@ -67,14 +67,13 @@ async def resume_record(provider: Provider, req: ProviderRequest, stage: Stage,
     return state.record()
 
 
+_TIMEOUT = sys.version_info >= (3, 11)  # asyncio.timeout: no task per call
+
+
 @asynccontextmanager
 async def _deadline(seconds: float) -> AsyncIterator[None]:
-    """``asyncio.timeout`` where Python has it (no task per call); else ``wait_for``'s
-    behaviour through a cancelling timer."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):
-            yield
-        return
+    """Before Python 3.11 (no ``asyncio.timeout``): ``wait_for``'s behaviour through a
+    cancelling timer."""
     task = asyncio.current_task()
     assert task is not None
     fired = []

@@ -54,6 +54,11 @@ def _sync(path: Path) -> None:
         os.close(fd)
 
 
+def _text(record: CallRecord) -> str:
+    """A record as the cache stores it."""
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+
+
 class UnsafeEntry(ValueError):
     """A cache row that is not plain JSON text (e.g. a pickle)."""
 
@@ -266,20 +271,25 @@ class ResponseCache:
         """Queue ``value`` for the background writer; the future resolves once its
         batch is committed (check ``available`` after: a failed write disables the
         cache, as ``set`` does)."""
-        if self._writer is None:
-            self._writer = BatchWriter(self.set_many, "judgekit-cache-writer")
-        return self._writer.submit((key, value))
+        return self._background().submit((key, value))
 
     def set_soon(self, key: str, value: CallRecord) -> asyncio.Future[None]:
         """``set_later`` with a future of the running loop (see :mod:`judgekit.llm.writer`)."""
+        return self._background().submit_async((key, value))
+
+    def _background(self) -> BatchWriter[tuple[str, CallRecord]]:
         if self._writer is None:
             self._writer = BatchWriter(self.set_many, "judgekit-cache-writer")
-        return self._writer.submit_async((key, value))
+        return self._writer
 
     def set_many(self, items: list[tuple[str, CallRecord]], sync: bool = True) -> None:
         """Store many answers in one transaction; with ``sync``, then sync SQLite's
         write-ahead log, so a committed batch survives a crash of the machine, not only
         of the process."""
+        self._write_texts([(k, _text(v)) for k, v in items], sync)
+
+    def _write_texts(self, items: list[tuple[str, str]], sync: bool = True) -> None:
+        """:meth:`set_many` of answers already as text."""
         cache = self._cache
         if cache is None or not items or self.read_only:
             return
@@ -294,7 +304,7 @@ class ResponseCache:
         except _CACHE_ERRORS as exc:
             self._disable(exc)
 
-    def _insert_new(self, items: list[tuple[str, CallRecord]]) -> list[tuple[str, str]]:
+    def _insert_new(self, items: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """Insert the answers whose keys are not stored yet, as the row diskcache's
         ``set`` writes for a short text (inline raw text, no expiry, no tag), in one
         statement and one transaction on this cache's own write connection: diskcache's
@@ -303,7 +313,7 @@ class ResponseCache:
         made every claim's system call wait for it). Returns the (key, text) pairs left
         to diskcache's ``set``: a key already stored (its row is updated, an old file
         removed) or a text long enough to be kept in a file."""
-        texts = {k: json.dumps(v, ensure_ascii=False, sort_keys=True) for k, v in items}
+        texts = dict(items)  # a key given twice: its last text
         limit = int(getattr(self._cache, "disk_min_file_size", 32768))
         short = [k for k, t in texts.items() if len(t) < limit]
         there: set[str] = set()

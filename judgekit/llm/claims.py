@@ -42,7 +42,7 @@ import logging
 import mmap
 import os
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -324,37 +324,11 @@ class Claims:
                 with contextlib.suppress(OSError):
                     fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, SOLO)
 
-    @contextlib.asynccontextmanager
-    async def hold(self, key: str) -> AsyncIterator[bool]:
-        """Hold the claim on ``key``; yields True if another process held it first (so
-        the caller should look the answer up again before paying)."""
-        try:
-            if fcntl is not None:
-                attempt, release = self._record(key)
-                assert self._fd is not None
-                await self._gate(self._fd)
-            else:
-                attempt, release = self._lockfile(key)
-        except OSError as exc:  # no claims possible: go on as a single process would
-            self._unprotected(exc)
-            yield False
-            return
-        waited, delay = False, self.poll
-        try:
-            while not attempt():
-                waited = True
-                await asyncio.sleep(delay)
-                delay = min(delay * 1.5, self.max_poll)
-        except OSError as exc:
-            self._unprotected(exc)
-            yield False
-            return
-        if waited:
-            self.waited += 1
-        try:
-            yield waited
-        finally:
-            release()
+    def hold(self, key: str) -> _Hold:
+        """An async context holding the claim on ``key``; it gives True if another
+        process held it first (so the caller should look the answer up again before
+        paying)."""
+        return _Hold(self, key)
 
     def _unprotected(self, exc: OSError) -> None:
         """Say once, loudly, that calls go on without cross-process protection (another
@@ -421,3 +395,45 @@ class Claims:
                     os.close(fd)
         with contextlib.suppress(OSError):
             self.dir.rmdir()
+
+
+class _Hold:
+    """:meth:`Claims.hold`'s context (a class: a generator-based one cost a frame and
+    an async generator per call)."""
+
+    __slots__ = ("claims", "key", "release")
+
+    def __init__(self, claims: Claims, key: str) -> None:
+        self.claims, self.key = claims, key
+        self.release: Callable[[], None] | None = None
+
+    async def __aenter__(self) -> bool:
+        c = self.claims
+        try:
+            if fcntl is not None:
+                attempt, release = c._record(self.key)
+                assert c._fd is not None
+                await c._gate(c._fd)
+            else:
+                attempt, release = c._lockfile(self.key)
+        except OSError as exc:  # no claims possible: go on as a single process would
+            c._unprotected(exc)
+            return False
+        waited, delay = False, c.poll
+        try:
+            while not attempt():
+                waited = True
+                await asyncio.sleep(delay)
+                delay = min(delay * 1.5, c.max_poll)
+        except OSError as exc:
+            c._unprotected(exc)
+            return False
+        if waited:
+            c.waited += 1
+        self.release = release
+        return waited
+
+    async def __aexit__(self, *exc: object) -> None:
+        release, self.release = self.release, None
+        if release is not None:
+            release()

@@ -49,6 +49,7 @@ from judgekit.llm.store import Store, persisted_calls
 from judgekit.llm.templates import TemplateLibrary
 from judgekit.llm.types import (
     CallRecord,
+    Identity,
     Sampling,
     StageResult,
     Usage,
@@ -404,7 +405,10 @@ class Client:
             async with self.store.claim(prep.key) as waited:
                 # Another process may have answered it since our lookup (it held the
                 # claim, or finished just before we took it): use its answer.
-                rec = self.store.recheck(prep.key, prep.identity, stage, waited)
+                # the request's identity only for a cassette's journal (the cache is
+                # keyed by the key alone): not worked out per call without one
+                ident = prep.identity if self.store.cassette is not None else cast(Identity, {})
+                rec = self.store.recheck(prep.key, ident, stage, waited)
                 if rec is not None:
                     return rec, "cache"
                 if self.ledger.aborted is not None:
@@ -417,7 +421,7 @@ class Client:
                         deadline=self.settings.call_deadline), self._secrets)
                     held = False
                     limit.release()
-                    await self.store.keep(prep.key, prep.identity, record, self._secrets)
+                    await self.store.keep(prep.key, ident, record, self._secrets)
                 except (RunAborted, JudgekitError) as exc:
                     self.ledger.aborted = exc
                     raise

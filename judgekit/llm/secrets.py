@@ -139,13 +139,23 @@ def _redact_if_keyish(m: re.Match[str]) -> str:
 
 def scrub(obj: Any, secrets: list[str] | None = None) -> Any:
     """Return ``obj`` with every secret value and key-shaped string redacted."""
-    secrets = secret_values() if secrets is None else secrets
+    return _scrub(obj, secret_values() if secrets is None else secrets)
+
+
+def _scrub(obj: Any, secrets: list[str]) -> Any:
+    t = type(obj)  # the exact types first: a record is scrubbed per call
+    if t is str:
+        return scrub_text(obj, secrets)
+    if t is dict:
+        return {k: _scrub(v, secrets) for k, v in obj.items()}
+    if t is int or t is float or t is bool or obj is None:
+        return obj
     if isinstance(obj, str):
         return scrub_text(obj, secrets)
     if isinstance(obj, dict):
-        return {k: scrub(v, secrets) for k, v in obj.items()}
+        return {k: _scrub(v, secrets) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [scrub(v, secrets) for v in obj]
+        return [_scrub(v, secrets) for v in obj]
     return obj
 
 

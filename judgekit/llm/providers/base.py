@@ -10,6 +10,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
@@ -64,7 +65,12 @@ def run_wide(status: int | None, body: str) -> bool:
 def endpoint(base_url: str, path: str) -> str:
     """``path`` under ``base_url``, the base URL's query (a gateway's ``?api-key=``,
     ``?api-version=``) kept after it, not cut in two."""
-    parts = urlsplit(str(base_url))
+    return _endpoint(str(base_url), path)
+
+
+@lru_cache(maxsize=256)
+def _endpoint(base_url: str, path: str) -> str:  # the same few URLs for every call
+    parts = urlsplit(base_url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + path,
                        parts.query, ""))
 
