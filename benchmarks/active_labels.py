@@ -70,25 +70,28 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+def _probabilities(design: str, rng) -> np.ndarray:
+    """Each item's probability that its label is 1 (drawn first from ``rng``)."""
+    if design in ("calibrated", "annotators_20", "random_score", "no_score",
+                  "anti_correlated"):
+        return rng.beta(0.3, 0.3, N)
+    if design == "overconfident":
+        return rng.beta(0.5, 0.5, N)
+    if design == "skewed":
+        return rng.beta(0.08, 0.6, N)
+    if design == "clustered":
+        system = (np.arange(N) >= N // 2).astype(int)
+        return np.where(system == 0, rng.beta(0.15, 0.15, N), rng.beta(1.0, 1.0, N))
+    raise ValueError(design)
+
+
 def simulate(design: str, seed: int):
     """(items, true labels, observed-label function, estimand, label_error)."""
     rng = np.random.default_rng([seed, 11])
-    system = np.zeros(N, int)
-    which = "pass_rate"
-    if design in ("calibrated", "annotators_20", "random_score", "no_score"):
-        p = rng.beta(0.3, 0.3, N)
-    elif design == "overconfident":
-        p = rng.beta(0.5, 0.5, N)
-    elif design == "anti_correlated":
-        p = rng.beta(0.3, 0.3, N)
-    elif design == "skewed":
-        p = rng.beta(0.08, 0.6, N)
-    elif design == "clustered":
-        system = (np.arange(N) >= N // 2).astype(int)
-        p = np.where(system == 0, rng.beta(0.15, 0.15, N), rng.beta(1.0, 1.0, N))
-        which = "agreement"
-    else:
-        raise ValueError(design)
+    system = (np.arange(N) >= N // 2).astype(int) if design == "clustered" else \
+        np.zeros(N, int)
+    which = "agreement" if design == "clustered" else "pass_rate"
+    p = _probabilities(design, rng)
     y = (rng.random(N) < p).astype(int)
     score = {"overconfident": _sigmoid(3 * np.log(np.clip(p, 1e-6, 1) /
                                                   np.clip(1 - p, 1e-6, 1))),
@@ -213,6 +216,62 @@ def _n_for(est, s_y, s_r, big_n, half, fpc=False):
     return hi
 
 
+def oracle_n(target, sd, err=0.0, fpc=False):
+    """The labels the best steering design of all would need: one that knows each
+    item's residual spread ``sd`` exactly (a perfectly calibrated predictor, no pilot,
+    no planning error) and draws items with probability proportional to it, so its
+    per-draw variance is (mean sd)^2 (Zrnic & Candes 2024, the optimal sampling rule of
+    active inference), put through the same fixed-n interval as :func:`best_fixed`."""
+    t = np.asarray(target, float)
+    var = float(np.mean(np.asarray(sd, float))) ** 2
+    return _n_for(float(t.mean()), float(t.var(ddof=1)), var, t.size,
+                  TARGET / 2 * (1 - 2 * err), fpc)
+
+
+def group_sd(target, *features):
+    """Each item's residual spread when the predictor is the mean of its feature group
+    (what a perfectly calibrated predictor on these features would be): the group's
+    standard deviation of the target."""
+    t = np.asarray(target, float)
+    keys = np.unique(np.column_stack([np.asarray(f, float) for f in features]), axis=0,
+                     return_inverse=True)[1].ravel()
+    sd = np.empty(t.size)
+    for g in np.unique(keys):
+        here = keys == g
+        sd[here] = t[here].std()
+    return sd
+
+
+def sim_oracle(design, r):
+    """(oracle labels, best fixed, and both in finite-population form) for replicate r
+    of a simulated design: each item's residual spread is known exactly,
+    sqrt(p (1 - p)) of the label it is drawn from (the observed, noisy one for
+    annotators)."""
+    items, y, which, err = simulate(design, r)
+    rng = np.random.default_rng([r, 11])  # simulate's own draws, for p
+    p = _probabilities(design, rng)
+    p_obs = err + (1 - 2 * err) * p
+    sd = np.sqrt(p_obs * (1 - p_obs))
+    verdict = np.array([x["verdict"] for x in items])
+    y_obs = np.where(np.random.default_rng([r, 5]).random(y.size) < err, 1 - y, y)
+    target = (y_obs == verdict).astype(float) if which == "agreement" else y_obs
+    preds = {"verdict": verdict}
+    if "probability" in items[0]:
+        sc = np.array([x["probability"] for x in items])
+        preds["score"] = sc if which == "pass_rate" else np.maximum(sc, 1 - sc)
+    return (oracle_n(target, sd, err), best_fixed(y_obs, which, verdict, preds, err)[0],
+            oracle_n(target, sd, err, fpc=True),
+            best_fixed(y_obs, which, verdict, preds, err, fpc=True)[0])
+
+
+def _oracle_figures(rows):
+    """The oracle's labels and its ratios to the baselines, over replicates' (oracle,
+    best fixed, oracle finite-population, best fixed finite-population)."""
+    o, b, o_fpc, b_fpc = (float(np.mean([r[k] for r in rows])) for k in range(4))
+    return {"oracle": round(o, 1), "oracle_ratio": round(o / b, 3),
+            "oracle_ratio_fpc": round(o_fpc / b_fpc, 3)}
+
+
 def sim_job(args):
     design, seed, mode = args
     items, y, which, err = simulate(design, seed)
@@ -315,6 +374,7 @@ def main() -> None:
                           best_fixed(y_obs, which, verdict, preds, err, fpc=True)[0]))
         base = float(np.mean([x[0] for x in bases]))
         base_fpc = float(np.mean([x[1] for x in bases]))
+        oracle = [sim_oracle(d, r) for r in range(3)]
         labels = float(np.mean([g[0] for g, _ in got]))
         cover = float(np.mean([g[2] <= th <= g[3] for g, th in got]))
         outside += sum(not (g[2] <= g[1] <= g[3]) for g, _ in got)
@@ -323,7 +383,7 @@ def main() -> None:
                       "best_fixed_fpc": round(base_fpc, 1),
                       "ratio_fpc": round(labels / base_fpc, 3), "coverage": round(cover, 3),
                       "width": round(float(np.mean([g[3] - g[2] for g, _ in got])), 4),
-                      "runs": len(got)}
+                      "runs": len(got), **_oracle_figures(oracle)}
     seq_cover = {}
     for d in seq_designs:
         got = [(g, th) for dd, mode, g, th in results if dd == d and mode == "sequential"]
@@ -356,16 +416,22 @@ def main() -> None:
             preds = {"verdict": verdict}
             if pop.unstable is not None:
                 preds["stability"] = 1 - 0.5 * pop.unstable
-            theta = float(np.mean(np.where(verdict == 1, yv, 1 - yv)))
-            meta[path.name] = (best_fixed(yv, "agreement", verdict, preds)[0], theta,
-                               best_fixed(yv, "agreement", verdict, preds, fpc=True)[0])
+            agree = np.where(verdict == 1, yv, 1 - yv)
+            theta = float(np.mean(agree))
+            b, b_fpc = (best_fixed(yv, "agreement", verdict, preds)[0],
+                        best_fixed(yv, "agreement", verdict, preds, fpc=True)[0])
+            sd = group_sd(agree, verdict, pop.system, np.zeros(verdict.size)
+                          if pop.unstable is None else pop.unstable)
+            meta[path.name] = (b, theta, b_fpc,
+                               _oracle_figures([(oracle_n(agree, sd), b,
+                                                 oracle_n(agree, sd, fpc=True), b_fpc)]))
             real.append(path.name)
             real_jobs += [(str(path), r, json.dumps(answers)) for r in range(REAL_REPS)]
         with ProcessPoolExecutor(2) as pool:
             got_real = list(pool.map(real_job, real_jobs))
     for name in real:
         got = [g for g in got_real if g[0] == name]
-        base, theta, base_fpc = meta[name]
+        base, theta, base_fpc, oracle_figs = meta[name]
         labels = float(np.mean([g[1] for g in got]))
         outside += sum(not (g[3] <= g[2] <= g[4]) for g in got)
         figures[name] = {"labels": round(labels, 1), "best_fixed": base,
@@ -374,11 +440,13 @@ def main() -> None:
                          "width": round(float(np.mean([g[4] - g[3] for g in got])), 4),
                          "coverage": round(float(np.mean([g[3] <= theta <= g[4]
                                                           for g in got])), 3),
-                         "runs": len(got)}
+                         "runs": len(got), **oracle_figs}
     for k, v in figures.items():
         print(f"{k:28s} labels {v['labels']:7.1f}  best fixed {v['best_fixed']:7.1f} "
               f"(finite-population {v['best_fixed_fpc']:7.1f})  ratio {v['ratio']:.3f} "
-              f"({v['ratio_fpc']:.3f})  coverage {v['coverage']:.3f}  width {v['width']:.3f}")
+              f"({v['ratio_fpc']:.3f})  oracle {v['oracle_ratio']:.3f} "
+              f"({v['oracle_ratio_fpc']:.3f})  coverage {v['coverage']:.3f}  "
+              f"width {v['width']:.3f}")
     for k, v in seq_cover.items():
         print(f"sequential {k:17s} coverage {v:.3f}")
     out = {
@@ -389,6 +457,12 @@ def main() -> None:
             [figures[d]["ratio_fpc"] for d in informative])), 3),
         "labels_vs_best_fixed_fpc_worst": round(max(v["ratio_fpc"]
                                                     for v in figures.values()), 3),
+        # the best any steering design could do on the same data (it knows each item's
+        # residual spread): a ratio no valid design can go below
+        "oracle_vs_best_fixed_median": round(float(np.median(
+            [figures[d]["oracle_ratio"] for d in informative])), 3),
+        "oracle_vs_best_fixed_fpc_median": round(float(np.median(
+            [figures[d]["oracle_ratio_fpc"] for d in informative])), 3),
         "coverage_min": round(min(v["coverage"] for v in figures.values()), 3),
         "sequential_coverage_min": round(min(seq_cover.values()), 3),
         "estimate_outside_interval": int(outside),
