@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import time
 import sys
+import time
 
 import pytest
 
