@@ -54,11 +54,6 @@ def _sync(path: Path) -> None:
         os.close(fd)
 
 
-def _text(record: CallRecord) -> str:
-    """A record as the cache stores it."""
-    return json.dumps(record, ensure_ascii=False, sort_keys=True)
-
-
 class UnsafeEntry(ValueError):
     """A cache row that is not plain JSON text (e.g. a pickle)."""
 
@@ -286,15 +281,12 @@ class ResponseCache:
         """Store many answers in one transaction; with ``sync``, then sync SQLite's
         write-ahead log, so a committed batch survives a crash of the machine, not only
         of the process."""
-        self._write_texts([(k, _text(v)) for k, v in items], sync)
-
-    def _write_texts(self, items: list[tuple[str, str]], sync: bool = True) -> None:
-        """:meth:`set_many` of answers already as text."""
         cache = self._cache
         if cache is None or not items or self.read_only:
             return
         try:
-            rest = self._insert_new(items)
+            rest = self._insert_new([(k, json.dumps(v, ensure_ascii=False, sort_keys=True))
+                                     for k, v in items])
             if rest:
                 with cache.transact():
                     for key, text in rest:

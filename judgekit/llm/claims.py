@@ -238,18 +238,21 @@ class Claims:
         if path in _GATED or self._go_solo(fd, path):
             return
         delay = self.poll
-        while True:
-            with _HELD_LOCK:
-                if path in _GATED:
-                    return
-                try:
-                    fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, SOLO)
-                    _GATED.add(path)
-                    return
-                except (BlockingIOError, PermissionError):
-                    pass
+        while not self._pass_gate(fd, path):
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, self.max_poll)
+
+    def _pass_gate(self, fd: int, path: str) -> bool:
+        """Take SOLO shared (kept for this file's life in this process), unless a user
+        alone holds it exclusively."""
+        with _HELD_LOCK:
+            if path not in _GATED:
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, SOLO)
+                except (BlockingIOError, PermissionError):
+                    return False
+                _GATED.add(path)
+            return True
 
     def _go_solo(self, fd: int, path: str) -> bool:
         """Take SOLO exclusively if this user is still the only one since it opened."""
