@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import random
@@ -522,6 +523,22 @@ def test_hand_appends_and_links(tmp_path):
     with pytest.raises(Exception, match="symbolic link"):
         session.add_label(path, "i1", 1, "a")
     assert other.read_text() == ""
+
+
+def test_a_plan_grows_by_the_predicted_variance_not_by_one_surprise():
+    """Thirty uniform terms, then twelve steered ones with one surprise: given the
+    variance the next batch is predicted to have, the plan grows by it alone; the
+    steered block's own spread (raised by the surprise) plans only without one. The
+    larger of the two planned far past the target on skewed labels."""
+    rng = np.random.default_rng(4)
+    z = np.concatenate([rng.normal(0.1, 0.3, 30), rng.normal(0.1, 0.15, 11), [2.6]])
+    block = np.array([0] * 30 + [1] * 12)
+    own = float(z[block == 1].var(ddof=1))
+    plan = functools.partial(active.draws_needed, z, 0.9, 0.04, block=block, future=1)
+    assert plan(future_var=None) == plan(future_var=own)
+    predicted = own / 8
+    assert plan(future_var=predicted) < plan(future_var=own)
+    assert plan(future_var=predicted) > plan(future_var=predicted / 2) > 0
 
 
 def test_a_pilot_with_no_positive_plans_a_finite_number_of_draws():
