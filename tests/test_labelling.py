@@ -570,3 +570,29 @@ def test_a_proposal_that_draws_nothing_gives_the_figures_estimate_gives(tmp_path
     assert len(labels_file.read_bytes()) > len(before)
     assert drawn.as_json() == session.estimate(path, seed=1).as_json()
     assert drawn.labels == 5 and len(drawn.pending) == 5
+
+
+def test_the_first_look_comes_sooner_when_the_target_is_wide():
+    """The pilot is PILOT draws, or a quarter of what people alone need for the widest
+    share, ceil((z / half-width)^2 / 16), at least MIN_PILOT: 30 draws before a look cost
+    1.6 times the random plan at a target of 0.2 (nominal 0.80)."""
+    assert active.pilot_size(0.1, 0.9) == 30  # (1.645 / 0.05)^2 / 16 = 67.6: capped
+    assert active.pilot_size(0.2, 0.9) == 17  # 270.6 / 16 = 16.9
+    assert active.pilot_size(0.2, 0.8) == 11  # (1.2816 / 0.1)^2 / 16 = 10.3
+    assert active.pilot_size(0.2, 0.9, 0.1) == 27  # flipped labels: half-width 0.08
+    assert active.pilot_size(0.5, 0.9) == active.MIN_PILOT == 10
+
+
+def test_a_wide_target_is_looked_at_after_its_pilot(tmp_path):
+    path, truth = _file(tmp_path)
+    st = session.propose(path, batch=50, seed=3, target_width=0.2, level=0.8)
+    assert len(st.pending) == 11 and st.figures[0].draws_needed == 11
+    for p in st.pending:
+        session.add_label(path, p["id"], truth[p["id"]], "ann")
+    after = session.estimate(path, target_width=0.2, level=0.8)
+    f = after.figures[0]
+    assert f.draws == 11 and f.ci is not None
+    # too wide yet (two systems share the draws), so a look re-plans from the interval;
+    # a 30-draw pilot would still ask for its last 19 draws
+    assert f.halfwidth > 0.1 and not after.done
+    assert f.draws_needed != 30 - 11 and f.draws_needed > 0

@@ -151,10 +151,11 @@ def _estimate(src: Source, state: State, target_width: float, level: float,
     left = n - len(y)
     plan = max((int(d.get("plan", 0)) for d in prefix), default=0)
     undrawn = n - (0 if fit is None else int(np.unique(fit.idx).size))
+    pilot = active.pilot_size(target_width, level, err or 0.0)
     figures = []
     for e, fvar in zip(ests, future, strict=True):
         if fit is None:
-            need = active.PILOT
+            need = pilot
             figures.append(Figure(e.name, None, None, None, None, need,
                                   active.expected_new_labels(q_next, labelled, need),
                                   INTERVALS[design]))
@@ -170,12 +171,12 @@ def _estimate(src: Source, state: State, target_width: float, level: float,
                                   tm.expected), e, err or 0.0, err_ci)
         if t < 2:
             shown = seq
-            need = active.PILOT - t
+            need = pilot - t
         elif design == "planned":
             shown = fixed
             need = 0
-            if t < active.PILOT:
-                need = active.PILOT - t
+            if t < pilot:
+                need = pilot - t
             elif t < plan:  # labelling towards the plan: no look before it is reached
                 need = plan - t
             elif (fixed.high - fixed.low) / 2 > target_width / 2:  # a look: re-plan
@@ -188,8 +189,8 @@ def _estimate(src: Source, state: State, target_width: float, level: float,
         else:
             shown = seq
             need = _cs_draws_needed(seq, t, target_width / 2)
-            if t < active.PILOT:
-                need = max(need, active.PILOT - t)
+            if t < pilot:
+                need = max(need, pilot - t)
         lab = active.expected_new_labels(q_next, labelled, need)
         if left == 0:
             need, lab = 0, 0

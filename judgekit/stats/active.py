@@ -14,7 +14,8 @@ statistical inference, Zrnic & Candes 2024).
 
 The design (``judgekit label``'s default, "planned"):
 
-1. a **uniform pilot** (q = 1/N) of ``PILOT`` draws;
+1. a **uniform pilot** (q = 1/N) of ``PILOT`` draws (the first look comes after
+   :func:`pilot_size` of them: fewer when the target is wide);
 2. the predictor: the judge's verdict, its score's logit, the item's system and whether
    the judge contradicted itself, **calibrated** by a ridge logistic regression on the
    labels so far (no prior trust in the score: an overconfident score is recalibrated,
@@ -48,6 +49,7 @@ Pure functions and arrays: files, items and the command line are judgekit.labell
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -77,7 +79,8 @@ from judgekit.stats.predictor import (  # noqa: F401 - the session's predictor
 __all__ = ["MODELS", "Estimand", "Interval", "Population", "betting_cs", "betting_cs_path",
            "combine", "crossfit", "draws_needed", "estimands_for", "expected_new_labels",
            "first_draws", "fit_predictor", "fixed_interval", "frame", "known_before",
-           "label_error_map", "sampling_probabilities", "squared_weights", "steer",
+           "label_error_map", "pilot_size", "sampling_probabilities", "squared_weights",
+           "steer",
            "term_bounds", "terms"]
 
 UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without bounds)
@@ -87,7 +90,8 @@ UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without 
 # benchmarks/active_labels.py), so steering stops at 0.25 (weights at most 4x).
 SHARES = (1.0, 0.5, 0.25)
 STEER_GAIN = 0.9  # steer only if the estimated variance is at most this of uniform's
-PILOT = 30  # uniform draws before any steering or stopping
+PILOT = 30  # uniform draws before any steering (and before the first look, see pilot_size)
+MIN_PILOT = 10  # the fewest draws before the first look
 EXTEND = 0.1  # a plan further than this share of the draws so far is aimed short
 # of the draws a far plan asks for, then looked at again: a plan made early (few steered
 # draws) is often far off, and a look half-way costs less than the draws past the target
@@ -274,6 +278,21 @@ def model_variance(e: Estimand, m: np.ndarray, q: np.ndarray) -> float:
     """Var(Z) if the predictor were calibrated: sum w^2 m (1 - m) / q (logged in draw
     lines so that the previous version can still read a labels file)."""
     return float(np.sum(e.weights ** 2 * m * (1 - m) / q))
+
+
+def pilot_size(target_width: float, level: float, error: float = 0.0) -> int:
+    """Uniform draws before the design first looks at its interval: ``PILOT``, or, for a
+    target so wide that people alone would need few labels, a quarter of what they would
+    need for the widest share (variance 1/4, labels flipped at rate ``error``), at least
+    ``MIN_PILOT``. A fixed pilot of 30 cost 1.6 times the random plan at a target width
+    of 0.2 (nominal 0.80), which reaches it with about 18 labels."""
+    from statistics import NormalDist
+
+    half = target_width / 2 * (1 - 2 * error)
+    if not half > 0:
+        return PILOT
+    worst = (NormalDist().inv_cdf(0.5 + level / 2) / half) ** 2 / 4
+    return int(min(PILOT, max(MIN_PILOT, math.ceil(worst / 4))))
 
 
 def steer(m: np.ndarray, estimands: Sequence[Estimand], drawn: np.ndarray,
