@@ -581,18 +581,24 @@ def test_the_first_look_comes_sooner_when_the_target_is_wide():
     assert active.pilot_size(0.2, 0.8) == 11  # (1.2816 / 0.1)^2 / 16 = 10.3
     assert active.pilot_size(0.2, 0.9, 0.1) == 27  # flipped labels: half-width 0.08
     assert active.pilot_size(0.5, 0.9) == active.MIN_PILOT == 10
+    # one of two equal systems' rates: twice the spread per uniform draw
+    half = active.Estimand("pass_rate[A]", 0.0, np.where(np.arange(8) % 2, 0.25, 0.0), 0.0,
+                           1.0)
+    assert active.pilot_size(0.2, 0.8, estimands=[half]) == 21  # 2 * 164.2 / 16 = 20.5
+    assert active.pilot_size(0.2, 0.9, estimands=[half]) == 30  # 33.8: capped
 
 
 def test_a_wide_target_is_looked_at_after_its_pilot(tmp_path):
     path, truth = _file(tmp_path)
     st = session.propose(path, batch=50, seed=3, target_width=0.2, level=0.8)
-    assert len(st.pending) == 11 and st.figures[0].draws_needed == 11
+    # each of two systems' rates: pilot_size(0.2, 0.8) at twice a share's spread
+    assert len(st.pending) == 21 and st.figures[0].draws_needed == 21
     for p in st.pending:
         session.add_label(path, p["id"], truth[p["id"]], "ann")
     after = session.estimate(path, target_width=0.2, level=0.8)
-    f = after.figures[0]
-    assert f.draws == 11 and f.ci is not None
-    # too wide yet (two systems share the draws), so a look re-plans from the interval;
-    # a 30-draw pilot would still ask for its last 19 draws
-    assert f.halfwidth > 0.1 and not after.done
-    assert f.draws_needed != 30 - 11 and f.draws_needed > 0
+    # a look at every figure: one narrow enough needs nothing more, the other re-plans
+    # from its interval (a 30-draw pilot would still ask for its last 9 draws)
+    a, b = after.figures
+    assert a.draws == b.draws == 21 and not after.done
+    assert a.halfwidth <= 0.1 and a.draws_needed == 0
+    assert b.halfwidth > 0.1 and 0 < b.draws_needed < 30 - 21

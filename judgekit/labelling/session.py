@@ -151,7 +151,7 @@ def _estimate(src: Source, state: State, target_width: float, level: float,
     left = n - len(y)
     plan = max((int(d.get("plan", 0)) for d in prefix), default=0)
     undrawn = n - (0 if fit is None else int(np.unique(fit.idx).size))
-    pilot = active.pilot_size(target_width, level, err or 0.0)
+    pilot = active.pilot_size(target_width, level, err or 0.0, ests)
     figures = []
     for e, fvar in zip(ests, future, strict=True):
         if fit is None:
