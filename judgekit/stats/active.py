@@ -80,8 +80,7 @@ __all__ = ["MODELS", "Estimand", "Interval", "Population", "betting_cs", "bettin
            "combine", "crossfit", "draws_needed", "estimands_for", "expected_new_labels",
            "first_draws", "fit_predictor", "fixed_interval", "frame", "known_before",
            "label_error_map", "pilot_size", "sampling_probabilities", "squared_weights",
-           "steer",
-           "term_bounds", "terms"]
+           "steer", "term_bounds", "terms"]
 
 UNIFORM_SHARE = 0.25  # the mixture of the previous version (draw lines without bounds)
 # uniform share candidates (1: no steering). A share of 0.1 lets one surprise weigh 10
