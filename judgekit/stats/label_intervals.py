@@ -124,10 +124,10 @@ def draws_needed(z: np.ndarray, level: float, halfwidth: float, low: float = 0.0
     c = combine(z, block, floor, expected)
     b = np.zeros(z.size, int) if block is None else np.asarray(block, int)
     own = z[b == future]
-    if future_var is None and own.size >= MIN_BLOCK:
-        fv = max(float(own.var(ddof=1)), floor)
-    elif future_var is not None:
+    if future_var is not None:
         fv = max(float(future_var), floor)
+    elif own.size >= MIN_BLOCK:
+        fv = max(float(own.var(ddof=1)), floor)
     else:
         fv = max(float(z.var(ddof=1)), floor)
     t0 = z.size
