@@ -31,10 +31,16 @@ The sequential check: the anytime-valid interval (betting confidence sequence) o
 calibrated, overconfident and annotator designs, the stop checked after every label
 (the first moment its width is at most TARGET).
 
+The family: the seven simulated designs with a judge (all but the pure-noise score) are
+run again at a wide target (0.2 at nominal 0.80) and at the issue's own setting (0.1 at
+0.95), REPS / 2 runs each, against the best fixed design at that target and level.
+
 Keys (last line, one JSON object): labels_vs_best_fixed_median (over designs whose
 score carries information), labels_vs_best_fixed_worst (every design, real files
 included), coverage_min (the default design's interval at its stop, every design),
-sequential_coverage_min, estimate_outside_interval, real_files, and per-design figures.
+sequential_coverage_min, estimate_outside_interval, real_files, and per-design figures;
+family_coverage_shortfall_max (the largest level - coverage over the family's settings
+and designs: at or below 0 when each covers at its level) and ``families``.
 """
 
 from __future__ import annotations
@@ -62,6 +68,9 @@ BATCH = 10
 REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 REAL_REPS = max(5, REPS // 5)
 SEQ_REPS = REPS
+# other members of the family: a wide target at a low level, the issue's own 0.1 at 0.95
+FAMILIES = ((0.2, 0.8), (0.1, 0.95))
+FAMILY_REPS = max(20, REPS // 2)
 DATA = ROOT / "benchmarks" / "data"
 E_20 = (1 - math.sqrt(1 - 2 * 0.2)) / 2  # two annotators disagree on 20%
 
@@ -110,8 +119,11 @@ def simulate(design: str, seed: int):
     return items, y, which, err
 
 
-def run_memory(items, y, which, err, seed, design="planned", check_every=False):
-    """One session in memory; returns (labels, estimate, low, high) at its stop."""
+def run_memory(items, y, which, err, seed, design="planned", check_every=False,
+               target=None, level=None):
+    """One session in memory (at ``target`` width and nominal ``level``, TARGET and
+    LEVEL unless given); returns (labels, estimate, low, high) at its stop."""
+    target, level = target or TARGET, level or LEVEL
     src = Source("sim", "pointwise", _normalise(items, "pointwise", Path("sim")),
                  Path("/nonexistent/labels.jsonl"), None)
     pop = population(src.items)
@@ -122,7 +134,7 @@ def run_memory(items, y, which, err, seed, design="planned", check_every=False):
     index = {x["id"]: i for i, x in enumerate(src.items)}
     while True:
         state = session._State(labels, pop, ests, dict(got))
-        st, new = session.next_draws(src, state, BATCH, seed, TARGET, LEVEL, which, design,
+        st, new = session.next_draws(src, state, BATCH, seed, target, level, which, design,
                                      err or None)
         if st.done or not new:
             if check_every:  # the first label at which the sequence was narrow enough
@@ -163,21 +175,23 @@ def truth(items, y, which):
     return float(np.mean(y == v)) if which == "agreement" else float(np.mean(y))
 
 
-def best_fixed(y_obs, which, verdict, predictors, err=0.0, fpc=False):
+def best_fixed(y_obs, which, verdict, predictors, err=0.0, fpc=False, target=None,
+               level=None):
     """The fewest random labels with which the fixed-n PPI++ interval (or people alone)
     reaches TARGET, from the whole file's variance terms: ``judgekit analyse``'s interval
     (the items a sample of a population: (1/n - 1/N) Var(y - lambda f) + Var(y) / N), or
     with ``fpc`` the finite-population one (the rate of these N items, as the session
     estimates it: (1/n - 1/N) Var(y - lambda f))."""
+    target_width, level = target, level or LEVEL
     target = x = np.asarray(y_obs, float)
     if which == "agreement":
         target = (x == verdict).astype(float) if set(np.unique(x)) <= {0.0, 1.0} else \
             np.where(verdict == 1, x, 1 - x)
     big_n = target.size
-    half = TARGET / 2 * (1 - 2 * err)
+    half = (target_width or TARGET) / 2 * (1 - 2 * err)
     est = float(target.mean())
     s_y = float(target.var(ddof=1))
-    best = {"people": _n_for(est, s_y, s_y, big_n, half, fpc)}
+    best = {"people": _n_for(est, s_y, s_y, big_n, half, fpc, level)}
     for name, f in predictors.items():
         f = np.asarray(f, float)
         if f.var() <= 0:
@@ -185,11 +199,11 @@ def best_fixed(y_obs, which, verdict, predictors, err=0.0, fpc=False):
         # lambda of either sign: a user could turn an anti-correlated score round
         lam = min(1.0, max(-1.0, float(np.cov(f, target)[0, 1] / f.var(ddof=1))))
         best[f"ppi_{name}"] = _n_for(est, s_y, float((target - lam * f).var(ddof=1)), big_n,
-                                     half, fpc)
+                                     half, fpc, level)
     return min(best.values()), best
 
 
-def _n_for(est, s_y, s_r, big_n, half, fpc=False):
+def _n_for(est, s_y, s_r, big_n, half, fpc=False, level=None):
     """The fewest n at which the fixed-n interval of a simple random sample of n of the
     N items (Wilson at the effective n, Student's t on n - 1, half the continuity
     correction: ``judgekit analyse``'s ``ppi_interval``, or its finite-population form)
@@ -197,13 +211,15 @@ def _n_for(est, s_y, s_r, big_n, half, fpc=False):
     from judgekit.stats.ppi import ppi_interval
     from judgekit.stats.proportions import wilson_effective
 
+    level = level or LEVEL
+
     def width(n):
         if not fpc:
-            lo, hi = ppi_interval(est, s_y, s_r, n, big_n, LEVEL)
+            lo, hi = ppi_interval(est, s_y, s_r, n, big_n, level)
             return (hi - lo) / 2
         var = (1 / n - 1 / big_n) * s_r
         n_eff = est * (1 - est) / var if var > 0 else 1e9
-        lo, hi = wilson_effective(est, min(n_eff, 1e9), LEVEL, continuity=0.5,
+        lo, hi = wilson_effective(est, min(n_eff, 1e9), level, continuity=0.5,
                                   df=n - 1).as_list()
         return (hi - lo) / 2
 
@@ -278,9 +294,50 @@ def sim_job(args):
     theta = truth(items, y, which)
     if mode == "sequential":
         got = run_memory(items, y, which, err, seed, "sequential", check_every=True)
+    elif mode.startswith("family"):  # another target and level: "family:TARGET:LEVEL"
+        _, target, level = mode.split(":")
+        got = run_memory(items, y, which, err, seed, target=float(target),
+                         level=float(level))
     else:
         got = run_memory(items, y, which, err, seed)
     return design, mode, got, theta
+
+
+def baselines(design, target=None, level=None):
+    """The best fixed design's labels (analyse's interval, and its finite-population
+    form) on replicates 0-2 of a simulated design, averaged."""
+    bases = []
+    for r in range(3):
+        items, y, which, err = simulate(design, r)
+        verdict = np.array([x["verdict"] for x in items])
+        preds = {"verdict": verdict}
+        if "probability" in items[0]:
+            s = np.array([x["probability"] for x in items])
+            preds["score"] = s if which == "pass_rate" else np.maximum(s, 1 - s)
+        y_obs = np.where(np.random.default_rng([r, 5]).random(y.size) < err, 1 - y, y)
+        bases.append([best_fixed(y_obs, which, verdict, preds, err, fpc, target, level)[0]
+                      for fpc in (False, True)])
+    return float(np.mean([b[0] for b in bases])), float(np.mean([b[1] for b in bases]))
+
+
+def family(results, designs, target, level):
+    """The default design at another target width and nominal level (the same family,
+    away from the contract's setting): coverage against the level, labels against the
+    best fixed design at that target and level."""
+    rows = {}
+    for d in designs:
+        got = [(g, th) for dd, mode, g, th in results
+               if dd == d and mode == f"family:{target}:{level}"]
+        base, _ = baselines(d, target, level)
+        labels = float(np.mean([g[0] for g, _ in got]))
+        rows[d] = {"labels": round(labels, 1), "best_fixed": round(base, 1),
+                   "ratio": round(labels / base, 3),
+                   "coverage": round(float(np.mean([g[2] <= th <= g[3] for g, th in got])),
+                                     3), "runs": len(got)}
+    return {"target_width": target, "level": level,
+            "coverage_min": min(r["coverage"] for r in rows.values()),
+            "ratio_median": round(float(np.median([r["ratio"] for r in rows.values()])), 3),
+            "ratio_worst": max(r["ratio"] for r in rows.values()), "designs": rows}
 
 
 def llmbar_files(folder: Path) -> list[Path]:
@@ -354,26 +411,15 @@ def main() -> None:
     seq_designs = ["calibrated", "overconfident", "annotators_20"]
     jobs = [(d, r, "planned") for d in sims for r in range(REPS)]
     jobs += [(d, 10_000 + r, "sequential") for d in seq_designs for r in range(SEQ_REPS)]
+    jobs += [(d, 20_000 + r, f"family:{t}:{lv}") for t, lv in FAMILIES for d in sims[:7]
+             for r in range(FAMILY_REPS)]
     with ProcessPoolExecutor(2) as pool:
         results = list(pool.map(sim_job, jobs, chunksize=4))
     figures: dict[str, dict] = {}
     outside = 0
     for d in sims:
         got = [(g, th) for dd, mode, g, th in results if dd == d and mode == "planned"]
-        # the baseline on each replicate's own data, averaged
-        bases = []
-        for r in range(3):
-            items, y, which, err = simulate(d, r)
-            verdict = np.array([x["verdict"] for x in items])
-            preds = {"verdict": verdict}
-            if "probability" in items[0]:
-                s = np.array([x["probability"] for x in items])
-                preds["score"] = s if which == "pass_rate" else np.maximum(s, 1 - s)
-            y_obs = np.where(np.random.default_rng([r, 5]).random(y.size) < err, 1 - y, y)
-            bases.append((best_fixed(y_obs, which, verdict, preds, err)[0],
-                          best_fixed(y_obs, which, verdict, preds, err, fpc=True)[0]))
-        base = float(np.mean([x[0] for x in bases]))
-        base_fpc = float(np.mean([x[1] for x in bases]))
+        base, base_fpc = baselines(d)  # on each replicate's own data, averaged
         oracle = [sim_oracle(d, r) for r in range(3)]
         labels = float(np.mean([g[0] for g, _ in got]))
         cover = float(np.mean([g[2] <= th <= g[3] for g, th in got]))
@@ -449,6 +495,12 @@ def main() -> None:
               f"width {v['width']:.3f}")
     for k, v in seq_cover.items():
         print(f"sequential {k:17s} coverage {v:.3f}")
+    families = [family(results, sims[:7], t, lv) for t, lv in FAMILIES]
+    for fam in families:
+        for k, v in fam["designs"].items():
+            print(f"width {fam['target_width']} at {fam['level']}: {k:16s} labels "
+                  f"{v['labels']:6.1f}  best fixed {v['best_fixed']:6.1f}  ratio "
+                  f"{v['ratio']:.3f}  coverage {v['coverage']:.3f}")
     out = {
         "labels_vs_best_fixed_median": round(float(np.median(
             [figures[d]["ratio"] for d in informative])), 3),
@@ -471,6 +523,11 @@ def main() -> None:
                        str(DATA.relative_to(ROOT) / "pandalm_testset_v1.csv") + ":" + n
                        for n in real],
         "target_width": TARGET, "level": LEVEL, "reps": REPS, "real_reps": REAL_REPS,
+        # the same family away from the contract's setting (no bound; coverage is
+        # against each setting's own level)
+        "family_coverage_shortfall_max": round(max(
+            fam["level"] - fam["coverage_min"] for fam in families), 3),
+        "families": families,
         "designs": figures, "sequential_coverage": seq_cover,
     }
     print(json.dumps(out))
