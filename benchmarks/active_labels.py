@@ -178,7 +178,9 @@ def truth(items, y, which):
 def best_fixed(y_obs, which, verdict, predictors, err=0.0, fpc=False, target=None,
                level=None):
     """The fewest random labels with which the fixed-n PPI++ interval (or people alone)
-    reaches TARGET, from the whole file's variance terms: ``judgekit analyse``'s interval
+    reaches ``target`` width at nominal ``level`` (TARGET and LEVEL unless given; the
+    name ``target`` is then reused for the estimand's values), from the whole file's
+    variance terms: ``judgekit analyse``'s interval
     (the items a sample of a population: (1/n - 1/N) Var(y - lambda f) + Var(y) / N), or
     with ``fpc`` the finite-population one (the rate of these N items, as the session
     estimates it: (1/n - 1/N) Var(y - lambda f))."""
