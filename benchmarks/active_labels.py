@@ -178,29 +178,28 @@ def truth(items, y, which):
 def best_fixed(y_obs, which, verdict, predictors, err=0.0, fpc=False, target=None,
                level=None):
     """The fewest random labels with which the fixed-n PPI++ interval (or people alone)
-    reaches ``target`` width at nominal ``level`` (TARGET and LEVEL unless given; the
-    name ``target`` is then reused for the estimand's values), from the whole file's
-    variance terms: ``judgekit analyse``'s interval
+    reaches ``target`` width at nominal ``level`` (TARGET and LEVEL unless given), from
+    the whole file's variance terms: ``judgekit analyse``'s interval
     (the items a sample of a population: (1/n - 1/N) Var(y - lambda f) + Var(y) / N), or
     with ``fpc`` the finite-population one (the rate of these N items, as the session
     estimates it: (1/n - 1/N) Var(y - lambda f))."""
-    target_width, level = target, level or LEVEL
-    target = x = np.asarray(y_obs, float)
+    half = (target or TARGET) / 2 * (1 - 2 * err)
+    level = level or LEVEL
+    t = x = np.asarray(y_obs, float)  # the estimand's value per item
     if which == "agreement":
-        target = (x == verdict).astype(float) if set(np.unique(x)) <= {0.0, 1.0} else \
+        t = (x == verdict).astype(float) if set(np.unique(x)) <= {0.0, 1.0} else \
             np.where(verdict == 1, x, 1 - x)
-    big_n = target.size
-    half = (target_width or TARGET) / 2 * (1 - 2 * err)
-    est = float(target.mean())
-    s_y = float(target.var(ddof=1))
+    big_n = t.size
+    est = float(t.mean())
+    s_y = float(t.var(ddof=1))
     best = {"people": _n_for(est, s_y, s_y, big_n, half, fpc, level)}
     for name, f in predictors.items():
         f = np.asarray(f, float)
         if f.var() <= 0:
             continue
         # lambda of either sign: a user could turn an anti-correlated score round
-        lam = min(1.0, max(-1.0, float(np.cov(f, target)[0, 1] / f.var(ddof=1))))
-        best[f"ppi_{name}"] = _n_for(est, s_y, float((target - lam * f).var(ddof=1)), big_n,
+        lam = min(1.0, max(-1.0, float(np.cov(f, t)[0, 1] / f.var(ddof=1))))
+        best[f"ppi_{name}"] = _n_for(est, s_y, float((t - lam * f).var(ddof=1)), big_n,
                                      half, fpc, level)
     return min(best.values()), best
 

@@ -54,6 +54,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import ndtri
 
 from judgekit.core.errors import StatsError
 from judgekit.stats.label_intervals import (  # noqa: F401 - the session's intervals
@@ -290,13 +291,11 @@ def pilot_size(target_width: float, level: float, error: float = 0.0,
     reaches it with about 18 labels; a look before each estimand has its share of the
     draws costs coverage and labels (two systems' rates at 0.2, nominal 0.90: 0.87
     coverage and 62 labels, against 0.935 and 58 with the 30-draw pilot)."""
-    from statistics import NormalDist
-
     half = target_width / 2 * (1 - 2 * error)
     if not half > 0:
         return PILOT
     spread = max([e.weights.size * float(e.weights @ e.weights) for e in estimands] + [1.0])
-    worst = spread * (NormalDist().inv_cdf(0.5 + level / 2) / half) ** 2 / 4
+    worst = spread * (float(ndtri(0.5 + level / 2)) / half) ** 2 / 4
     return int(min(PILOT, max(MIN_PILOT, math.ceil(worst / 4))))
 
 
