@@ -89,24 +89,33 @@ def test_a_cancelled_waiter_neither_stops_the_writer_nor_loses_its_item():
     assert seen == [1, 2, 3]
 
 
+@pytest.mark.parametrize("process", [True, False], ids=["process", "thread"])
 def test_every_answer_is_on_disk_when_map_returns(fake_api, make_client, tmp_path,
-                                                  monkeypatch):
+                                                  monkeypatch, process):
     from judgekit.llm import cache as cache_mod
+    from judgekit.llm.cache_process import ProcessWriter
 
+    monkeypatch.setattr(cache_mod, "PROCESS_WRITER", process)
     flushes = []
-    real = cache_mod.ResponseCache.set_many
+    real_set, real_frame = cache_mod.ResponseCache.set_many, ProcessWriter._write_frame
 
     def counting(self, items, sync=True):
         flushes.append(len(items))
-        return real(self, items, sync)
+        return real_set(self, items, sync)
+
+    def framed(self):
+        flushes.append(len(self._pending))
+        return real_frame(self)
 
     monkeypatch.setattr(cache_mod.ResponseCache, "set_many", counting)
+    monkeypatch.setattr(ProcessWriter, "_write_frame", framed)
     fake_api.default = Reply(body=openai_body(GOOD), delay=0.01)
     client = make_client(cassette=tmp_path / "c.json", cassette_mode="new", concurrency=32)
     client.settings.base_urls["openai"] = fake_api.url + "/v1"
     calls = [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini") for i in range(120)]
     res = client.map_sync(STAGE, calls)
     assert all(r.ok for r in res)
+    assert (client.cache._process is not None) is process
     # before close: the cache holds every answer and the journal one line per answer
     assert all(client.cache.peek(r.key) is not None for r in res)
     lines = client.cassette.journal.read_text().splitlines()
@@ -133,25 +142,55 @@ def test_a_journal_that_cannot_be_written_stops_the_run(fake_api, make_client, t
     assert len(fake_api.requests) <= 5
 
 
+def slow_writer_process(monkeypatch, seconds):
+    """Writer processes that take ``seconds`` more for every batch (a slow disk)."""
+    from judgekit.llm import cache_process
+
+    monkeypatch.setattr(cache_process, "BOOT", cache_process.BOOT.replace(
+        "raise SystemExit", "import time; w = m.write_batch; m.write_batch = lambda *a: "
+        f"(time.sleep({seconds}), w(*a)); raise SystemExit"))
+
+
+def failing_writer_process(monkeypatch, message):
+    """Writer processes whose every batch fails as SQLite does on a full disk."""
+    from judgekit.llm import cache_process
+
+    monkeypatch.setattr(cache_process, "BOOT", cache_process.BOOT.replace(
+        "raise SystemExit", "import sqlite3\ndef full(*a): raise sqlite3.OperationalError("
+        f"{message!r})\nm.write_batch = full\nraise SystemExit").replace("; ", "\n"))
+
+
+@pytest.mark.parametrize("process", [True, False], ids=["process", "thread"])
 def test_a_claim_is_released_only_after_its_answer_is_written(fake_api, make_client,
-                                                              monkeypatch):
+                                                              monkeypatch, process):
     """Another process waiting on the claim must find the answer: the claim outlives a
-    slow write."""
+    slow write (read at release time through a connection of its own)."""
+    import sqlite3
+
     from judgekit.llm import cache as cache_mod
 
+    monkeypatch.setattr(cache_mod, "PROCESS_WRITER", process)
+    if process:
+        slow_writer_process(monkeypatch, 0.2)
+    else:
+        real = cache_mod.ResponseCache.set_many
+
+        def slow(self, items, sync=True):
+            time.sleep(0.2)
+            real(self, items, sync)
+        monkeypatch.setattr(cache_mod.ResponseCache, "set_many", slow)
     events = []
-    real = cache_mod.ResponseCache.set_many
-
-    def slow(self, items, sync=True):
-        time.sleep(0.2)
-        real(self, items, sync)
-        events.append("written")
-
-    monkeypatch.setattr(cache_mod.ResponseCache, "set_many", slow)
     fake_api.default = Reply(body=openai_body(GOOD))
     client = make_client()
     client.settings.base_urls["openai"] = fake_api.url + "/v1"
     hold = client.store.claims.hold
+
+    def stored(key):
+        con = sqlite3.connect(str(client.cache.directory / "cache.db"))
+        try:
+            return con.execute("SELECT count(*) FROM Cache WHERE key = ?", (key,)).fetchone()[0]
+        finally:
+            con.close()
 
     def traced(key):
         cm = hold(key)
@@ -161,26 +200,34 @@ def test_a_claim_is_released_only_after_its_answer_is_written(fake_api, make_cli
                 return await cm.__aenter__()
 
             async def __aexit__(self, *exc):
-                events.append("released")
+                events.append(("released", stored(key)))
                 return await cm.__aexit__(*exc)
         return Wrap()
 
     client.store.claim = traced
     res = client.map_sync(Stage("answer", "answer.j2", Answer),
                           [Call({"question": "q"}, "openai/gpt-4.1-mini")])
-    assert res[0].ok and events == ["written", "released"]
+    assert res[0].ok and events == [("released", 1)]
+    client.close()
 
 
-def test_a_cache_that_cannot_be_written_stops_the_run(fake_api, make_client, monkeypatch):
+@pytest.mark.parametrize("process", [True, False], ids=["process", "thread"])
+def test_a_cache_that_cannot_be_written_stops_the_run(fake_api, make_client, monkeypatch,
+                                                      caplog, process):
     """With no cassette, a cache whose batch write fails (a full disk) stops the run at
     once with a one-line reason, instead of paying for answers nobody keeps."""
     import sqlite3
 
     import diskcache
 
+    from judgekit.llm import cache as cache_mod
+
     def full(self, *args, **kw):
         raise sqlite3.OperationalError("database or disk is full")
 
+    monkeypatch.setattr(cache_mod, "PROCESS_WRITER", process)
+    if process:
+        failing_writer_process(monkeypatch, "database or disk is full")
     fake_api.default = Reply(body=openai_body(GOOD))
     client = make_client(concurrency=4)
     client.settings.base_urls["openai"] = fake_api.url + "/v1"
@@ -191,10 +238,13 @@ def test_a_cache_that_cannot_be_written_stops_the_run(fake_api, make_client, mon
         client.map_sync(STAGE, [Call({"question": f"q{i}"}, "openai/gpt-4.1-mini")
                                 for i in range(50)])
     # the calls in flight when the first write failed, plus those a freed slot started
-    # while that write was still queued (the writer thread may lag on a loaded machine):
-    # at most 3 per slot, far from the 50 a run that did not stop would pay for
+    # while that write was still queued (the writer may lag on a loaded machine): at
+    # most 3 per slot, far from the 50 a run that did not stop would pay for
     assert len(fake_api.requests) <= 3 * 4
     assert not client.cache.available
+    said = [r.getMessage() for r in caplog.records if "unusable" in r.getMessage()]
+    assert len(said) == 1 and "OperationalError: database or disk is full" in said[0]
+    client.close()
 
 
 def test_the_bulk_insert_writes_the_rows_diskcache_itself_writes(tmp_path):

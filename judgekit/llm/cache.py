@@ -28,6 +28,8 @@ import diskcache
 from platformdirs import user_cache_dir
 
 from judgekit.core.textio import json_loads
+from judgekit.llm import cache_rows
+from judgekit.llm.cache_process import ProcessWriter
 from judgekit.llm.types import CallRecord
 from judgekit.llm.writer import BatchWriter
 
@@ -35,23 +37,14 @@ log = logging.getLogger("judgekit.cache")
 
 _STATS_KEY = "__judgekit_last_run_stats__"
 _CACHE_ERRORS = (sqlite3.Error, OSError, ValueError, diskcache.Timeout)
+# answers asked on an event loop are written by a process of its own where the platform
+# allows (see judgekit.llm.cache_process); else by a thread of this one
+PROCESS_WRITER = os.name == "posix"
 
 
 def default_cache_dir() -> Path:
     env = os.environ.get("JUDGEKIT_CACHE_DIR")
     return Path(env) if env else Path(user_cache_dir("judgekit")) / "responses"
-
-
-def _sync(path: Path) -> None:
-    """fsync a file written by another connection (SQLite's WAL), if it exists."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class UnsafeEntry(ValueError):
@@ -141,9 +134,12 @@ class ResponseCache:
         self._absent: set[str] = set()  # prefetched and not there: the lookup is a miss
         self._cache: diskcache.Cache | None = None
         self._writer: BatchWriter[tuple[str, CallRecord]] | None = None
+        self._process: ProcessWriter | None = None
+        self._no_process = not PROCESS_WRITER  # not here, or it could not start
         self._reader: sqlite3.Connection | None = None  # prefetch's read-only connection
         self._writes: sqlite3.Connection | None = None  # set_many's bulk inserts
         self.read_only = False  # answers are served, new ones not stored
+        self.unusable = False  # said so, and bypassed
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             # cull_limit 0: no eviction query on every write (two more SQL statements per
@@ -165,14 +161,20 @@ class ResponseCache:
         return self._cache is not None
 
     def _disable(self, exc: BaseException) -> None:
+        self._disabled(type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+
+    def _disabled(self, kind: str, message: str) -> None:
+        """Say once why the cache is unusable, and bypass it from now on."""
+        if self.unusable:  # a second batch failing as the first did
+            return
+        self.unusable = True
         log.warning("judgekit: the response cache at %s is unusable (%s: %s); it is bypassed "
                     "for this run and calls go to the provider (`judgekit cache clear` starts it "
                     "afresh; do not delete the folder while batches run: it holds their "
-                    "journal)", self.directory, type(exc).__name__,
-                    str(exc).splitlines()[0] if str(exc) else "")
+                    "journal)", self.directory, kind, message)
         cache, self._cache = self._cache, None
         if cache is not None:
-            with contextlib.suppress(*_CACHE_ERRORS):  # already unusable: closing is best effort
+            with contextlib.suppress(*_CACHE_ERRORS):  # already unusable: best effort
                 cache.close()
 
     def prefetch(self, keys: list[str]) -> None:
@@ -269,8 +271,27 @@ class ResponseCache:
         return self._background().submit((key, value))
 
     def set_soon(self, key: str, value: CallRecord) -> asyncio.Future[None]:
-        """``set_later`` with a future of the running loop (see :mod:`judgekit.llm.writer`)."""
+        """``set_later`` with a future of the running loop, written by the writer process
+        where it runs, else by the writer thread (see :mod:`judgekit.llm.writer`)."""
+        if self._cache is None or self.read_only:  # nothing to write to
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            fut.set_result(None)
+            return fut
+        if self._process is None and not self._no_process:
+            self._process = ProcessWriter.start(self.directory, self._disabled, self.set_many)
+            self._no_process = self._process is None
+        if self._process is not None and not self._process.broken:
+            return self._process.submit_async((key, value))
         return self._background().submit_async((key, value))
+
+    @property
+    def writes_proven(self) -> bool:
+        """Whether a write has been confirmed (or is not waited on): until the writer
+        process has answered its first batch (it starts in about 0.06 s), the client
+        keeps each call's slot until its answer is written, so a cache that cannot be
+        written stops a run after at most one round of calls, as the thread does."""
+        p = self._process
+        return self._no_process or self._cache is None or p is not None and p.proven
 
     def _background(self) -> BatchWriter[tuple[str, CallRecord]]:
         if self._writer is None:
@@ -285,61 +306,18 @@ class ResponseCache:
         if cache is None or not items or self.read_only:
             return
         try:
-            rest = self._insert_new([(k, json.dumps(v, ensure_ascii=False, sort_keys=True))
-                                     for k, v in items])
-            if rest:
-                with cache.transact():
-                    for key, text in rest:
-                        cache.set(key, text)
+            cache_rows.set_rest(cache, self._insert_new(cache_rows.texts(items)))
             if sync:
-                _sync(self.directory / "cache.db-wal")
+                cache_rows.sync_file(self.directory / "cache.db-wal")
         except _CACHE_ERRORS as exc:
             self._disable(exc)
 
     def _insert_new(self, items: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """Insert the answers whose keys are not stored yet, as the row diskcache's
-        ``set`` writes for a short text (inline raw text, no expiry, no tag), in one
-        statement and one transaction on this cache's own write connection: diskcache's
-        ``set`` costs a Python call and three statements per answer, and a writer thread
-        busy in Python holds the interpreter lock the event loop needs (at 0 ms latency it
-        made every claim's system call wait for it). Returns the (key, text) pairs left
-        to diskcache's ``set``: a key already stored (its row is updated, an old file
-        removed) or a text long enough to be kept in a file."""
-        texts = dict(items)  # a key given twice: its last text
-        limit = int(getattr(self._cache, "disk_min_file_size", 32768))
-        short = [k for k, t in texts.items() if len(t) < limit]
-        there: set[str] = set()
-        if short:
-            con = self._write_connection()
-            now = time.time()
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                for i in range(0, len(short), 900):  # under SQLite's variable limit
-                    chunk = short[i:i + 900]
-                    there.update(r[0] for r in con.execute(
-                        "SELECT key FROM Cache WHERE raw = 1 AND key IN "
-                        f"({','.join('?' * len(chunk))})", chunk))
-                con.executemany(
-                    "INSERT INTO Cache(key, raw, store_time, expire_time, access_time, "
-                    "access_count, tag, size, mode, filename, value) "
-                    f"VALUES (?, 1, ?, NULL, ?, 0, NULL, 0, {diskcache.core.MODE_RAW}, NULL, ?)",
-                    [(k, now, now, texts[k]) for k in short if k not in there])
-                con.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    con.execute("ROLLBACK")
-                raise
-        return [(k, t) for k, t in texts.items() if len(t) >= limit or k in there]
-
-    def _write_connection(self) -> sqlite3.Connection:
-        """This cache's own connection for bulk inserts (used by one writer at a time),
-        with diskcache's settings: write-ahead log, synchronous NORMAL, its timeout."""
+        """:func:`judgekit.llm.cache_rows.insert_new` on this cache's own write
+        connection (used by one writer at a time)."""
         if self._writes is None:
-            con = sqlite3.connect(str(self.directory / "cache.db"), timeout=60,
-                                  isolation_level=None, check_same_thread=False)
-            con.execute("PRAGMA synchronous = 1")
-            self._writes = con
-        return self._writes
+            self._writes = cache_rows.write_connection(self.directory)
+        return cache_rows.insert_new(self._writes, cast(diskcache.Cache, self._cache), items)
 
     def delete(self, key: str) -> None:
         if self._cache is None or self.read_only:
@@ -358,6 +336,9 @@ class ResponseCache:
             return False
 
     def close(self) -> None:
+        if self._process is not None:
+            self._process.close()  # every answer sent is written first
+            self._process = None
         if self._writer is not None:
             self._writer.close()  # every queued answer is written first
             self._writer = None

@@ -43,6 +43,7 @@ import mmap
 import os
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -137,6 +138,7 @@ class Claims:
 
     def __init__(self, directory: Path, *, poll: float = 0.02, max_poll: float = 0.5) -> None:
         self.dir = Path(directory)
+        self.name = str(self.dir)
         self.poll, self.max_poll = poll, max_poll
         self.waited = 0  # claims found held by another process (for tests and benchmarks)
         self._fd: int | None = None
@@ -199,7 +201,7 @@ class Claims:
     def _try(self, fd: int, offset: int) -> bool:
         """Take the record lock at ``offset`` if neither this process nor another
         holds it."""
-        name = str(self.dir)
+        name = self.name
         with _HELD_LOCK:
             if (name, offset) in _HELD:
                 return False
@@ -215,7 +217,7 @@ class Claims:
 
     def _release(self, fd: int, offset: int) -> None:
         with _HELD_LOCK:
-            _HELD.discard((str(self.dir), offset))
+            _HELD.discard((self.name, offset))
             if offset in self._virtual:
                 self._virtual.discard(offset)
                 if not self._virtual:  # nothing held: the gate opens for others, unless
@@ -341,14 +343,17 @@ class Claims:
             log.warning("cannot claim calls in %s (%s): going on without protection "
                         "against another process paying for the same call", self.dir, exc)
 
-    def _record(self, key: str) -> tuple[Callable[[], bool], Callable[[], None]]:
-        """(try, release) of a record lock in the shared claims file."""
-        fd = self._file()
-        # 61 bits of the key's hash (past the bytes kept for presence and the generation):
-        # a collision only makes one call wait for another
-        offset = KEYS_FROM + (int.from_bytes(hashlib.sha256(key.encode()).digest()[:8],
-                                             "big") >> 3)
-        return (lambda: self._try(fd, offset)), (lambda: self._release(fd, offset))
+    def _offset(self, key: str) -> int:
+        """The key's byte in the claims file: 61 bits of its hash (past the bytes kept for
+        presence and the generation); a collision only makes one call wait for another.
+        A request key is a sha256 already: its first 16 hex digits are used as they are."""
+        try:
+            bits = int(key[:16], 16) if len(key) == 64 else -1
+        except ValueError:
+            bits = -1
+        if bits < 0:
+            bits = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+        return KEYS_FROM + (bits >> 3)
 
     def _lockfile(self, key: str) -> tuple[Callable[[], bool], Callable[[], None]]:
         """(try, release) of a lock file of its own (where record locks are absent)."""
@@ -414,9 +419,11 @@ class _Hold:
         c = self.claims
         try:
             if fcntl is not None:
-                attempt, release = c._record(self.key)
-                assert c._fd is not None
-                await c._gate(c._fd)
+                fd, offset = c._file(), c._offset(self.key)
+                if not c._solo or c._current() != c._generation:  # else: still alone
+                    await c._gate(fd)
+                attempt: Callable[[], bool] = partial(c._try, fd, offset)
+                release: Callable[[], None] = partial(c._release, fd, offset)
             else:
                 attempt, release = c._lockfile(self.key)
         except OSError as exc:  # no claims possible: go on as a single process would

@@ -419,8 +419,9 @@ class Client:
                         prep.provider, req, stage, retry=self.retry,
                         parse_attempts=self.settings.max_parse_attempts,
                         deadline=self.settings.call_deadline), self._secrets)
-                    held = False
-                    limit.release()
+                    if self.store.proven():  # else freed once kept: see Store.proven
+                        held = False
+                        limit.release()
                     await self.store.keep(prep.key, ident, record, self._secrets)
                 except (RunAborted, JudgekitError) as exc:
                     self.ledger.aborted = exc

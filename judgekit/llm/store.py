@@ -156,6 +156,11 @@ class Store:
         await wait_kept(pending)
         self._kept(was, cache, cassette)
 
+    def proven(self) -> bool:
+        """Whether a call's slot may be freed before its answer is kept (see
+        :attr:`ResponseCache.writes_proven`)."""
+        return self.cache is None or self.cache.writes_proven
+
     def _targets(self, record: CallRecord) -> tuple[ResponseCache | None, Cassette | None]:
         """Where a fresh record goes: answers to the cache; the model's own failures only
         to the cassette, so a replay reproduces them."""
