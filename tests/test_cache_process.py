@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from judgekit.llm import Call
+from judgekit.llm import Call, cache_process
 from judgekit.llm import cache as cache_mod
-from judgekit.llm import cache_process
 from judgekit.llm.cache import ResponseCache
 from judgekit.llm.claims import KEYS_FROM, Claims
 

@@ -9,9 +9,7 @@ objects per call cost more CPU than the rest of the call's bookkeeping.
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import weakref
 
 from tenacity import (
     AsyncRetrying,
@@ -29,7 +27,7 @@ from judgekit.llm.secrets import scrub_text
 from judgekit.llm.stage import Stage
 from judgekit.llm.types import CallRecord, Completion, ProviderRequest
 
-__all__ = ["call_record", "resume_record", "with_messages"]
+__all__ = ["Deadline", "call_record", "resume_record", "with_messages"]
 
 
 async def call_record(provider: Provider, req: ProviderRequest, stage: Stage, *,
@@ -50,7 +48,7 @@ async def resume_record(provider: Provider, req: ProviderRequest, stage: Stage,
     elsewhere, e.g. by a batch runner): ``req`` carries ``state.messages``, and at most
     ``parse_attempts`` more answers are asked for."""
     try:
-        async with asyncio.timeout(deadline) if _TIMEOUT else _deadline(deadline):
+        async with Deadline(deadline):
             await _structured(provider, req, stage, state, retry, parse_attempts)
     except asyncio.TimeoutError:
         state.fail("timeout", f"no answer within the call deadline of {deadline:g}s")
@@ -67,29 +65,75 @@ async def resume_record(provider: Provider, req: ProviderRequest, stage: Stage,
     return state.record()
 
 
-_TIMEOUT = sys.version_info >= (3, 11)  # asyncio.timeout: no task per call
+class _Watch:
+    """Every call deadline of one event loop, checked by one timer every ``step``
+    seconds while any is set: a timer of its own per call (``asyncio.timeout``) cost
+    a tenth of a call's own work at 0 ms latency, most of it the loop's timer heap. A
+    call may overrun its deadline by one step (a twentieth of it, at most a second)."""
+
+    __slots__ = ("due", "step", "armed")  # not the loop: the registry is weak in it
+
+    def __init__(self) -> None:
+        self.due: dict[Deadline, float] = {}
+        self.step = 1.0
+        self.armed = False
+
+    def add(self, loop: asyncio.AbstractEventLoop, entry: Deadline, seconds: float) -> None:
+        self.due[entry] = loop.time() + seconds
+        self.step = min(self.step, max(seconds / 20, 0.001))
+        if not self.armed:
+            self.armed = True
+            loop.call_later(self.step, self._tick)
+
+    def _tick(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for entry in [e for e, when in self.due.items() if when <= now]:
+            del self.due[entry]
+            entry.expire()
+        if self.due:
+            loop.call_later(self.step, self._tick)
+        else:
+            self.armed, self.step = False, 1.0
 
 
-@asynccontextmanager
-async def _deadline(seconds: float) -> AsyncIterator[None]:
-    """Before Python 3.11 (no ``asyncio.timeout``): ``wait_for``'s behaviour through a
-    cancelling timer."""
-    task = asyncio.current_task()
-    assert task is not None
-    fired = []
+_WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch] = \
+    weakref.WeakKeyDictionary()
 
-    def cancel() -> None:
-        fired.append(True)
-        task.cancel()
-    handle = asyncio.get_running_loop().call_later(seconds, cancel)
-    try:
-        yield
-    except asyncio.CancelledError:
-        if fired:
-            raise asyncio.TimeoutError from None
-        raise
-    finally:
-        handle.cancel()
+
+class Deadline:
+    """``async with Deadline(seconds)``: the block's task is cancelled once ``seconds``
+    have passed, and the cancellation comes out as :class:`asyncio.TimeoutError` (as
+    ``asyncio.timeout`` does; a cancellation from outside stays one)."""
+
+    __slots__ = ("seconds", "task", "fired", "watch")
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+
+    def expire(self) -> None:
+        self.fired = True
+        self.task.cancel()
+
+    async def __aenter__(self) -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+        watch = _WATCHES.get(loop)
+        if watch is None:
+            watch = _WATCHES[loop] = _Watch()
+        self.watch = watch
+        watch.add(loop, self, self.seconds)
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: object) -> None:
+        self.watch.due.pop(self, None)
+        if self.fired and kind is asyncio.CancelledError:
+            uncancel = getattr(self.task, "uncancel", None)  # Python 3.11+
+            if uncancel is None or uncancel() == 0:  # else cancelled from outside too
+                raise asyncio.TimeoutError from exc
 
 
 async def _structured(provider: Provider, req: ProviderRequest, stage: Stage,

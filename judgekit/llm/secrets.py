@@ -143,19 +143,25 @@ def scrub(obj: Any, secrets: list[str] | None = None) -> Any:
 
 
 def _scrub(obj: Any, secrets: list[str]) -> Any:
-    t = type(obj)  # the exact types first: a record is scrubbed per call
+    """``obj`` scrubbed; a dict or list nothing in which changes is returned as it is (a
+    record is scrubbed per call, and nearly every one is clean)."""
+    t = type(obj)  # the exact types first
     if t is str:
         return scrub_text(obj, secrets)
-    if t is dict:
-        return {k: _scrub(v, secrets) for k, v in obj.items()}
     if t is int or t is float or t is bool or obj is None:
         return obj
     if isinstance(obj, str):
         return scrub_text(obj, secrets)
     if isinstance(obj, dict):
-        return {k: _scrub(v, secrets) for k, v in obj.items()}
+        for k, v in obj.items():
+            if _scrub(v, secrets) is not v:  # something to redact: a scrubbed copy
+                return {k: _scrub(v, secrets) for k, v in obj.items()}
+        return obj
     if isinstance(obj, list):
-        return [_scrub(v, secrets) for v in obj]
+        for v in obj:
+            if _scrub(v, secrets) is not v:
+                return [_scrub(v, secrets) for v in obj]
+        return obj
     return obj
 
 
