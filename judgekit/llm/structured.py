@@ -19,13 +19,20 @@ class ParseFailure(Exception):
 
 
 def extract_json(text: str) -> Any:
-    """Parse JSON from raw text, a ```json fenced block, or the first {...} span."""
-    candidates = [text.strip()]
-    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    """Parse JSON from raw text, a ```json fenced block, or the first {...} span (tried
+    in that order; the fences are looked for only when the whole text is not JSON)."""
+    whole = text.strip()
+    try:
+        return json_loads(whole) if whole else _other_json(text, None)
+    except json.JSONDecodeError as exc:
+        return _other_json(text, exc)
+
+
+def _other_json(text: str, last: Exception | None) -> Any:
+    candidates = [m.group(1).strip() for m in _FENCE.finditer(text)]
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
         candidates.append(text[start : end + 1])
-    last: Exception | None = None
     for cand in candidates:
         if not cand:
             continue
