@@ -168,3 +168,36 @@ def _sha_bits(key: str) -> int:
 ])
 def test_a_claim_s_byte_comes_from_the_key(key, offset, tmp_path):
     assert Claims(tmp_path)._offset(key) == offset
+
+
+FORKED = r"""
+import asyncio, os, sys, time
+from judgekit.llm import cache as cache_mod
+from judgekit.llm.cache import ResponseCache
+cache_mod.PROCESS_WRITER = True
+cache = ResponseCache(sys.argv[1])
+async def put(key):
+    await cache.set_soon(key, {"ok": True, "text": key})
+asyncio.run(put("before"))
+pid = os.fork()
+if pid == 0:  # the child writes through its own thread, and lives on a while
+    asyncio.run(put("child"))
+    assert cache._process.forked and cache._writer is not None
+    cache.close()
+    time.sleep(1.0)
+    os._exit(0)
+asyncio.run(put("parent"))
+cache.close()  # must not wait for the child: it holds no copy of the pipe
+print("closed", flush=True)
+_, status = os.waitpid(pid, 0)
+print("child", status, flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_does_not_share_the_writer_process(tmp_path):
+    out = subprocess.run([sys.executable, "-c", FORKED, str(tmp_path / "c")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["closed", "child", "0"]
+    assert sorted(rows(tmp_path / "c")) == ["before", "child", "parent"]

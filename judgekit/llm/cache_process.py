@@ -24,6 +24,7 @@ import marshal
 import os
 import subprocess
 import sys
+import weakref
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +65,8 @@ class ProcessWriter:
         self._scheduled = False
         self.broken = False
         self.proven = False  # a batch has been answered (or this writer has stopped)
+        self.forked = False  # this is a copy in a forked child: the process is not ours
+        _WRITERS.add(self)
 
     @classmethod
     def start(cls, directory: Path, on_error: Callable[[str, str], None],
@@ -177,6 +180,8 @@ class ProcessWriter:
     def close(self) -> None:
         """Send what is queued, wait until the process has written everything, and let
         it exit. Safe to call twice."""
+        if self.forked:
+            return
         if not self.broken:
             self._detach()
             if self._pending:
@@ -201,6 +206,27 @@ class ProcessWriter:
                     stream.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(timeout=60)
+
+
+_WRITERS: weakref.WeakSet[ProcessWriter] = weakref.WeakSet()
+
+
+def _forked() -> None:
+    """In a child made by fork: its copies of the writers are not its own. Their pipe
+    ends are closed (an inherited copy would keep the process from ever seeing the end
+    of its input), and the child's answers go to its own writer thread."""
+    for writer in list(_WRITERS):
+        writer.forked = writer.broken = writer.proven = True
+        writer._pending, writer._loop = [], None
+        writer._sent.clear()
+        for stream in (writer._proc.stdin, writer._proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def _settle(waiting: Waiting) -> None:
