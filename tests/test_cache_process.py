@@ -201,3 +201,51 @@ def test_a_forked_child_does_not_share_the_writer_process(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["closed", "child", "0"]
     assert sorted(rows(tmp_path / "c")) == ["before", "child", "parent"]
+
+
+def test_a_second_thread_s_loop_writes_through_the_thread_while_the_first_runs(tmp_path):
+    """The writer process is one running loop's at a time: a loop in another thread,
+    while the first still runs, writes through the cache's thread instead."""
+    import threading
+
+    cache = ResponseCache(tmp_path / "c")
+    entered, release = threading.Event(), threading.Event()
+    writers = {}
+
+    async def first():
+        await cache.set_soon("a", REC)
+        writers["first"] = cache._process
+        entered.set()
+        while not release.is_set():  # this loop keeps running meanwhile
+            await asyncio.sleep(0.01)
+
+    async def second():
+        await cache.set_soon("b", REC)
+        writers["thread"] = cache._writer
+
+    t = threading.Thread(target=asyncio.run, args=(first(),))
+    t.start()
+    assert entered.wait(30)
+    asyncio.run(second())
+    release.set()
+    t.join(30)
+    assert writers["first"] is not None and writers["thread"] is not None
+    cache.close()
+    assert sorted(rows(tmp_path / "c")) == ["a", "b"]
+
+
+def test_a_record_that_is_not_plain_data_fails_its_own_call(tmp_path, caplog):
+    """A record the pipe cannot carry (not plain data) is written here if it can be, and
+    its call is told when it cannot; the writer thread takes over."""
+    cache = ResponseCache(tmp_path / "c")
+
+    async def main():
+        await cache.set_soon("plain", REC)
+        with pytest.raises(TypeError):
+            await cache.set_soon("odd", {**REC, "text": object()})
+        await cache.set_soon("after", REC)
+
+    asyncio.run(main())
+    assert cache._process.broken and cache._writer is not None
+    cache.close()
+    assert sorted(rows(tmp_path / "c")) == ["after", "plain"]

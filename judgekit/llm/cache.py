@@ -281,7 +281,9 @@ class ResponseCache:
             self._process = ProcessWriter.start(self.directory, self._disabled, self.set_many)
             self._no_process = self._process is None
         if self._process is not None and not self._process.broken:
-            return self._process.submit_async((key, value))
+            queued = self._process.submit_async((key, value))
+            if queued is not None:
+                return queued
         return self._background().submit_async((key, value))
 
     @property

@@ -90,10 +90,14 @@ class ProcessWriter:
                         PIPE_BYTES)
         return cls(proc, on_error, fallback)
 
-    def submit_async(self, item: Item) -> asyncio.Future[None]:
-        """Queue ``item``; the future (of the running loop) resolves once it is written."""
+    def submit_async(self, item: Item) -> asyncio.Future[None] | None:
+        """Queue ``item``; the future (of the running loop) resolves once it is written.
+        None while another thread's loop is running with this writer (it is one loop's
+        at a time): the caller writes through its thread instead."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
+            if self._loop is not None and self._loop.is_running():
+                return None
             self._attach(loop)
         fut: asyncio.Future[None] = loop.create_future()
         self._pending.append((item, fut))
@@ -170,11 +174,19 @@ class ProcessWriter:
         waiting = [w for batch in self._sent for w in batch] + self._pending
         self._sent.clear()
         self._pending = []
+        code = None
+        with contextlib.suppress(OSError):  # the end of its input, if it is still there
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = self._proc.wait(timeout=5)
         log.warning("judgekit: the cache's writer process ended (exit code %s); answers are "
-                    "written from this process", self._proc.poll())
+                    "written from this process", code)
         try:
             self._fallback([item for item, _ in waiting])
-        finally:
+        except Exception as exc:  # not written after all: each waiting call is told
+            _settle(waiting, exc)
+        else:
             _settle(waiting)
 
     def close(self) -> None:
@@ -229,9 +241,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forked)
 
 
-def _settle(waiting: Waiting) -> None:
-    """Resolve the futures of items now written (those of a closed loop, or cancelled,
-    are nobody's concern any more)."""
+def _settle(waiting: Waiting, error: BaseException | None = None) -> None:
+    """Resolve the futures of items now written, or fail them with ``error`` (those of a
+    closed loop, or cancelled, are nobody's concern any more)."""
     for _, fut in waiting:
         if not fut.done() and not fut.get_loop().is_closed():
-            fut.set_result(None)
+            if error is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(error)
