@@ -80,6 +80,25 @@ def test_scrub_leaves_prose_and_other_values_alone():
     assert scrub_text(text) == text
 
 
+def test_a_record_s_keys_are_redacted_wherever_they_sit_and_a_clean_one_is_kept():
+    from judgekit.llm.secrets import scrub
+
+    leak = "sk-" + "proj0123456789abcdefXYZ0123"
+    rec = {"ok": True, "text": "fine", "attempts": 1, "usage": {"prompt_tokens": 3},
+           "parsed": {"notes": ["plain", {"deep": f"Bearer {leak}"}]}, "entropy": None}
+    out = scrub(rec, [])
+    deep = out["parsed"]["notes"][1]["deep"]
+    assert leak[3:] not in deep and REDACTED in deep
+    assert out["parsed"]["notes"][0] == "plain" and out["usage"] == {"prompt_tokens": 3}
+    assert rec["parsed"]["notes"][1]["deep"] == f"Bearer {leak}"  # a copy, not in place
+    clean = {**rec, "parsed": {"notes": ["plain"]}}
+    assert scrub(clean, []) is clean  # nothing to redact: no copy per call
+    # a secret value from the environment, split by an echo, in a list in a dict
+    secret = "tk-secret-value-0123456789"
+    got = scrub({"a": [f"echo {secret[:10]} {secret[10:]}", 7]}, [secret])
+    assert secret[:10] not in got["a"][0] and REDACTED in got["a"][0] and got["a"][1] == 7
+
+
 def test_verify_accepts_key_shaped_user_data_but_not_provider_leaks(tmp_path):
     user_text = "my note: sk-" + "abcdefghij0123456789klmnop"  # the user's own data
     cas = Cassette(tmp_path / "c.json", "new")
