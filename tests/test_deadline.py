@@ -74,15 +74,23 @@ def test_a_timeout_leaves_the_task_uncancelled():
 
 
 def test_many_deadlines_share_one_watch_and_the_loop_is_not_kept():
+    import weakref
+
+    seen = []
+
     async def one(i):
         async with Deadline(1 + i):
+            watch = attempts._WATCHES[asyncio.get_running_loop()]
+            seen.append((id(watch), watch.step))
             await asyncio.sleep(0)
 
     async def main():
+        loop = asyncio.get_running_loop()
         await asyncio.gather(*(one(i) for i in range(200)))
-        return len(attempts._WATCHES)
+        return weakref.ref(loop), attempts._WATCHES[loop].due
 
-    before = len(attempts._WATCHES)
-    asyncio.run(main())
+    ref, due = asyncio.run(main())
+    assert due == {} and len({w for w, _ in seen}) == 1  # one watch for all 200
+    assert {s for _, s in seen} == {pytest.approx(0.05)}  # the shortest deadline's 1/20
     gc.collect()
-    assert len(attempts._WATCHES) == before  # a closed loop's watch goes with it
+    assert ref() is None  # the watch does not keep a closed loop alive
