@@ -189,6 +189,13 @@ class ProcessWriter:
         else:
             _settle(waiting)
 
+    def _close_pipes(self) -> None:
+        """Close this end of both pipes (safe to repeat)."""
+        for stream in (self._proc.stdin, self._proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+
     def close(self) -> None:
         """Send what is queued, wait until the process has written everything, and let
         it exit. Safe to call twice."""
@@ -212,10 +219,7 @@ class ProcessWriter:
                     break
                 self._answers(chunk)
             self.broken = self.proven = True  # closed: later answers go to the thread
-        for stream in (self._proc.stdin, self._proc.stdout):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
+        self._close_pipes()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(timeout=60)
 
@@ -231,10 +235,7 @@ def _forked() -> None:
         writer.forked = writer.broken = writer.proven = True
         writer._pending, writer._loop = [], None
         writer._sent.clear()
-        for stream in (writer._proc.stdin, writer._proc.stdout):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
+        writer._close_pipes()
 
 
 if hasattr(os, "register_at_fork"):

@@ -149,11 +149,9 @@ def serve(directory: str) -> int:
                 write_batch(con, cache, directory, texts(batch))
             except Exception as exc:  # the client disables the cache and says why
                 answer = (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
-            try:
+            with contextlib.suppress(OSError):  # the client is gone; what it sent is written
                 out.write(frame(answer))
                 out.flush()
-            except OSError:  # the client is gone; what it sent is written
-                pass
     finally:
         con.close()
         cache.close()
