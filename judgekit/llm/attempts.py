@@ -99,6 +99,8 @@ class _Watch:
 
 _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch] = \
     weakref.WeakKeyDictionary()
+# the last loop's watch, found without a lookup in the registry (a weak reference each)
+_LAST: list = [lambda: None, None]  # [weak reference to the loop, its watch]
 
 
 class Deadline:
@@ -121,9 +123,13 @@ class Deadline:
         task = asyncio.current_task()
         assert task is not None
         self.task = task
-        watch = _WATCHES.get(loop)
-        if watch is None:
-            watch = _WATCHES[loop] = _Watch()
+        last_loop, watch = _LAST
+        if last_loop() is not loop:  # another loop than the last call's (rare)
+            got = _WATCHES.get(loop)
+            if got is None:
+                got = _WATCHES[loop] = _Watch()
+            watch = got
+            _LAST[:] = [weakref.ref(loop), watch]
         self.watch = watch
         watch.add(loop, self, self.seconds)
 

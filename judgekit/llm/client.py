@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Sized
-from itertools import count, islice
+from itertools import count
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
@@ -41,6 +41,7 @@ from judgekit.llm.ledger import (
     normalise_budget,
 )
 from judgekit.llm.options import RunOptions
+from judgekit.llm.pool import Limit, Pool
 from judgekit.llm.providers import Provider, make_provider, parse_model_string
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.secrets import scrub, secret_values
@@ -87,8 +88,9 @@ class Client:
         self.providers: dict[str, Provider] = dict(providers or {})
         for key, prov in self.providers.items():
             prov.bind(key)
-        self._limits: dict[tuple[int, str], asyncio.Semaphore] = {}
-        self._inflight: dict[str, asyncio.Future[CallRecord]] = {}
+        self._limits: dict[tuple[int, str], Limit] = {}
+        # a key asked now -> the future its sharers wait on (made by the first of them)
+        self._inflight: dict[str, asyncio.Future[CallRecord] | None] = {}
         self._given = set(self.providers)  # provider objects passed in need no package
         self._required: set[str] = set()
         # secret values scrubbed from every record: read from the environment once per
@@ -249,9 +251,26 @@ class Client:
         if total is None and isinstance(calls, Sized):
             total = len(calls)
         window = max(2 * PREPARE_CHUNK, 4 * self.settings.concurrency)
-        n = 0
         with fewer_collections(), Progress(self.settings.progress,
                                            description or stage.name, total or 0, st) as tick:
+            def serve(chunk: list[Call], lo: int) -> list[tuple[int, Prepared]]:
+                """Prepare a chunk; hand on the answers recorded (in order); return the
+                calls to ask."""
+                ask: list[tuple[int, Prepared]] = []
+                with unscanned() as block:  # a replayed chunk's results are kept
+                    preps = prepare_many(self.templates, self.provider, stage, chunk)
+                    st.calls += len(preps)
+                    for i, prep, (record, value, source) in zip(
+                            count(lo), preps, self.store.lookup_many(preps, stage)):
+                        if record is None:
+                            ask.append((i, prep))
+                        else:
+                            sink(i, self.finish(stage, prep, record, value, source, t0, st))
+                    block.freeze = not ask
+                if len(ask) < len(preps):
+                    tick(len(preps) - len(ask))
+                return ask
+
             async def one(i: int, prep: Prepared) -> None:
                 start = loop.time()
                 record, source = await self.fetch(prep, stage)
@@ -259,55 +278,8 @@ class Client:
                                     start))
                 tick()
 
-            # Answers already recorded are served here, in order, without a task each (a
-            # cached replay is mostly this loop); only the misses are scheduled, a chunk
-            # at a time, so the first requests leave while later calls are still being
-            # rendered (all 2,000 first delayed the first request by 0.3 s), and no more
-            # than ``window`` wait at once.
-            tasks: set[asyncio.Future[None]] = set()
-            errors: list[BaseException] = []
-            room = asyncio.Event()  # set when fewer than ``window`` calls are waiting
-
-            def finished(task: asyncio.Future[None]) -> None:
-                tasks.discard(task)
-                if len(tasks) < window:
-                    room.set()
-                if not task.cancelled() and task.exception() is not None:
-                    errors.append(cast(BaseException, task.exception()))
-            source_calls = iter(calls)
-            try:
-                while chunk := list(islice(source_calls, PREPARE_CHUNK)):
-                    lo, n = n, n + len(chunk)
-                    with unscanned() as block:  # a replayed chunk's results are kept
-                        preps = prepare_many(self.templates, self.provider, stage, chunk)
-                        st.calls += len(preps)
-                        found, served = self.store.lookup_many(preps, stage), 0
-                        for i, prep, (record, value, source) in zip(count(lo), preps, found):
-                            if record is None:
-                                while len(tasks) >= window and not errors:
-                                    room.clear()
-                                    await room.wait()
-                                _raise_first(errors)
-                                task = asyncio.ensure_future(one(i, prep))
-                                task.add_done_callback(finished)
-                                tasks.add(task)
-                                block.freeze = False
-                                continue
-                            sink(i, self.finish(stage, prep, record, value, source, t0, st))
-                            served += 1
-                        if served:
-                            tick(served)
-                    del chunk, preps, found
-                    if tasks:
-                        await asyncio.sleep(0)  # let the scheduled calls start
-                    _raise_first(errors)
-                while tasks:
-                    await asyncio.wait(set(tasks), return_when=asyncio.FIRST_EXCEPTION)
-                    _raise_first(errors)
-            except BaseException:  # a run-wide error, or cancelled from outside (Ctrl-C)
-                await cancel_all(list(tasks))
-                raise
-        return n
+            # a worker per call in flight or waiting for its answer to be kept
+            return await Pool(serve, one, size=window, chunk=PREPARE_CHUNK).drain(calls)
 
     def run_until_complete(self, coro: Awaitable[T]) -> T:
         """``asyncio.run(coro)``, closing this client's HTTP sessions however it ends
@@ -365,11 +337,11 @@ class Client:
         return sorted(set(secret_values()) | extra, key=len, reverse=True)
 
     # ---- one online call -------------------------------------------------------------
-    def _limit(self, provider: Provider) -> asyncio.Semaphore:
+    def _limit(self, provider: Provider) -> Limit:
         loop_key = (id(asyncio.get_running_loop()), provider.name)
         sem = self._limits.get(loop_key)
         if sem is None:
-            sem = self._limits[loop_key] = asyncio.Semaphore(self.settings.concurrency)
+            sem = self._limits[loop_key] = Limit(self.settings.concurrency)
         return sem
 
     async def fetch(self, prep: Prepared, stage: Stage) -> tuple[CallRecord, str]:
@@ -377,21 +349,25 @@ class Client:
         answer. Returns (record, source)."""
         key = prep.key
         self.require(prep.model)
-        shared = self._inflight.get(key)
-        if shared is not None:
+        inflight = self._inflight
+        if key in inflight:  # asked by another caller now: share its answer
+            shared = inflight[key]
+            if shared is None:  # the first to share makes the future (most calls are alone)
+                shared = inflight[key] = asyncio.get_running_loop().create_future()
             return await asyncio.shield(shared), "inflight"
-        fut: asyncio.Future[CallRecord] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = fut
+        inflight[key] = None
         try:
             record, source = await self._claimed(prep, stage)
-            fut.set_result(record)
-            return record, source
         except BaseException as exc:
-            fut.set_exception(exc)
-            fut.exception()  # retrieved: no "never retrieved" warning when nobody shares it
+            fut = inflight.pop(key, None)
+            if fut is not None:
+                fut.set_exception(exc)
+                fut.exception()  # retrieved: no "never retrieved" warning if nobody waits
             raise
-        finally:
-            self._inflight.pop(key, None)
+        fut = inflight.pop(key, None)
+        if fut is not None:
+            fut.set_result(record)
+        return record, source
 
     async def _claimed(self, prep: Prepared, stage: Stage) -> tuple[CallRecord, str]:
         """The call inside the concurrency limit and the cross-process claim: at most
@@ -430,17 +406,3 @@ class Client:
         finally:
             if held:
                 limit.release()
-
-
-def _raise_first(errors: list[BaseException]) -> None:
-    """Raise the first run-wide error a call task ended with (the caller cancels the
-    rest)."""
-    if errors:
-        raise errors[0]
-
-
-async def cancel_all(tasks: Sequence[asyncio.Future[Any]]) -> None:
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-

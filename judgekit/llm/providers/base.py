@@ -180,17 +180,15 @@ class Provider:
         cut-off body); not retryable for other 4xx. Messages are scrubbed of keys,
         since error bodies may echo the request's credentials.
         """
+        limit = _TIMEOUTS.get(timeout)
+        if limit is None:
+            limit = _TIMEOUTS[timeout] = aiohttp.ClientTimeout(total=timeout)
         try:
-            async with self.session().post(
-                url, json=payload, headers=headers, allow_redirects=False,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as resp:
+            async with self.session().post(url, json=payload, headers=headers,
+                                           allow_redirects=False, timeout=limit) as resp:
                 body = await resp.read()
                 status = resp.status
-                retry_after = retry_after_seconds(resp.headers)
-                if retry_after is None and status == 429:
-                    retry_after = rate_limit_reset_seconds(resp.headers)
-                location = resp.headers.get("Location", "")
+                got = resp.headers  # read below only when the status needs them
         except asyncio.TimeoutError as exc:
             raise ProviderError(f"{self.name}: timed out after {timeout:g}s calling {url}",
                                 retryable=True, kind="timeout") from exc
@@ -201,11 +199,15 @@ class Provider:
         text = body.decode("utf-8", errors="replace")
         if 300 <= status < 400:
             # Following would turn the POST into a GET (a confusing 405): say where to.
+            location = got.get("Location", "")
             raise ProviderError(
                 clip(f"{self.name}: HTTP {status} from {url} redirects to {location or '?'}; "
                      "set the base URL to the address it redirects to", 500),
                 status=status, fatal=True)
         if status >= 400:
+            retry_after = retry_after_seconds(got)
+            if retry_after is None and status == 429:
+                retry_after = rate_limit_reset_seconds(got)
             wide = run_wide(status, text)
             raise ProviderError(
                 scrub_text(f"{self.name}: HTTP {status} from {url}: {error_message(text)}"),
@@ -220,6 +222,10 @@ class Provider:
                                            f"that is not a JSON object: {clip(text, 120)!r}"),
                                 status=status, retryable=True)
         return data
+
+
+# one ClientTimeout per distinct timeout (an attrs object each call cost a microsecond)
+_TIMEOUTS: dict[float, aiohttp.ClientTimeout] = {}
 
 
 def error_message(body: str, limit: int = 300) -> str:
