@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Awaitable
 
 from tenacity import (
     AsyncRetrying,
@@ -30,15 +31,15 @@ from judgekit.llm.types import CallRecord, Completion, ProviderRequest
 __all__ = ["Deadline", "call_record", "resume_record", "with_messages"]
 
 
-async def call_record(provider: Provider, req: ProviderRequest, stage: Stage, *,
-                      retry: RetryPolicy, parse_attempts: int, deadline: float
-                      ) -> CallRecord:
+def call_record(provider: Provider, req: ProviderRequest, stage: Stage, *,
+                retry: RetryPolicy, parse_attempts: int, deadline: float
+                ) -> Awaitable[CallRecord]:
     """One call under the overall deadline; every per-call failure becomes a record. A
-    run-wide provider error (bad key, no credit) raises :class:`RunAborted`."""
-    return await resume_record(provider, req, stage,
-                               CallState(model=provider.resolve_model(),
-                                         messages=list(req.messages)),
-                               retry=retry, parse_attempts=parse_attempts, deadline=deadline)
+    run-wide provider error (bad key, no credit) raises :class:`RunAborted`. (To await:
+    the coroutine of :func:`resume_record` itself, without one of its own.)"""
+    return resume_record(provider, req, stage,
+                         CallState(model=provider.resolve_model(), messages=list(req.messages)),
+                         retry=retry, parse_attempts=parse_attempts, deadline=deadline)
 
 
 async def resume_record(provider: Provider, req: ProviderRequest, stage: Stage,
@@ -48,7 +49,7 @@ async def resume_record(provider: Provider, req: ProviderRequest, stage: Stage,
     elsewhere, e.g. by a batch runner): ``req`` carries ``state.messages``, and at most
     ``parse_attempts`` more answers are asked for."""
     try:
-        async with Deadline(deadline):
+        with Deadline(deadline):
             await _structured(provider, req, stage, state, retry, parse_attempts)
     except asyncio.TimeoutError:
         state.fail("timeout", f"no answer within the call deadline of {deadline:g}s")
@@ -118,7 +119,7 @@ class Deadline:
         self.fired = True
         self.task.cancel()
 
-    async def __aenter__(self) -> None:
+    def __enter__(self) -> None:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         assert task is not None
@@ -133,20 +134,35 @@ class Deadline:
         self.watch = watch
         watch.add(loop, self, self.seconds)
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        tb: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
         self.watch.due.pop(self, None)
         if self.fired and kind is asyncio.CancelledError:
             uncancel = getattr(self.task, "uncancel", None)  # Python 3.11+
             if uncancel is None or uncancel() == 0:  # else cancelled from outside too
                 raise asyncio.TimeoutError from exc
 
+    async def __aenter__(self) -> None:  # ``async with`` too, as ``asyncio.timeout``
+        self.__enter__()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: object) -> None:
+        self.__exit__(kind, exc, tb)
+
 
 async def _structured(provider: Provider, req: ProviderRequest, stage: Stage,
                       state: CallState, retry: RetryPolicy, parse_attempts: int) -> None:
     """Ask, and re-ask with the parse error while attempts remain."""
+    state.attempts += 1  # the first request sent here (nearly every call needs no other)
+    failed: Exception | None = None
     try:
-        read_answer(await _transport(provider, req, state, retry), stage, state)
+        comp = await provider.generate(req)
+    except Exception as exc:  # retried after the handler (no chained tracebacks)
+        failed = exc
+    if failed is not None:
+        comp = await _retried(provider, req, state, retry, failed)
+    try:
+        read_answer(comp, stage, state)
         return
     except ParseFailure:
         if parse_attempts <= 1:
@@ -171,9 +187,16 @@ async def _transport(provider: Provider, req: ProviderRequest, state: CallState,
     try:
         return await provider.generate(req)
     except Exception as exc:
-        if retry.attempts <= 1 or not provider.should_retry(exc):
-            raise
-        await retry.sleep(retry.wait(1, exc))
+        failed = exc
+    return await _retried(provider, req, state, retry, failed)
+
+
+async def _retried(provider: Provider, req: ProviderRequest, state: CallState,
+                   retry: RetryPolicy, exc: Exception) -> Completion:
+    """:func:`_transport` after its first request failed with ``exc``."""
+    if retry.attempts <= 1 or not provider.should_retry(exc):
+        raise exc
+    await retry.sleep(retry.wait(1, exc))
     retrying = AsyncRetrying(
         stop=stop_after_attempt(retry.attempts - 1),
         # attempt k of this loop is the call's attempt k + 1

@@ -19,7 +19,6 @@ from judgekit.llm.cassette import Cassette
 from judgekit.llm.claims import Claims
 from judgekit.llm.stage import Stage
 from judgekit.llm.types import ANSWER_FAILURES, CallRecord, Identity
-from judgekit.llm.writer import wait_kept
 
 log = logging.getLogger("judgekit.llm")
 
@@ -148,12 +147,15 @@ class Store:
         record are written (so a claim released after it lets another process find it)."""
         cache, cassette = self._targets(record)
         was = cache is not None and cache.available
-        pending = []
-        if cache is not None:
-            pending.append(cache.set_soon(key, record))
-        if cassette is not None:
-            pending.append(cassette.put_soon(key, identity, record, secrets))
-        await wait_kept(pending)
+        # each write's future (of this loop) awaited here: a coroutine to wait in cost a
+        # frame per call
+        cached = None if cache is None else cache.set_soon(key, record)
+        journaled = None if cassette is None else \
+            cassette.put_soon(key, identity, record, secrets)
+        if cached is not None:
+            await cached
+        if journaled is not None:
+            await journaled
         self._kept(was, cache, cassette)
 
     def proven(self) -> bool:
