@@ -440,3 +440,38 @@ def test_a_key_in_the_base_url_never_reaches_disk(fake_api, make_client, tmp_pat
         for f in folder.rglob("*"):
             if f.is_file():
                 assert b"SECRETSECRET123" not in f.read_bytes(), f
+
+
+def test_the_encoded_request_body_is_the_chat_payload():
+    """What the OpenAI-compatible providers send (the messages' JSON carried from the key,
+    the response format encoded once per schema) decodes to ``chat_payload``'s object,
+    for every schema mode, with and without the messages' JSON and sampling, and with
+    text that is not ASCII."""
+    from judgekit.llm.identity import canonical_json
+    from judgekit.llm.providers.openai import chat_body, chat_payload
+    from judgekit.llm.types import ProviderRequest
+
+    schema_a = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    schema_b = {"type": "object", "properties": {"score": {"type": "integer"}}}
+    msgs = [{"role": "system", "content": "Réponds en JSON — «ok»"},
+            {"role": "user", "content": 'a "quoted" \\ line\nnext'}]
+    for schema in (schema_a, schema_b, None):
+        for mode in ("json_schema", "json_object", "none"):
+            for sampling in ({}, {"temperature": 0.0, "seed": 7, "max_tokens": 64,
+                                  "logprobs": True, "top_logprobs": 3}):
+                for carried in (None, canonical_json(msgs)):
+                    req = ProviderRequest(model="m", messages=msgs, sampling=sampling,
+                                          schema=schema, schema_name="s",
+                                          messages_json=carried)
+                    body = chat_body("m", req, schema_mode=mode,
+                                     max_tokens_field="max_completion_tokens")
+                    assert isinstance(body, bytes)
+                    assert json.loads(body.decode("utf-8")) == chat_payload(
+                        "m", req, schema_mode=mode, max_tokens_field="max_completion_tokens")
+    # the format of one schema is not served for another (same mode and name)
+    one = chat_body("m", ProviderRequest(model="m", messages=msgs, sampling={},
+                                         schema=schema_a, schema_name="s"))
+    two = chat_body("m", ProviderRequest(model="m", messages=msgs, sampling={},
+                                         schema=schema_b, schema_name="s"))
+    assert json.loads(one)["response_format"]["json_schema"]["schema"] == schema_a
+    assert json.loads(two)["response_format"]["json_schema"]["schema"] == schema_b

@@ -71,7 +71,7 @@ class Prepared:
     """
 
     __slots__ = ("model", "provider", "messages", "sampling", "key", "draw", "_fixed",
-                 "_identity")
+                 "_identity", "messages_json")
 
     def __init__(self, model: str, provider: Provider, messages: list[dict[str, str]],
                  sampling: Sampling, key: str, draw: int, fixed: Fixed) -> None:
@@ -79,6 +79,7 @@ class Prepared:
         self.sampling, self.key, self.draw = sampling, key, draw
         self._fixed = fixed
         self._identity: Identity | None = None
+        self.messages_json: str | None = None  # the canonical JSON of ``messages``
 
     def __repr__(self) -> str:
         return f"Prepared(model={self.model!r}, key={self.key[:12]!r}, draw={self.draw!r})"
@@ -144,11 +145,12 @@ def prepare_many(templates: TemplateLibrary, provider_of: Callable[[str], Provid
             samp, samp_json = dict(base), base_json
         if type(call.draw) is int:
             key = framed_key(pf[1].frame, call.draw, r[1], samp_json, schema_json)
-            out.append(Prepared(call.model, pf[0], r[0], samp, key, call.draw, pf[1]))
+            prep = Prepared(call.model, pf[0], r[0], samp, key, call.draw, pf[1])
         else:  # not a plain int draw: keyed from the identity itself
             prep = Prepared(call.model, pf[0], r[0], samp, "", call.draw, pf[1])
             prep.key = identity_key(prep.identity, schema_json, r[1])
-            out.append(prep)
+        prep.messages_json = r[1]
+        out.append(prep)
     return out
 
 
@@ -159,7 +161,9 @@ def request_for(prep: Prepared, stage: Stage, messages: list[dict[str, str]], ti
                            messages=[dict(m) for m in messages],
                            sampling=prep.sampling, schema=stage.wire_schema,
                            schema_name=stage.name, base_url=prep.provider.base_url,
-                           timeout=timeout, draw=prep.draw)
+                           timeout=timeout, draw=prep.draw,
+                           messages_json=prep.messages_json if messages is prep.messages
+                           else None)
 
 
 @dataclass

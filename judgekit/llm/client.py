@@ -67,6 +67,7 @@ __all__ = ["BATCH_PRICE", "Client", "ClientSettings", "RunOptions", "StageStats"
 ClientSettings = RunOptions
 
 
+_NO_IDENTITY = cast(Identity, {})  # (read only for a cassette: not worked out without one)
 PREPARE_CHUNK = 256  # calls rendered, looked up and scheduled at a time by ``map``
 
 
@@ -383,7 +384,7 @@ class Client:
                 # claim, or finished just before we took it): use its answer.
                 # the request's identity only for a cassette's journal (the cache is
                 # keyed by the key alone): not worked out per call without one
-                ident = prep.identity if self.store.cassette is not None else cast(Identity, {})
+                ident = prep.identity if self.store.cassette is not None else _NO_IDENTITY
                 rec = self.store.recheck(prep.key, ident, stage, waited)
                 if rec is not None:
                     return rec, "cache"

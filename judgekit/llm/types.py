@@ -138,6 +138,9 @@ class ProviderRequest:
     base_url: str | None = None
     timeout: float = 60.0
     draw: int = 0  # for scripted mocks only; real providers never send it
+    # the canonical JSON of ``messages`` when known (a rendered prompt's, worked out for
+    # its key): a provider may send it as is instead of encoding the messages again
+    messages_json: str | None = None
 
 
 @dataclass

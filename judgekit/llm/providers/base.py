@@ -170,9 +170,9 @@ class Provider:
         if sess is not None:
             await sess.close()
 
-    async def post_json(self, url: str, payload: JSONObject, headers: dict[str, str],
+    async def post_json(self, url: str, payload: JSONObject | bytes, headers: dict[str, str],
                         timeout: float) -> JSONObject:
-        """POST JSON and return the decoded object.
+        """POST JSON (an object, or its UTF-8 encoding) and return the decoded object.
 
         Every way an HTTP exchange can go wrong becomes a ProviderError: retryable
         for 408/409/425/429/5xx/529, timeouts, connection resets before or during
@@ -183,8 +183,10 @@ class Provider:
         limit = _TIMEOUTS.get(timeout)
         if limit is None:
             limit = _TIMEOUTS[timeout] = aiohttp.ClientTimeout(total=timeout)
+        body = payload if type(payload) is bytes else json.dumps(payload).encode()
+        headers = {**headers, **_JSON_TYPE} if headers else _JSON_TYPE
         try:
-            async with self.session().post(url, json=payload, headers=headers,
+            async with self.session().post(url, data=body, headers=headers,
                                            allow_redirects=False, timeout=limit) as resp:
                 body = await resp.read()
                 status = resp.status
@@ -224,6 +226,7 @@ class Provider:
         return data
 
 
+_JSON_TYPE = {"Content-Type": "application/json"}
 # one ClientTimeout per distinct timeout (an attrs object each call cost a microsecond)
 _TIMEOUTS: dict[float, aiohttp.ClientTimeout] = {}
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import ClassVar
+from collections.abc import Coroutine
+from typing import Any, ClassVar
 
 import aiohttp
 
@@ -64,7 +65,12 @@ class LocalProvider(OpenAIProvider):
         key = os.environ.get("JUDGEKIT_LOCAL_API_KEY")
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    async def generate(self, request: ProviderRequest) -> Completion:
+    def generate(self, request: ProviderRequest) -> Coroutine[Any, Any, Completion]:
+        if self._checked and not self.managed:  # the usual case: no coroutine of its own
+            return super().generate(request)
+        return self._generate(request)
+
+    async def _generate(self, request: ProviderRequest) -> Completion:
         if self.managed:
             from judgekit.local.server import ensure_managed_server
 
