@@ -151,3 +151,21 @@ def test_map_still_returns_results_in_order(make_client):
                                 .group(0), "confidence": 0.1}))})
     res = client.map_sync(STAGE, [Call({"question": f"q{i:02d}"}, "mock/j") for i in range(40)])
     assert [r.value.answer for r in res] == [f"q{i:02d}" for i in range(40)]
+
+
+def test_the_pool_runs_two_workers_per_slot_of_the_limit(make_client):
+    """A map makes no task per call: two workers per slot of the provider's concurrency
+    limit (one asks while another's answer is written), whatever the number of calls."""
+    most = [0]
+
+    async def answer(req):  # noqa: ANN001, ANN202 - a provider that yields to the loop
+        most[0] = max(most[0], len(asyncio.all_tasks()))
+        await asyncio.sleep(0)
+        return json.dumps({"answer": "a", "confidence": 0.5})
+
+    client = make_client(use_cache=False, concurrency=4,
+                         providers={"mock/j": FunctionProvider(answer)})
+    calls = [Call({"question": f"question {i:05d}"}, "mock/j") for i in range(600)]
+    res = client.map_sync(STAGE, calls)
+    assert len(res) == 600 and all(r.ok for r in res)
+    assert most[0] == 2 * 4 + 1  # the workers, and the task running the map

@@ -68,6 +68,7 @@ ClientSettings = RunOptions
 
 
 _NO_IDENTITY = cast(Identity, {})  # (read only for a cassette: not worked out without one)
+WORKERS_PER_SLOT = 2  # the pool's tasks per slot of a provider's concurrency limit
 PREPARE_CHUNK = 256  # calls rendered, looked up and scheduled at a time by ``map``
 
 
@@ -232,9 +233,9 @@ class Client:
         as it is ready (recorded answers in order, fresh ones as they arrive); returns
         how many calls there were.
 
-        ``calls`` may be any iterable, read a chunk at a time: memory holds the calls
-        in flight (a window of a few times the concurrency) and what ``sink`` keeps,
-        whatever the number of calls. ``sink`` runs on the event loop's thread: keep it
+        ``calls`` may be any iterable, read a chunk at a time: memory holds one chunk,
+        the calls in flight (two per slot of the concurrency limit) and what ``sink``
+        keeps, whatever the number of calls. ``sink`` runs on the event loop's thread: keep it
         quick (append to a file or a list), or the calls wait for it. One call's
         failure is its result; a run-wide error cancels the rest and raises. (Dry runs
         and batch execution need every call at once: give them a list, through
@@ -251,7 +252,7 @@ class Client:
         st = self.ledger.stage(stage.name)
         if total is None and isinstance(calls, Sized):
             total = len(calls)
-        window = max(2 * PREPARE_CHUNK, 4 * self.settings.concurrency)
+        names: set[str] = set()  # providers asked: each has its own concurrency limit
         with fewer_collections(), Progress(self.settings.progress,
                                            description or stage.name, total or 0, st) as tick:
             def serve(chunk: list[Call], lo: int) -> list[tuple[int, Prepared]]:
@@ -265,9 +266,11 @@ class Client:
                             count(lo), preps, self.store.lookup_many(preps, stage)):
                         if record is None:
                             ask.append((i, prep))
+                            names.add(prep.provider.name)
                         else:
                             sink(i, self.finish(stage, prep, record, value, source, t0, st))
                     block.freeze = not ask
+                pool.size = WORKERS_PER_SLOT * self.settings.concurrency * max(1, len(names))
                 if len(ask) < len(preps):
                     tick(len(preps) - len(ask))
                 return ask
@@ -280,7 +283,11 @@ class Client:
                 tick()
 
             # a worker per call in flight or waiting for its answer to be kept
-            return await Pool(serve, one, size=window, chunk=PREPARE_CHUNK).drain(calls)
+            # Workers: two per slot of each provider's limit, one asking while the other's
+            # answer is written (more only wait for a slot: each such wait cost more than
+            # it saved at 0 ms latency; fewer leave slots idle while answers are kept).
+            pool = Pool(serve, one, size=self.settings.concurrency, chunk=PREPARE_CHUNK)
+            return await pool.drain(calls)
 
     def run_until_complete(self, coro: Awaitable[T]) -> T:
         """``asyncio.run(coro)``, closing this client's HTTP sessions however it ends
