@@ -270,7 +270,6 @@ class Client:
                         else:
                             sink(i, self.finish(stage, prep, record, value, source, t0, st))
                     block.freeze = not ask
-                pool.size = WORKERS_PER_SLOT * self.settings.concurrency * max(1, len(names))
                 if len(ask) < len(preps):
                     tick(len(preps) - len(ask))
                 return ask
@@ -286,8 +285,9 @@ class Client:
             # Workers: two per slot of each provider's limit, one asking while the other's
             # answer is written (more only wait for a slot: each such wait cost more than
             # it saved at 0 ms latency; fewer leave slots idle while answers are kept).
-            pool = Pool(serve, one, size=self.settings.concurrency, chunk=PREPARE_CHUNK)
-            return await pool.drain(calls)
+            # (nothing here refers to the pool: a replay makes no reference cycle)
+            return await Pool(serve, one, chunk=PREPARE_CHUNK, size=lambda: WORKERS_PER_SLOT
+                              * self.settings.concurrency * max(1, len(names))).drain(calls)
 
     def run_until_complete(self, coro: Awaitable[T]) -> T:
         """``asyncio.run(coro)``, closing this client's HTTP sessions however it ends

@@ -26,11 +26,13 @@ P = TypeVar("P")  # a call prepared
 class Pool(Generic[C, P]):
     """Runs ``calls``: ``serve(chunk, first_index)`` prepares a chunk, hands on what it
     can answer at once and returns the rest as (index, prepared) pairs, which ``run``
-    (a coroutine per call) answers, ``size`` at a time at most. One worker's exception
+    (a coroutine per call) answers, ``size`` at a time at most (a number, or a function
+    asked after each chunk is served). One worker's exception
     is a run-wide error: the others are cancelled and :meth:`drain` raises it."""
 
     def __init__(self, serve: Callable[[list[C], int], list[tuple[int, P]]],
-                 run: Callable[[int, P], Awaitable[None]], *, size: int, chunk: int) -> None:
+                 run: Callable[[int, P], Awaitable[None]], *,
+                 size: int | Callable[[], int], chunk: int) -> None:
         self.serve, self.run, self.size, self.chunk = serve, run, size, chunk
         self.queue: deque[tuple[int, P]] = deque()
         self.workers: set[asyncio.Future[None]] = set()
@@ -68,7 +70,8 @@ class Pool(Generic[C, P]):
             lo = self.n
             self.n += len(chunk)
             self.queue.extend(self.serve(chunk, lo))
-        while len(self.workers) < min(self.size, len(self.workers) + len(self.queue)):
+        size = self.size if isinstance(self.size, int) else self.size()
+        while len(self.workers) < min(size, len(self.workers) + len(self.queue)):
             task = asyncio.ensure_future(self._work())
             task.add_done_callback(self._ended)
             self.workers.add(task)
