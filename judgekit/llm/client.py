@@ -281,7 +281,6 @@ class Client:
                                     start))
                 tick()
 
-            # a worker per call in flight or waiting for its answer to be kept
             # Workers: two per slot of each provider's limit, one asking while the other's
             # answer is written (more only wait for a slot: each such wait cost more than
             # it saved at 0 ms latency; fewer leave slots idle while answers are kept).
