@@ -105,9 +105,10 @@ _LAST: list = [lambda: None, None]  # [weak reference to the loop, its watch]
 
 
 class Deadline:
-    """``async with Deadline(seconds)``: the block's task is cancelled once ``seconds``
-    have passed, and the cancellation comes out as :class:`asyncio.TimeoutError` (as
-    ``asyncio.timeout`` does; a cancellation from outside stays one)."""
+    """``with Deadline(seconds)`` in a coroutine (or ``async with``): the block's task is
+    cancelled once ``seconds`` have passed, and the cancellation comes out as
+    :class:`asyncio.TimeoutError` (as ``asyncio.timeout`` does; a cancellation from
+    outside stays one). Entering and leaving never wait, so no coroutine is needed."""
 
     __slots__ = ("seconds", "task", "fired", "watch")
 

@@ -183,10 +183,10 @@ class Provider:
         limit = _TIMEOUTS.get(timeout)
         if limit is None:
             limit = _TIMEOUTS[timeout] = aiohttp.ClientTimeout(total=timeout)
-        body = payload if type(payload) is bytes else json.dumps(payload).encode()
+        sent = payload if type(payload) is bytes else json.dumps(payload).encode()
         headers = {**headers, **_JSON_TYPE} if headers else _JSON_TYPE
         try:
-            async with self.session().post(url, data=body, headers=headers,
+            async with self.session().post(url, data=sent, headers=headers,
                                            allow_redirects=False, timeout=limit) as resp:
                 body = await resp.read()
                 status = resp.status
