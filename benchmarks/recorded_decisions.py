@@ -24,7 +24,7 @@ leniency run 2.5 x FILES files, their bounds being a point above nominal):
   of differing quality where the longer answer is better in 80% / 30% of pairs; the
   rate at which length preference is a finding, with and without the dataset column.
 
-Usage: python benchmarks/recorded_decisions.py [FILES]   (default 400)
+Usage: python benchmarks/recorded_decisions.py [FILES] [--smoke]   (default 400; --smoke 20)
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ import time
 
 import numpy as np
 
-FILES = int(sys.argv[1]) if len(sys.argv) > 1 else 400
+SMOKE = "--smoke" in sys.argv
+_ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+FILES = int(_ARGS[0]) if _ARGS else (20 if SMOKE else 400)
 # false-alarm rates are checked against bounds a point above nominal (0.06 at 0.05): at
 # 400 files their standard error is 0.011, so the null designs run 2.5x as many files
 ALARM_FILES = int(2.5 * FILES)
@@ -54,7 +56,8 @@ def _measures(rows: list[dict], roles: dict[str, str], seed: int, pairwise: bool
     from judgekit.methods.verdicts import pointwise as pt
 
     cfg = _cfg(seed=seed)
-    got = pw.pairwise(rows, roles, cfg)[0] if pairwise else pt.pointwise(rows, roles, cfg)[0]
+    got = pw.pairwise(rows, roles, cfg)[0] if pairwise else \
+        pt.pointwise(rows, roles, cfg, lambda r: None).measures
     return {m.key: m for m in got}
 
 

@@ -58,10 +58,15 @@ def test_perfect_judge_under_a_noisy_verifier_is_judged_against_the_reference():
 
 
 def test_too_noisy_a_verifier_is_inconclusive_and_says_so():
-    # with human rubric values the lower reference comes from them, and the reason says so
-    d = _decide("oracle", n=200, noise=0.15)
+    # with human rubric values the lower reference comes from them, and the reason says
+    # so; a judge people do not confirm cannot be decided through this verifier
+    d = _decide("mostly_right", n=200, noise=0.15)
     assert d["decision"] == "inconclusive" and d["rule"] == "verifier_inconsistent"
     assert "match the human rubric values on only" in d["reason"]
+    # people outrank the verifier: a perfect judge they confirm is trusted whatever the
+    # verifier reads (issue 67)
+    d = _decide("oracle", n=200, noise=0.15)
+    assert d["decision"] == "trust" and d["rule"] == "confirmed_by_people"
     d = _decide("oracle", n=200, noise=0.15, labelled=False)
     assert d["rule"] == "verifier_inconsistent" and "disagrees with itself on" in d["reason"]
     assert "temperature 0" not in d["reason"]  # a temperature-0 verifier hides misreads
@@ -298,7 +303,10 @@ def test_a_label_name_preference_is_its_own_effect_and_qualifies_position_bias()
 
 
 def test_a_verifier_that_never_matches_people_gives_a_zero_reference_not_a_crash():
-    d = _decide("oracle", n=60, fixed=1.0)  # every criterion misread, every time
+    d = _decide("mostly_right", n=60, fixed=1.0)  # every criterion misread, every time
     assert d["reference"] == 0.0 and d["relative_success"] is None
     assert d["decision"] == "inconclusive" and d["rule"] == "verifier_inconsistent"
     assert "match the human rubric values on only 0.0%" in d["reason"]
+    # the perfect judge people confirm is trusted: the verifier's misreads are its own
+    d = _decide("oracle", n=60, fixed=1.0)
+    assert d["reference"] == 0.0 and d["rule"] == "confirmed_by_people"

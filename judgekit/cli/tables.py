@@ -13,6 +13,12 @@ from judgekit.core.errors import ConfigError
 console = Console(markup=False, highlight=False, soft_wrap=True)
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` (names and reasons from data) with control characters shown as escapes,
+    so no judge name can move the cursor, clear the screen or forge a line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def compare(a: Path = typer.Argument(..., help="run A: its folder or results file"),
             b: Path = typer.Argument(..., help="run B: its folder or results file"),
             out: Path = typer.Option(..., "--out", help="folder for compare.json, "
@@ -120,13 +126,30 @@ def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of on
                                            "(folders or results file)"),
          out: Path = typer.Option(..., "--out", help="folder for card.json and report.html"),
          overwrite: bool = typer.Option(False, "--overwrite",
-                                        help="replace a previous card in --out")
+                                        help="replace a previous card in --out"),
+         use: str = typer.Option("rate", "--use", help="the use the first lines decide: "
+                                 "rate (pass rates), rank (ordering systems) or items "
+                                 "(acting on single verdicts)"),
+         margin: float = typer.Option(0.05, "--margin", min=0.001, max=0.5,
+                                      help="trust a judge whose rates are shown within "
+                                      "+/- this of people's"),
+         target_agreement: float = typer.Option(0.9, "--target-agreement", min=0.01,
+                                                max=1.0, help="trust single verdicts "
+                                                "when agreement with people is shown at "
+                                                "least this")
          ) -> None:
-    """One judge card: its probes, audits and agreement with people side by side."""
+    """One judge card: its probes, audits and agreement with people side by side, and
+    its decision for each use (rate, rank, items), decided by margins."""
     from judgekit.report.judgecard import build, write
 
-    c = build([str(r) for r in runs])
+    if use not in ("rate", "rank", "items"):
+        raise typer.BadParameter(f"{use!r}: use rate, rank or items", param_hint="--use")
+    c = build([str(r) for r in runs], use=use, margin=margin, target=target_agreement)
     folder = write(c, out, overwrite=overwrite)
+    for d in c.by_judge.values():
+        console.print(terminal_safe(d.headline))
+    console.print(f"(every use's decision, margin {c.margin:g} and target agreement "
+                  f"{c.target_agreement:g}: {folder / 'report.html'}, card.json)")
     console.print(f"judge {c.judge}: {len(c.rows)} measures from {len(c.runs)} run(s); "
                   f"{len(c.findings)} finding(s)" + "".join(f"\n  {f}" for f in c.findings))
     console.print(f"wrote {folder}")

@@ -65,6 +65,8 @@ class CardRow(BaseModel):
     judge: str | None = None  # set on a card of several judges side by side
     labelled: int | None = None  # human labels behind a corrected figure
     labels_for_target: int | None = None  # more labels for the run's target width
+    # the interval that holds with its family's other rows together (Bonferroni)
+    family_ci: list[float] | None = None
 
     @model_validator(mode="after")
     def _flag(self) -> CardRow:

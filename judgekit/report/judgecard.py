@@ -15,8 +15,17 @@ from pydantic import BaseModel, ConfigDict
 from judgekit.core.errors import ConfigError
 from judgekit.core.methods import all_methods
 from judgekit.core.spec import CardRow
+from judgekit.report.decisions import (
+    DEFAULT_MARGIN,
+    DEFAULT_TARGET,
+    PILOT_LABELS,
+    USES,
+    UseDecision,
+    decide,
+)
 
-__all__ = ["CardRow", "JudgeCard", "build", "judge_card", "write"]
+__all__ = ["PILOT_LABELS", "CardRow", "JudgeCard", "JudgeDecisions", "build", "judge_card",
+           "write"]
 
 
 class JudgeCard(BaseModel):
@@ -24,7 +33,7 @@ class JudgeCard(BaseModel):
     findings are listed)."""
 
     model_config = ConfigDict(extra="forbid")
-    schema_version: int = 2
+    schema_version: int = 3
     judge: str
     runs: list[str]
     rows: list[CardRow]
@@ -40,63 +49,83 @@ class JudgeCard(BaseModel):
     items: int = 0  # items the judge gave verdicts on (labels_needed never exceeds it)
     # several judges: each one's verdict (the top-level one is the first judge's)
     verdicts: dict[str, str] | None = None
+    # the decisions per use (rate, rank, items) of the card's judge (the first judge's
+    # on a card of several), and of every judge by name; the use the headline reports,
+    # and the margins they were decided against
+    decisions: dict[str, UseDecision] = {}
+    by_judge: dict[str, JudgeDecisions] = {}
+    use: Literal["rate", "rank", "items"] = "rate"
+    margin: float = DEFAULT_MARGIN
+    target_agreement: float = DEFAULT_TARGET
 
 
-# A judge is trusted when its pass rate is shown within this margin of people's
-# (the leniency interval inside +/- TRUST_MARGIN) and nothing else counts against it.
-TRUST_MARGIN = 0.05
-# Labels asked for when nothing was measured against people: a pilot to plan from.
-PILOT_LABELS = 60
+class JudgeDecisions(BaseModel):
+    """One judge's decisions: one per use, and the headline line ``card`` prints."""
+
+    model_config = ConfigDict(extra="forbid")
+    decisions: dict[str, UseDecision]
+    headline: str  # <judge>: <decision> (<use>): <reason>
+    items: int
 
 
-def verdict(rows: list[CardRow], judge: str | None = None) -> tuple[str, str, list[str],
-                                                                     int, int]:
-    """The card's decision for one judge (``judge``: its rows on a card of several):
-    "do not trust" with the findings as reasons; "trust" when its pass rate is within
-    +/- TRUST_MARGIN of people's (the leniency interval); otherwise "use corrected",
-    with the labels that narrow the corrected rate to the run's target (never more than
-    the items left to label)."""
+def verdict(rows: list[CardRow], judge: str | None = None, *, use: str = "rate",
+            margin: float = DEFAULT_MARGIN, target: float = DEFAULT_TARGET
+            ) -> tuple[str, str, list[str], int, int]:
+    """The card's decision for one judge on one use (``judge``: its rows on a card of
+    several): (decision, sentence, reasons, labels needed, items); see
+    :mod:`judgekit.report.decisions` for the rules."""
     mine = [r for r in rows if r.judge == judge]
-    items = max([r.n for r in mine if r.key in ("pass_rate", "position_bias")] +
-                [r.n for r in mine] + [0])
-    reasons = [f"{r.measure}: {r.decision}" for r in mine if r.finding]
-    corrected = next((r for r in mine if r.key == "corrected_pass_rate"), None)
-    need = None if corrected is None else corrected.labels_for_target
-    lenient = next((r for r in mine if r.key == "leniency"), None)
-    done = (corrected.labelled or 0) if corrected else 0
-    # need counts labels in all; none measured against people: a pilot to plan from
-    more = max(0, min(need, items) - done) if need is not None else \
-        0 if corrected is not None else min(PILOT_LABELS, items)
-    if reasons:
-        return ("do not trust", "do not trust: " + "; ".join(reasons), reasons, more, items)
-    if lenient is None or lenient.ci is None or corrected is None:
-        pilot = min(PILOT_LABELS, items)
-        return ("do not trust", "do not trust: nothing measured against people; label "
-                f"{pilot} random items to check it", ["no human labels"], pilot, items)
-    m = max(abs(lenient.ci[0]), abs(lenient.ci[1]))
-    if m <= TRUST_MARGIN:
-        return ("trust", f"trust: its rate is within +/-{m:.3f} of people's "
-                f"({corrected.labelled} human labels)", [], 0, items)
-    w = ((corrected.ci[1] - corrected.ci[0]) / 2) if corrected.ci else float("nan")
-    text = (f"use the corrected rate ({_num(corrected.estimate)}, interval {_ci(corrected.ci)}, "
-            f"+/-{w:.3f}); its pass rate may differ from people's by up to {m:.3f}")
-    text += (f"; {more} more labels narrow it to the run's target" if need
-             else "; it is already at the run's target width")
-    return ("use corrected", text, [f"leniency interval {_ci(lenient.ci)} is wider than "
-                                    f"+/-{TRUST_MARGIN}"], more or 0, items)
+    items = _items(mine)
+    d = decide(mine, items, margin, target)[use]
+    return (d.decision, f"{d.decision} ({use}): {d.reason}",
+            [] if d.decision == "trust" else [d.reason], d.labels_needed, items)
 
 
-def judge_card(runs: list[str | Path], out: str | Path | None = None) -> JudgeCard:
+def _items(rows: list[CardRow]) -> int:
+    """Items the judge gave verdicts on (what labels_needed never exceeds): pointwise
+    its pass rate's n; pairwise the pairs (a pair judged in both orders is one item)."""
+    n = {r.key: r.n for r in rows}
+    if "pass_rate" in n:
+        return n["pass_rate"]
+    if "win_rate_bias" in n or "position_bias" in n:
+        both = n.get("order_consistency", 0)
+        return max(n.get("position_bias", 0) - both, n.get("accuracy", 0),
+                   n.get("win_rate_bias", 0), both)
+    return max([r.n for r in rows] + [0])
+
+
+def judge_decisions(rows: list[CardRow], judge: str | None, name: str, use: str,
+                    margin: float, target: float) -> JudgeDecisions:
+    """Every use's decision for one judge, and its headline line."""
+    mine = [r for r in rows if r.judge == judge]
+    items = _items(mine)
+    got = decide(mine, items, margin, target)
+    d = got[use]
+    return JudgeDecisions(decisions=got, items=items,
+                          headline=f"{name}: {d.decision} ({use}): {d.reason}")
+
+
+def judge_card(runs: list[str | Path], out: str | Path | None = None, *, use: str = "rate",
+               margin: float = DEFAULT_MARGIN, target: float = DEFAULT_TARGET) -> JudgeCard:
     """The card of one judge from its probe and audit runs (folders or results file),
     written to ``out`` when given (card.json, report.md, report.html, card.png)."""
-    card = build(runs)
+    card = build(runs, use=use, margin=margin, target=target)
     if out is not None:
         write(card, out)
     return card
 
 
-def build(paths: list[str | Path]) -> JudgeCard:
-    """A card from result folders (or results file files) of one judge."""
+def build(paths: list[str | Path], *, use: str = "rate", margin: float = DEFAULT_MARGIN,
+          target: float = DEFAULT_TARGET) -> JudgeCard:
+    """A card from result folders (or results file files) of one judge: its rows, and
+    its decision for each use (rate, rank, items) against ``margin`` and ``target``
+    agreement, ``use`` giving the headline."""
+    if use not in USES:
+        raise ConfigError(f"--use {use!r}: use one of {', '.join(USES)}")
+    if not 0 < margin < 1:
+        raise ConfigError(f"--margin {margin}: give a margin in (0, 1), e.g. 0.05")
+    if not 0 < target <= 1:
+        raise ConfigError(f"--target-agreement {target}: give a share in (0, 1], e.g. 0.9")
     from judgekit.report.comparison import load
 
     judges: dict[str, str] = {}
@@ -137,12 +166,19 @@ def build(paths: list[str | Path]) -> JudgeCard:
                                 else f"; best uninformed judge {r.baseline:.3f}")
                 + f"; {r.source})" for r in rows if r.finding]
     side = list(dict.fromkeys(r.judge for r in rows if r.judge is not None))
-    decision, text, reasons, need, items = verdict(rows, side[0] if side else None)
-    each = {j: verdict(rows, j)[1] for j in side} if len(side) > 1 else None
-    return JudgeCard(judge=next(iter(judges.values())), runs=names, rows=rows,
-                     findings=findings, judges=side or None, decision=decision,  # type: ignore[arg-type]
-                     verdict=text, reasons=reasons, labels_needed=need, items=items,
-                     verdicts=each)
+    name = next(iter(judges.values()))
+    by = {j: judge_decisions(rows, j, j, use, margin, target) for j in side} if side else \
+        {name: judge_decisions(rows, None, name, use, margin, target)}
+    first = next(iter(by.values()))
+    head = first.decisions[use]
+    each = {j: d.headline.split(": ", 1)[1] for j, d in by.items()} if len(side) > 1 else None
+    return JudgeCard(judge=name, runs=names, rows=rows,
+                     findings=findings, judges=side or None, decision=head.decision,
+                     verdict=f"{head.decision} ({use}): {head.reason}",
+                     reasons=[] if head.decision == "trust" else [head.reason],
+                     labels_needed=head.labels_needed, items=first.items, verdicts=each,
+                     decisions=first.decisions, by_judge=by, use=use,  # type: ignore[arg-type]
+                     margin=margin, target_agreement=target)
 
 
 def _num(v: float | None) -> str:

@@ -36,9 +36,11 @@ import numpy as np
 
 from judgekit.core.errors import StatsError
 from judgekit.core.progress import track
+from judgekit.stats.proportions import newcombe_paired
 
-__all__ = ["Chance", "MeanCI", "Uninformed", "beyond_chance", "cluster_mean",
-           "random_ac1", "sign_flip_p", "versus_uninformed"]
+__all__ = ["Chance", "MeanCI", "Uninformed", "beyond_chance", "cluster_mean", "family_level",
+           "paired_difference", "random_ac1", "sign_flip_p", "unseen_disagreement_bound",
+           "versus_uninformed"]
 
 
 class MeanCI(NamedTuple):
@@ -231,3 +233,46 @@ def random_ac1(judge: Sequence[Hashable], human: Sequence[Hashable]) -> float:
     pi = (pj + ph) / 2
     pe = float(np.sum(pi * (1 - pi)) / (len(classes) - 1))
     return (float(pj @ ph) - pe) / (1 - pe)
+
+
+def unseen_disagreement_bound(n: int, level: float) -> float:
+    """The largest rate of disagreement ``n`` units that show none leave plausible: the
+    exact (Clopper-Pearson) one-sided upper bound at (1 - level) / 2, 1 - ((1 - level) /
+    2) ** (1 / n). A paired difference of shares whose units show no disagreement lies
+    within +/- this (each direction's rate is at most the disagreement rate); an
+    interval of zero width would claim none can exist."""
+    if n < 1:
+        return 1.0
+    return 1.0 - ((1.0 - level) / 2.0) ** (1.0 / n)
+
+
+def paired_difference(first: Sequence[float], second: Sequence[float],
+                      groups: Sequence[Hashable] | None, level: float
+                      ) -> tuple[float, list[float], str]:
+    """The mean of ``first - second`` over paired units (shares in [0, 1]: a judge's
+    verdict and a person's label, ties 1/2) with its interval at ``level``: Newcombe's
+    hybrid score interval for independent units, the cluster-robust t interval (CR3)
+    when units share a cluster. When no unit disagrees the interval is the unseen-
+    disagreement bound (never zero width). Returns (estimate, interval, how)."""
+    a, b = np.asarray(first, float), np.asarray(second, float)
+    clustered = groups is not None and len(set(groups)) < len(groups)
+    units = len(set(groups)) if clustered and groups is not None else a.size
+    if a.size and bool(np.all(a == b)):
+        u = unseen_disagreement_bound(units, level)
+        return 0.0, [-u, u], (f"no disagreement in {units} "
+                              f"{'clusters' if clustered else 'units'}: +/- the exact "
+                              "bound of an unseen disagreement rate")
+    if clustered:
+        m = cluster_mean(list(a - b), groups, level)
+        return m.estimate, m.ci, "paired, clustered by question"
+    if np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))):
+        d = newcombe_paired(list(a), list(b), level)
+        return d.diff, d.ci, "paired (Newcombe's interval)"
+    m = cluster_mean(list(a - b), None, level)
+    return m.estimate, m.ci, "paired mean (t interval)"
+
+
+def family_level(level: float, rows: int) -> float:
+    """The per-row level whose intervals hold together at ``level`` over ``rows`` rows
+    (Bonferroni): a claim resting on any one of them keeps its error at 1 - level."""
+    return 1.0 - (1.0 - level) / max(1, rows)

@@ -340,9 +340,12 @@ def execute(cfg: AuditConfig, client: Client) -> AuditPayload:
 
 def headline(res: AuditPayload) -> str:
     r0 = res.runs[0]
-    decision = res.verdict.decision if res.verdict is not None else "none"
-    return (f"{r0.rubric}: success {r0.success_rate:.1%} over {r0.n_items} items; "
-            f"verdict: {decision}")
+    v = res.verdict
+    decision = v.decision if v is not None else "none"
+    why = f" ({v.rule}: {v.reason.split(';')[0]})" if v is not None and v.rule else ""
+    return (f"{r0.rubric}: success {r0.success_rate:.1%} over {r0.n_items} items (the "
+            f"judge's claims confirmed by the verifier's readings, not by people); "
+            f"verdict: {decision}{why}")
 
 
 def evidence(raw: dict[str, Any], items: list[JudgedItem], ev_rubric: Rubric,

@@ -109,6 +109,7 @@ class _Judged:
     ref_from: str = "rereads"  # which measurement set the reference: rereads or people
     human_match: float | None = None  # share of the verifier's readings matching people
     people: Rate | None = None  # the judge's claims against human rubric values
+    human_majority: float = 1.0  # share of people's commonest label (items they labelled)
 
 
 def _rounds(items: Sequence[ItemEvidence], rounds: int) -> float:
@@ -208,6 +209,7 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
                      verifier_totals={tuple(it.verifier_total) for it in items},
                      reread=bool(noise.reread), disagreement=ver.disagreement,
                      people=_claims_vs_people(items, s),
+                     human_majority=_majority_share(items),
                      ref_from=min(refs, key=lambda k: refs[k]) if refs else "rereads",
                      human_match=None if noise.human is None else
                      float(np.nanmean(noise.human)))
@@ -215,14 +217,18 @@ def decide(items: Sequence[ItemEvidence], s: DecisionSettings) -> Verdict:
     more = None
     if decision != TRUST:
         people_rate = None if judged.people is None else judged.people.rate
-        more = items_to_score(judged.claims if people_rate is None else people_rate, s,
-                              0 if judged.people is None else judged.people.n)
-        reason += ("; the items people scored already settle it against them" if more == 0
-                   else f"; score {more} {'more ' if judged.people is not None else ''}"
+        scored = 0 if judged.people is None else judged.people.n
+        planned = items_to_score(judged.claims if people_rate is None else people_rate, s,
+                                 scored)
+        more = min(planned, max(n - scored, 0))  # never more than the items audited
+        reason += ("; the items people scored already settle it against them"
+                   if planned == 0 else
+                   f"; score {more} {'more ' if judged.people is not None else ''}"
                    "items by hand to settle it against people (rubric values in the data, "
                    "or pass/fail labels from judgekit label RUN, given back as "
-                   "human_labels)" + (f"; audit more items first: {n} were audited"
-                                      if more > n else ""))
+                   "human_labels)" + (f"; that will not settle it: about {planned} more "
+                                      f"are needed, so audit more items ({n} were audited)"
+                                      if planned > more else ""))
     v = Verdict(
         n_items=n, level=s.level, success_rate=rate, success_ci=ci, verifier=ver,
         reference=ref, distinct_rounds=rounds,
@@ -270,6 +276,15 @@ def items_to_score(rate: float, s: DecisionSettings, scored: int = 0) -> int:
     return MAX_TO_SCORE
 
 
+def _majority_share(items: Sequence[ItemEvidence]) -> float:
+    """The share of people's commonest label over the items they labelled (1.0: none)."""
+    labels = [it.human_label for it in items if it.human_label is not None]
+    if not labels:
+        return 1.0
+    top = max(set(labels), key=labels.count)
+    return labels.count(top) / len(labels)
+
+
 def _claims_vs_people(items: Sequence[ItemEvidence], s: DecisionSettings) -> Rate | None:
     """Share of items whose human rubric values equal the judge's claims on every shared
     criterion (and the label, where people gave one; the label alone where people gave
@@ -290,7 +305,26 @@ def _claims_vs_people(items: Sequence[ItemEvidence], s: DecisionSettings) -> Rat
 def _rule(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str]:
     """The first rule that applies: the verifier cannot decide, the judge is shown
     worse than the references, shown as good as them, or not shown either way."""
-    return _cannot_decide(e, s) or _distrust(e, s) or _trust(e, s) or _not_shown(e, s)
+    return (_confirmed(e, s) or _cannot_decide(e, s) or _distrust(e, s) or _trust(e, s)
+            or _not_shown(e, s))
+
+
+def _confirmed(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | None:
+    """People outrank the verifier: when the judge's claims match people's on the items
+    they scored, shown at or above the trust threshold and above what always giving
+    people's commonest label scores, the judge is trusted whatever the verifier reads
+    (a verifier's misreads are its own errors, not the judge's)."""
+    p = e.people
+    if p is None or p.ci is None or p.ci[0] < s.trust_threshold or e.acc_ok is False:
+        return None
+    if e.acc_ok is None and p.ci[0] <= e.human_majority:
+        return None  # not shown above always giving people's commonest label
+    pct = f"{s.level:.0%}"
+    return (TRUST, "confirmed_by_people",
+            f"people confirm it: its claims match theirs on {p.rate:.3f} of the {p.n} items "
+            f"they scored ({pct} interval [{p.ci[0]:.3f}, {p.ci[1]:.3f}], above "
+            f"{s.trust_threshold}); people outrank the verifier, whose success "
+            f"{e.rate:.3f} against its own readings does not decide")
 
 
 def _cannot_decide(e: _Judged, s: DecisionSettings) -> tuple[Decision, str, str] | None:

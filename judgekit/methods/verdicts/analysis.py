@@ -33,7 +33,7 @@ from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
 from judgekit.stats.bootstrap import derive_seed
-from judgekit.stats.decide import beyond_chance, random_ac1, versus_uninformed
+from judgekit.stats.decide import random_ac1, versus_uninformed
 from judgekit.stats.preference import clustered_rate_counts
 from judgekit.stats.proportions import wilson_interval
 
@@ -138,9 +138,9 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
                        what: str, groups: list[str] | None = None) -> list[Measure]:
     """Accuracy, Cohen's kappa and Gwet's AC1 of the judge against people; with
     ``groups`` (the question each answer belongs to) the intervals resample questions.
-    Agreement beyond chance is decided once for the three rows, by a permutation test
-    against a judge independent of people (which AC1's baseline, far above 0 under
-    skew, would otherwise hide); accuracy against the best uninformed judge, paired."""
+    Agreement beyond chance is decided on each row by the interval printed beside it:
+    above 0 for kappa and alpha, above a random judge's AC1 for AC1 (far above 0 under
+    skew); accuracy against the best uninformed judge, paired."""
     if len(judge) < 2:
         return []
     if groups is not None and len(set(groups)) == len(groups):
@@ -153,25 +153,25 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
                                            [a == b for a, b in zip(judge, human)], groups,
                                            cfg.level), judge, human, groups, cfg.level)
     out = [acc]
-    chance = beyond_chance(judge, human, groups, seed=derive_seed(cfg.seed, 47),
-                           permutations=PERMUTATIONS if len(judge) <= 20_000 else 500)
-    shown = chance.p_value < (1 - cfg.level) / 2
-    test = (f"permutation test of agreement beyond a judge independent of people: "
-            f"observed {chance.observed:.3f}, expected {chance.expected:.3f}, one-sided "
-            f"p = {chance.p_value:.3g}")
+    clusters = None if groups is None else len(set(groups))
     for key, value, name in (("kappa", ag.kappa, "Cohen's kappa"), ("ac1", ag.ac, "Gwet's AC1"),
                              ("alpha", ag.alpha, "Krippendorff's alpha (nominal)")):
         ci = ag.cis.get({"ac1": "ac"}.get(key, key))
         base = random_ac1(judge, human) if key == "ac1" else 0.0
+        floor = 0.0 if base != base else base
+        # one procedure per row: the decision is the interval printed beside it (the
+        # bootstrap over questions), against what a judge independent of people scores
+        shown = ci is not None and ci[0] is not None and ci[0] > floor
         out.append(Measure(key=key, what=f"{name} with {what}", estimate=value, ci=ci,
                            n=ag.n, baseline=None if base != base else round(base, 6),
-                           clusters=None if groups is None else len(set(groups)),
-                           units="chance-corrected agreement",
+                           clusters=clusters, units="chance-corrected agreement",
                            decision="agrees beyond chance" if shown else
                            "no agreement beyond chance shown", finding=not shown,
                            note="; ".join(x for x in (
                                (ag.undefined or {}).get(key) if key != "ac1" else None,
-                               ag.note, test) if x)))
+                               ag.note, f"beyond chance when the interval lies above "
+                               f"{floor:.3g}, what a judge independent of people scores")
+                               if x)))
     return out
 
 

@@ -19,7 +19,7 @@ from judgekit.methods.verdicts.payload import Measure
 from judgekit.recorded.tables import text_columns
 from judgekit.stats.agreement import agreement
 from judgekit.stats.bootstrap import derive_seed, percentile_interval
-from judgekit.stats.decide import cluster_mean, sign_flip_p
+from judgekit.stats.decide import cluster_mean, family_level, paired_difference, sign_flip_p
 from judgekit.stats.preference import feature_preference
 
 
@@ -77,6 +77,7 @@ def pairwise(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig
     ag = agreement_measures([x["winner"] for x in lab], [x["label"] for x in lab], cfg,
                             "the labels (order as given)" if both else "the labels")
     out += ag
+    out += _win_rate_bias(lab, cfg)
     if len(annotators) >= 2:  # their agreement on the pairs as given
         out.append(fleiss_measure(given, len(annotators), cfg))
     out += _win_rates(items, cfg)
@@ -110,13 +111,14 @@ def _position(items: list[JSONObject], cfg: VerdictsConfig) -> Measure:
     values = [float(x["winner"] == "first") - 0.5 for x in decided]
     m = cluster_mean(values, groups, cfg.level, bounds=(-0.5, 0.5))
     p = sign_flip_p(values, groups, seed=derive_seed(cfg.seed, 61))
-    shown = (m.ci[0] > 0 or m.ci[1] < 0) and p < 1 - cfg.level
+    shown = m.ci[0] > 0 or m.ci[1] < 0  # the interval printed beside it decides
     return Measure(key="position_bias", what=what, estimate=m.estimate, ci=m.ci, n=m.n,
                    clusters=m.clusters, baseline=0.0, units="difference of shares",
                    decision="biased" if shown else "no bias shown", finding=shown,
                    note=f"cluster-robust interval, clustered by "
                         f"{'question' if by_question else 'pair'} ({m.clusters} clusters); "
-                        f"sign-flip test over clusters p = {p:.3g}")
+                        f"the decision is this interval's; a sign-flip test over clusters "
+                        f"(exact under symmetry) gives p = {p:.3g}")
 
 
 def _win_rates(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
@@ -156,6 +158,50 @@ def _win_rates(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
                           "worse than its opponents" if m.ci[1] < 0.5 else
                           "no difference shown")
         out.append(m)
+    return out
+
+
+WIN = {"first": 1.0, "tie": 0.5, "second": 0.0}
+
+
+def _win_rate_bias(lab: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
+    """Win-rate bias, the pairwise judge's leniency: the share of labelled pairs (order
+    as given) whose first answer the judge makes win, minus the share people make it
+    win (ties 1/2), a paired difference clustered by question where questions repeat;
+    with models named, each model's win rate by the judge minus by people. The rows are
+    one family (overall and per model), each with its interval at the level that holds
+    over them together (``family_ci``)."""
+    if len(lab) < 2:
+        return []
+    questions = [x.get("question") for x in lab]
+    by_q = None not in questions and "" not in questions and len(set(questions)) < len(lab)
+    groups = [str(x["question"]) if by_q else str(x["pair_id"]) for x in lab]
+    sets: list[tuple[str | None, list[float], list[float], list[str]]] = [
+        (None, [WIN[x["winner"]] for x in lab], [WIN[x["label"]] for x in lab], groups)]
+    models = sorted({m for x in lab for m in x.get("models", [])})
+    for model in models:
+        mine = [(x, g) for x, g in zip(lab, groups) if model in x.get("models", [])
+                and x["models"][0] != x["models"][1]]
+        if len(mine) < 2:
+            continue
+        flip = [x["models"].index(model) == 1 for x, _ in mine]
+        sets.append((model, [abs(f - WIN[x["winner"]]) for (x, _), f in zip(mine, flip)],
+                     [abs(f - WIN[x["label"]]) for (x, _), f in zip(mine, flip)],
+                     [g for _, g in mine]))
+    wide = family_level(cfg.level, len(sets))
+    out = []
+    for model, j, h, g in sets:
+        est, ci, how = paired_difference(j, h, g, cfg.level)
+        fam = paired_difference(j, h, g, wide)[1]
+        out.append(Measure(
+            key="win_rate_bias" if model is None else f"win_rate_bias[{model}]",
+            what=("the judge's win rate for the first answer as given minus people's"
+                  if model is None else f"{model}'s win rate by the judge minus by people")
+            + " (ties 1/2)", estimate=est, ci=ci, family_ci=fam, n=len(j), baseline=0.0,
+            units="difference of shares", clusters=len(set(g)),
+            decision=("favours it" if ci[0] > 0 else "disfavours it" if ci[1] < 0 else
+                      "no bias shown") + f" ({len(j)} labelled pairs)",
+            note=how + f"; {len(sets)} rows in the family: together at {wide:.4g} each"))
     return out
 
 

@@ -26,6 +26,10 @@ class Measure(Record):
     # run's target_halfwidth under the same design (None: already that narrow)
     labelled: int | None = None
     labels_for_target: int | None = None
+    # rows of a family (leniency overall and per system): the interval at the level
+    # that holds for every row together (Bonferroni), which a claim resting on any
+    # one row of the family uses
+    family_ci: list[float] | None = None
 
 
 class JudgeVerdicts(Record):

@@ -29,9 +29,8 @@ from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.recorded.base import label_of
 from judgekit.recorded.tables import text_columns
-from judgekit.stats.decide import cluster_mean
+from judgekit.stats.decide import family_level, paired_difference
 from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error
-from judgekit.stats.proportions import newcombe_paired, unconditional_mcnemar
 
 SHOWN_UNREADABLE = 5  # unreadable rows named in the note (the rest counted)
 
@@ -299,40 +298,42 @@ def _leniency(items: Items, cfg: VerdictsConfig) -> list[Measure]:
     pass rate, overall and per system. With the prediction-powered correction at
     lambda = 1 it is the mean of (verdict - human label) over the labelled items, a
     paired difference (Newcombe's interval; clustered by question where questions
-    repeat, a cluster-robust t interval); with --label-error, the judge's rate minus
-    the corrected rate that accounts for it."""
+    repeat, a cluster-robust t interval; never of zero width: labels that show no
+    disagreement give the exact bound of an unseen one); with --label-error, the
+    judge's rate minus the corrected rate that accounts for it. The decision is the
+    interval's: lenient or severe when it excludes 0. Each row also carries
+    ``family_ci``, its interval at the level that holds over the family's rows together
+    (overall and every system), on which any claim resting on one of them rests."""
     out = []
-    for name, mask, lab in _by_system(items):
+    family = _by_system(items)
+    wide = family_level(cfg.level, len(family))
+    for name, mask, lab in family:
         v = [float(x.verdict) for x in lab]
         h = [float(x.human) for x in lab]
         groups = [x.group for x in lab]
-        mid: float | None = None
         if cfg.label_error is not None:
             mine = items.verdict[mask]
-            c = with_label_error(ppi_mean(mine.astype(float), v, h, level=cfg.level),
-                                 cfg.label_error)
             judge = float(np.mean(mine))
-            est, ci, how = judge - c.estimate, [judge - c.ci[1], judge - c.ci[0]], (
+            cis = []
+            for lv in (cfg.level, wide):
+                c = with_label_error(ppi_mean(mine.astype(float), v, h, level=lv),
+                                     cfg.label_error)
+                cis.append([judge - c.ci[1], judge - c.ci[0]])
+            est, ci, fam, how = judge - c.estimate, cis[0], cis[1], (
                 "the judge's pass rate minus the label-error-corrected rate")
-        elif len(set(groups)) < len(groups):
-            m = cluster_mean([a - b for a, b in zip(v, h)], groups, cfg.level)
-            est, ci, how = m.estimate, m.ci, "paired, clustered by question"
         else:
-            d = newcombe_paired(v, h, cfg.level)
-            est, ci, how = d.diff, d.ci, ("paired (Newcombe's interval; exact "
-                                          "unconditional test)")
-            mid = unconditional_mcnemar(d.only_first, d.only_second, d.n)
-            how += f"; p = {mid:.3g}"
-        shown = (ci[0] > 0 or ci[1] < 0) and (mid < 1 - cfg.level if mid is not None
-                                              else True)
+            est, ci, how = paired_difference(v, h, groups, cfg.level)
+            fam = paired_difference(v, h, groups, wide)[1]
         key = "leniency" if name is None else f"leniency[{name}]"
         out.append(Measure(
             key=key, what="the judge's pass rate minus people's (corrected) on the same "
             "items" + ("" if name is None else f", {name}"), estimate=est, ci=ci,
-            n=len(lab), baseline=0.0, units="difference of shares",
+            n=len(lab), baseline=0.0, units="difference of shares", family_ci=fam,
             decision=("lenient" if ci[0] > 0 else "severe" if ci[1] < 0 else
                       "no leniency shown") + f" ({len(lab)} human labels)",
-            finding=shown, note=how + label_error_note(cfg)))
+            finding=ci[0] > 0 or ci[1] < 0, note=how + f"; {len(family)} rows in the "
+            f"family (overall and per system): together at {wide:.4g} each"
+            + label_error_note(cfg)))
     return out
 
 

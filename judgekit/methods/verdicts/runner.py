@@ -96,8 +96,6 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
         if table.shape == "pairwise":
             measures, items, unread, notes = pairwise.pairwise(table.rows, roles, cfg)  # type: ignore[arg-type]
             judge = roles["winner"]
-            if "evaluators" in path.parts[:-1]:  # LLMBar: .../evaluators/JUDGE/SETTING/result.json
-                judge = f"{path.parent.parent.name} ({path.parent.name})"
         else:
             measures, items, unread, notes = pairwise.alpaca_eval(table.rows, cfg)  # type: ignore[arg-type]
             names = sorted({str(r.get("annotator")) for r in table.rows if r.get("annotator")})
@@ -106,7 +104,7 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
             write(x)
         count = len(items)
     if not several:
-        judge = cfg.judge or judge
+        judge = cfg.judge or file_judge(path, judge)
     else:  # judge_gpt4 -> gpt4 (winner_gpt4 -> gpt4)
         judge = re.sub(r"^(judge|winner)[_:.\-]", "", judge, flags=re.I) or judge
     if not count:
@@ -118,6 +116,27 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
         notes.append(f"{unread} of {len(table.rows)} verdicts could not be read and are "
                      "left out of every figure")
     return _Judged(judge, unread, measures, notes, count)
+
+
+# column names that say what a column holds, not whose verdicts they are
+GENERIC = {"judge", "winner", "verdict", "verdicts", "label", "score", "pass", "passed",
+           "prediction", "pred", "output", "result", "decision", "grade", "rating",
+           "preference", "choice", "answer", "judgement", "judgment", "evaluation"}
+GENERIC_FILES = {"result", "results", "verdicts", "judgements", "judgments", "data",
+                 "annotations", "output", "outputs", "scores", "predictions"}
+
+
+def file_judge(path: Path, column: str) -> str:
+    """The judge's name: its column's when that names someone, else the file's (an
+    LLMBar-style ``JUDGE/SETTING/result.json`` gives "JUDGE (SETTING)"; other files
+    their name without the extension). ``--judge NAME`` overrides both."""
+    if column.strip().lower() not in GENERIC:
+        return column
+    stem = path.stem if path.suffix else path.name
+    if stem.lower() in GENERIC_FILES and path.parent.name:
+        up = path.parent.parent.name
+        return f"{up} ({path.parent.name})" if up and up not in (".", "/") else path.parent.name
+    return stem or column
 
 
 def headline(p: VerdictsPayload) -> str:

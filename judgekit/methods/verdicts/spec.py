@@ -8,7 +8,7 @@ from judgekit.core.errors import ConfigError
 from judgekit.core.results import RunResult
 from judgekit.core.spec import CardRow, MethodSpec, Paired, PlanTable, RunItems, TableRow
 from judgekit.methods.verdicts.config import VerdictsConfig
-from judgekit.methods.verdicts.payload import VerdictsPayload
+from judgekit.methods.verdicts.payload import Measure, VerdictsPayload
 from judgekit.methods.verdicts.report import report
 from judgekit.methods.verdicts.runner import execute, headline
 from judgekit.report.paired import agreement, paired_rate
@@ -27,17 +27,23 @@ SECTIONS = {"position_bias": "bias", "length_preference": "bias", "leniency": "b
             "order_consistency": "consistency", "pass_rate": "verdicts"}
 
 
+def card_rows(measures: list[Measure], src: str, judge: str | None = None) -> list[CardRow]:
+    """One judge's measures as card rows (``judge`` names it on a card of several)."""
+    return [CardRow(key=m.key, section=SECTIONS.get(m.key.split("[")[0], "people"), measure=m.what,
+                    estimate=m.estimate, ci=m.ci, n=m.n, decision=m.decision, units=m.units,
+                    source=src, finding=m.finding, baseline=m.baseline, judge=judge,
+                    labelled=m.labelled, labels_for_target=m.labels_for_target,
+                    family_ci=m.family_ci)
+            for m in measures]
+
+
 def _card_rows(p: VerdictsPayload, src: str) -> list[CardRow]:
     """The card's rows; with several judges, every judge's rows, each naming its judge
     (one card per judge, side by side)."""
     judges = [(p.judge, p.measures), *((o.judge, o.measures) for o in p.others or [])]
     several = len(judges) > 1
-    return [CardRow(key=m.key, section=SECTIONS.get(m.key.split("[")[0], "people"), measure=m.what,
-                    estimate=m.estimate, ci=m.ci, n=m.n, decision=m.decision, units=m.units,
-                    source=src, finding=m.finding, baseline=m.baseline,
-                    judge=judge if several else None, labelled=m.labelled,
-                    labels_for_target=m.labels_for_target)
-            for judge, measures in judges for m in measures]
+    return [r for judge, measures in judges
+            for r in card_rows(measures, src, judge if several else None)]
 
 
 def _plan(result: RunResult[VerdictsPayload], power: float, effects: tuple[float, ...]
