@@ -161,6 +161,9 @@ class MethodSpec(Generic[C, P]):
             returns that file's records as they are: the run then writes a labelling
             index beside them (:mod:`judgekit.labelling.snapshot`), read instead of
             every item.
+        relabelled: the run's payload again, with the labels given since it ran (the
+            run folder's labels file, from ``judgekit label`` or the viewer); None when
+            there are none. A judge card reads it, so those labels count.
     """
 
     name: str
@@ -183,6 +186,7 @@ class MethodSpec(Generic[C, P]):
     plan: Callable[[RunResult[P], float, tuple[float, ...]], PlanTable] | None = None
     items: Callable[[RunResult[P]], RunItems] | None = None
     label_index: Callable[[RunResult[P]], tuple[str, str, int] | None] | None = None
+    relabelled: Callable[[RunResult[P], Path], P | None] | None = None
 
     @property
     def key(self) -> str:

@@ -114,13 +114,17 @@ def _check_draw(path: Path, lineno: int, row: JSONObject) -> None:
                             "restore the line or remove it and the draws after it")
 
 
-def item_sha(item: JSONObject) -> str | None:
+def item_sha(item: JSONObject, *, legacy: bool = False) -> str | None:
     """A short hash of an item's texts: a label carries it, so a label whose item's text
     changed since (a re-exported file whose row-number ids now name other rows) is seen
-    and not counted. None for items without text."""
+    and not counted. None for items without text. The texts are read under their
+    canonical names (a run folder's ``input``/``output`` are a file's
+    ``question``/``answer``), so one item hashes alike in both; ``legacy``: the hash of
+    labels files written before, under the names as found."""
     import hashlib
 
-    texts = {k: item[k] for k in TEXT_KEYS if isinstance(item.get(k), str)}
+    texts = ({k: item[k] for k in TEXT_KEYS if isinstance(item.get(k), str)} if legacy
+             else canonical_texts(item))
     if not texts:
         return None
     return hashlib.sha256(json.dumps(texts, sort_keys=True, ensure_ascii=False)
@@ -128,6 +132,19 @@ def item_sha(item: JSONObject) -> str | None:
 
 
 TEXT_KEYS = ("question", "answer", "input", "output", "first", "second", "reference")
+# one text under two names: a run folder's items and the file they came from
+CANONICAL = (("question", ("question", "input")), ("answer", ("answer", "output")),
+             ("first", ("first",)), ("second", ("second",)), ("reference", ("reference",)))
+
+
+def canonical_texts(item: JSONObject) -> dict[str, str]:
+    """An item's texts under their canonical names (the first name it has of each)."""
+    out = {}
+    for name, names in CANONICAL:
+        v = next((item[k] for k in names if isinstance(item.get(k), str)), None)
+        if v is not None:
+            out[name] = v
+    return out
 
 
 def fingerprint(items: Iterable[JSONObject]) -> JSONObject:
@@ -148,30 +165,32 @@ class Fingerprint:
         import hashlib
 
         self.n, self.ids, self.texts = 0, hashlib.sha256(), hashlib.sha256()
+        self.legacy = hashlib.sha256()  # the texts under the names as found (before)
         self._ids: list[str] = []
         self._texts: list[str] = []
+        self._legacy: list[str] = []
 
     def add(self, x: JSONObject) -> None:
         self.n += 1
         self._ids.append(str(x["id"]))
-        self._texts.append("".join([f"{k}\x1f{v}\x1f" for k in TEXT_KEYS
-                                    if isinstance(v := x.get(k), str)]))
+        self._texts.append("".join([f"{k}\x1f{v}\x1f" for k, v in canonical_texts(x).items()]))
+        self._legacy.append("".join([f"{k}\x1f{v}\x1f" for k in TEXT_KEYS
+                                     if isinstance(v := x.get(k), str)]))
         if len(self._ids) >= self.BLOCK:
             self._feed()
 
     def _feed(self) -> None:
         if self._ids:
-            self.ids.update(("\x1e".join(self._ids) + "\x1e").encode("utf-8",
-                                                                      "surrogatepass"))
-            self.texts.update(("\x1e".join(self._texts) + "\x1e").encode("utf-8",
-                                                                          "surrogatepass"))
-            self._ids.clear()
-            self._texts.clear()
+            for h, part in ((self.ids, self._ids), (self.texts, self._texts),
+                            (self.legacy, self._legacy)):
+                h.update(("\x1e".join(part) + "\x1e").encode("utf-8", "surrogatepass"))
+                part.clear()
 
     def value(self) -> JSONObject:
         self._feed()
         return {"items": self.n, "ids": self.ids.hexdigest()[:16],
-                "texts": self.texts.hexdigest()[:16]}
+                "texts": self.texts.hexdigest()[:16],
+                "texts_as_found": self.legacy.hexdigest()[:16]}
 
 
 def stamped(labels: Labels, source: Callable[[], JSONObject], rows: list[JSONObject]
@@ -189,8 +208,9 @@ def source_change(path: object, labels: Labels, now_: JSONObject,
     since the labels file's fingerprint, and what still counts (None: unchanged, or a
     file without a fingerprint)."""
     was = labels.source
-    if was is None or all(was.get(k) == now_[k] for k in ("items", "ids", "texts")):
-        return None
+    if was is None or (was.get("items") == now_["items"] and was.get("ids") == now_["ids"]
+                       and was.get("texts") in (now_["texts"], now_.get("texts_as_found"))):
+        return None  # (a fingerprint written before texts were named canonically)
     gone = sorted({k for k in labels.by_item if k not in items} |
                   {str(d["id"]) for d in labels.draws if str(d["id"]) not in items})
     stale = stale_ids(labels, items)
@@ -198,7 +218,8 @@ def source_change(path: object, labels: Labels, now_: JSONObject,
     how = (f"{was.get('items')} items then, {now_['items']} now"
            if was.get("items") != now_["items"] else "the same number of items") + (
         "; ids changed" if was.get("ids") != now_["ids"] else "") + (
-        "; texts changed" if was.get("texts") != now_["texts"] else "")
+        "; texts changed" if was.get("texts") not in (now_["texts"],
+                                                      now_.get("texts_as_found")) else "")
     return (f"{path}: the source changed since these labels were given ({how}): "
             f"{counted} label(s) of items still present with the text they were given on "
             f"count; {len(stale)} given to a text that changed and {len(gone)} of ids no "
@@ -212,7 +233,7 @@ def stale_ids(labels: Labels, items: Mapping[str, JSONObject]) -> set[str]:
         if row.get("kind", "label") == "label" and isinstance(row.get("item_sha"), str):
             last[str(row["id"])] = row["item_sha"]
     return {k for k, sha in last.items() if k in items and item_sha(items[k]) not in
-            (None, sha)}
+            (None, sha) and item_sha(items[k], legacy=True) != sha}
 
 
 def _last_line(path: Path) -> int:

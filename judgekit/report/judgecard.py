@@ -145,7 +145,10 @@ def build(paths: list[str | Path], *, use: str = "rate", margin: float = DEFAULT
                                                     if result.experiment else ""))
         judges[src] = judge
         names.append(src)
-        got = spec.card_rows(result.payload, src)
+        payload = result.payload
+        if spec.relabelled is not None and Path(p).is_dir():
+            payload = spec.relabelled(result, Path(p)) or payload  # labels given since
+        got = spec.card_rows(payload, src)
         kinds.add(result.method)
         per_run.append((judge, got))
         rows += got

@@ -170,6 +170,10 @@ def _with_labels(table: Table, labels_path: Path) -> Table:
     key = "id" if table.shape == "pointwise" else "pair_id"
     col = table.roles.get(key)
     matched: set[str] = set()
+    role = "human" if table.shape == "pointwise" else "label"
+    # the file's own labels stay: a label from the labels file is one more annotator's
+    # where the file has several, and stands in for the file's where it has one (or none)
+    own = [c for c in table.roles.get(role, "").split(",") if c]
 
     def joiner() -> Callable[[JSONObject], JSONObject]:
         times: dict[str, int] = {}
@@ -186,6 +190,8 @@ def _with_labels(table: Table, labels_path: Path) -> Table:
             v = labels[hit[0]] if hit else None
             label = None if v not in (0.0, 1.0) else (
                 int(v) if table.shape == "pointwise" else ("first" if v == 1.0 else "second"))
+            if label is None and len(own) == 1:
+                label = r.get(own[0])  # the file's own label, read as the role reads it
             return {**r, "_labels": label}
         return join
 
@@ -199,8 +205,8 @@ def _with_labels(table: Table, labels_path: Path) -> Table:
     unknown = sorted(set(labels) - matched)
     if unknown:
         raise DataError(unknown_ids(labels_path, unknown, key))
-    role = "human" if table.shape == "pointwise" else "label"
-    return Table(table.shape, rows, {**table.roles, role: "_labels"})
+    return Table(table.shape, rows, {**table.roles, role: ",".join([*own, "_labels"])
+                                     if len(own) > 1 else "_labels"})
 
 
 def _active_measures(cfg: VerdictsConfig, path: Path, judged: _Judged) -> None:

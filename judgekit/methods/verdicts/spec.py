@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from judgekit.core.errors import ConfigError
@@ -138,8 +140,31 @@ def _label_index(result: RunResult[VerdictsPayload]) -> tuple[str, str, int] | N
     return p.items.file, p.shape, p.items.count
 
 
+def _relabelled(result: RunResult[VerdictsPayload], folder: Path) -> VerdictsPayload | None:
+    """The analysis again with the labels given in the run folder since (``judgekit
+    label RUN`` or the viewer's labelling page write ``labels.jsonl`` there), joined to
+    the file's own labels; None when none were given, or the run already read that
+    file. A data file that is gone is a one-line error naming it."""
+    from judgekit.labelling.items import LABELS_FILE
+    from judgekit.labelling.store import read as read_labels
+
+    labels = folder / LABELS_FILE
+    if not labels.is_file() or not read_labels(labels).by_item:
+        return None
+    raw = dict(result.config or {})
+    if raw.get("labels_file") and Path(str(raw["labels_file"])).resolve() == labels.resolve():
+        return None
+    data = Path(str(raw.get("data_path", "")))
+    if not data.exists():
+        raise ConfigError(f"{folder}: {labels.name} holds labels given since the analysis, "
+                          f"but its data file {data} is gone; restore it, or analyse again "
+                          f"with --labels {labels}")
+    cfg = VerdictsConfig.model_validate({**raw, "labels_file": str(labels)})
+    return execute(cfg)
+
+
 SPEC: MethodSpec[VerdictsConfig, VerdictsPayload] = MethodSpec(
     name="verdicts", config=VerdictsConfig, payload=VerdictsPayload, execute=execute,
     report=report, headline=headline, title="Recorded verdicts", uses_client=False,
     rows=_rows, judge=_judge, card_rows=_card_rows, plan=_plan, items=_items,
-    label_index=_label_index, compare=_paired)
+    label_index=_label_index, compare=_paired, relabelled=_relabelled)
