@@ -122,8 +122,7 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
 GENERIC = {"judge", "winner", "verdict", "verdicts", "label", "score", "pass", "passed",
            "prediction", "pred", "output", "result", "decision", "grade", "rating",
            "preference", "choice", "answer", "judgement", "judgment", "evaluation"}
-GENERIC_FILES = {"result", "results", "verdicts", "judgements", "judgments", "data",
-                 "annotations", "output", "outputs", "scores", "predictions"}
+GENERIC_FILES = {"result", "results"}  # LLMBar's JUDGE/SETTING/result.json
 
 
 def file_judge(path: Path, column: str) -> str:
@@ -135,7 +134,7 @@ def file_judge(path: Path, column: str) -> str:
     stem = path.stem if path.suffix else path.name
     if stem.lower() in GENERIC_FILES and path.parent.name:
         up = path.parent.parent.name
-        return f"{up} ({path.parent.name})" if up and up not in (".", "/") else path.parent.name
+        return f"{up} ({path.parent.name})" if up else path.parent.name
     return stem or column
 
 
