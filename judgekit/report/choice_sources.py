@@ -198,4 +198,30 @@ def load_judges(sources: list[str | Path], prices: dict[str, float] | None = Non
     shapes = {j.shape for j in out}
     if len(shapes) > 1:
         raise ConfigError("choose compares judges of one shape (pointwise or pairwise)")
+    _check_shared(out, prices)
     return out
+
+
+def _check_shared(judges: list[JudgeItems], prices: dict[str, float]) -> None:
+    """Judges compared on nothing, a price for a judge that is not there, and people's
+    labels that differ between the judges' files are one-line errors: each would make
+    a decision rest on something other than the same items and the same labels."""
+    names = [j.name for j in judges]
+    unknown = sorted(set(prices) - set(names))
+    if unknown:
+        raise ConfigError(f"--price {unknown[0]}=...: no judge is called {unknown[0]!r}; "
+                          f"the judges are {', '.join(names)}")
+    shared = set(judges[0].verdict)
+    for j in judges[1:]:
+        shared &= set(j.verdict)
+    if not shared:
+        raise ConfigError("the judges share no item id (" + ", ".join(
+            f"{j.name}: {len(j.verdict)} items" for j in judges) + "): choose compares "
+            "judges on the same items; give files whose ids match")
+    conflict = sorted(k for k in shared if len({j.human[k] for j in judges
+                                               if k in j.human}) > 1)
+    if conflict:
+        raise ConfigError(f"people's labels differ between the judges' files on "
+                          f"{len(conflict)} shared item(s) ({', '.join(conflict[:5])}"
+                          f"{', ...' if len(conflict) > 5 else ''}): give the same labels in "
+                          "every file")

@@ -33,7 +33,7 @@ from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
 from judgekit.stats.bootstrap import derive_seed
-from judgekit.stats.decide import random_ac1, versus_uninformed
+from judgekit.stats.decide import beyond_chance, random_ac1, versus_uninformed
 from judgekit.stats.preference import clustered_rate_counts
 from judgekit.stats.proportions import wilson_interval
 
@@ -154,6 +154,9 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
                                            cfg.level), judge, human, groups, cfg.level)
     out = [acc]
     clusters = None if groups is None else len(set(groups))
+    chance = beyond_chance(judge, human, groups, seed=derive_seed(cfg.seed, 47),
+                           permutations=PERMUTATIONS if len(judge) <= 20_000 else 500)
+    confirmed = chance.p_value < 1 - cfg.level
     for key, value, name in (("kappa", ag.kappa, "Cohen's kappa"), ("ac1", ag.ac, "Gwet's AC1"),
                              ("alpha", ag.alpha, "Krippendorff's alpha (nominal)")):
         ci = ag.cis.get({"ac1": "ac"}.get(key, key))
@@ -161,16 +164,23 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
         floor = 0.0 if base != base else base
         # one procedure per row: the decision is the interval printed beside it (the
         # bootstrap over questions), against what a judge independent of people scores
-        shown = ci is not None and ci[0] is not None and ci[0] > floor
+        above = ci is not None and ci[0] is not None and ci[0] > floor
+        shown = above and confirmed
         out.append(Measure(key=key, what=f"{name} with {what}", estimate=value, ci=ci,
                            n=ag.n, baseline=None if base != base else round(base, 6),
                            clusters=clusters, units="chance-corrected agreement",
                            decision="agrees beyond chance" if shown else
-                           "no agreement beyond chance shown", finding=not shown,
+                           "no agreement beyond chance shown" + (
+                               f" (the interval lies above {floor:.3g}, but the "
+                               f"permutation test does not confirm it: p = "
+                               f"{chance.p_value:.3g})" if above else ""),
+                           finding=not shown,
                            note="; ".join(x for x in (
                                (ag.undefined or {}).get(key) if key != "ac1" else None,
                                ag.note, f"beyond chance when the interval lies above "
-                               f"{floor:.3g}, what a judge independent of people scores")
+                               f"{floor:.3g}, what a judge independent of people scores, "
+                               f"and a permutation test of agreement beyond such a judge "
+                               f"confirms it (one-sided p = {chance.p_value:.3g})")
                                if x)))
     return out
 
