@@ -186,4 +186,4 @@ def test_labelling_and_the_viewer_read_items_through_the_spec(tmp_path):
     runs = {r.name: r for r in discover(tmp_path / "runs")}
     assert runs["an"].labelable and not runs["od"].labelable
     assert item_file(runs["an"]) == tmp_path / "runs" / "an" / "items.jsonl"
-    assert runs["an"].judge == "judge"
+    assert runs["an"].judge == "v"  # a column called "judge" names no one: the file does
