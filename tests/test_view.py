@@ -90,7 +90,8 @@ def test_view_lists_runs_and_labels_append_one_line(server):
     assert "vbscore" in page and "pass_rate" in page
     # a `judgekit choose` folder: its judges side by side, its decision, its report
     assert ">pick</a>" in page and "Choosing a judge" in page
-    assert "verdicts_a (" in page and "verdicts_b (" in page
+    # both judges, told apart (their files share a name: "verdicts#1", "verdicts#2")
+    assert "verdicts#1" in page and "verdicts#2" in page
     status, text = _get(base + "/report?choice=pick")
     assert status == 200 and "Choosing a judge" in text
     assert _get(base + "/report?choice=nope")[0] == 404
