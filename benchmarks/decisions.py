@@ -92,7 +92,7 @@ def pointwise_file(f: int, n_q: int) -> tuple[dict, list[tuple[int, dict]]]:
     rates = rng.uniform(0.3, 0.8, size=2)
     rows, truth_len = [], []
     h_all, v_all = [], []
-    for s, p in enumerate(rates):
+    for p in rates:
         h = (rng.random(n_q) < p).astype(int)
         v = np.where(h == 1, rng.random(n_q) < sens, rng.random(n_q) > spec).astype(int)
         h_all.append(h)
@@ -178,7 +178,7 @@ def figures(files: list[tuple[dict, list[tuple[int, dict]]]]) -> dict:
     wrong_distrust: dict[str, list[bool]] = {u: [] for u in ("rate", "rank", "items")}
     flips, power, zero, nothing = [], [], 0, 0
     for truth, runs in files:
-        for n, d in runs:
+        for _n, d in runs:
             for use in wrong_trust:
                 got = d[use].decision
                 if truth[use]:

@@ -395,9 +395,9 @@ def test_llmbar_pairs_in_both_orders_are_labelled_and_analysed(tmp_path):
     assert r.returncode == 0, r.stderr
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     keys = {m["key"]: m for m in res["measures"]}
-    # the labels file's labels replace the file's (the ID#2 ones name the second order):
-    # accuracy in the order as given reads the 15 labelled first rows
-    assert res["roles"]["label"] == "_labels" and keys["accuracy"]["n"] == 200  # the file's own labels stay (issue 67)
+    # the labels file's labels join the file's own (issue 67: they stay), so accuracy in
+    # the order as given reads every pair
+    assert res["roles"]["label"] == "_labels" and keys["accuracy"]["n"] == 200
 
 
 def test_annotators_who_disagree_are_corrected_for(tmp_path):

@@ -59,7 +59,10 @@ DEFAULT_MARGIN = 0.05
 DEFAULT_TARGET = 0.9
 # Labels asked for when nothing was measured against people: a pilot to plan from.
 PILOT_LABELS = 60
-TRUST, CORRECTED, DISTRUST = "trust", "use corrected", "do not trust"
+Decision = Literal["trust", "use corrected", "do not trust"]
+TRUST: Decision = "trust"
+CORRECTED: Decision = "use corrected"
+DISTRUST: Decision = "do not trust"
 
 
 class UseDecision(BaseModel):
@@ -228,7 +231,7 @@ def _preferences(rows: list[CardRow], margin: float) -> CardRow | None:
 def _nothing(items: int, audit: CardRow | None, margin: float) -> UseDecision:
     if audit is not None:
         d = audit.decision.split(":")[0].strip()
-        decision = d if d in (TRUST, DISTRUST) else CORRECTED
+        decision: Decision = TRUST if d == TRUST else DISTRUST if d == DISTRUST else CORRECTED
         pilot = 0 if decision == TRUST else min(PILOT_LABELS, items)
         return UseDecision(decision=decision, margin=margin, interval=audit.ci,  # type: ignore[arg-type]
                            n=audit.n, labels_needed=pilot, measure=audit.key,
