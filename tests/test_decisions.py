@@ -7,10 +7,8 @@ from __future__ import annotations
 import csv
 import json
 import random
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from judgekit.stats.decide import paired_difference, unseen_disagreement_bound
 from judgekit.testing.simulate import audit_items
 
 from .test_standalone import EXE
+from .viewer import viewer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -155,12 +154,6 @@ def test_a_perfect_judge_people_confirm_is_trusted_whatever_a_temperature_0_veri
     assert v.decision != "trust" and v.items_to_score is not None and v.items_to_score <= 40
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_labels_posted_to_the_viewer_count_in_the_card(tmp_path):
     r = random.Random(3)
     data = tmp_path / "verdicts.csv"
@@ -176,29 +169,15 @@ def test_labels_posted_to_the_viewer_count_in_the_card(tmp_path):
     got = subprocess.run([EXE, "analyse", str(data), "--out", str(runs / "mine")],
                          capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stderr
-    port = _port()
-    proc = subprocess.Popen([EXE, "view", str(runs), "--port", str(port), "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "no viewer"
-                time.sleep(0.1)
+    with viewer(runs) as (base, _):
         for i in range(100, 112):
             req = urllib.request.Request(
-                f"http://127.0.0.1:{port}/api/label", method="POST",
+                f"{base}/api/label", method="POST",
                 data=json.dumps({"run": "mine", "id": f"i{i}", "label": 1}).encode(),
                 headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=60) as resp:
                 status = json.loads(resp.read())
         assert status["labels"] == 48
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     card = subprocess.run([EXE, "card", str(runs / "mine"), "--out", str(tmp_path / "card")],
                           capture_output=True, text=True, timeout=300)
     assert card.returncode == 0, card.stderr

@@ -7,7 +7,6 @@ import asyncio
 import json
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
@@ -16,12 +15,9 @@ import pytest
 from .browser import Browser, chromium
 from .test_labelling import _file
 from .test_standalone import EXE, jk
+from .viewer import free_port, viewer
 
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+_port = free_port
 
 
 @pytest.fixture
@@ -44,22 +40,8 @@ def runs(tmp_path):
 @pytest.fixture
 def server(runs):
     folder, truth = runs
-    port = _port()
-    proc = subprocess.Popen([EXE, "view", str(folder), "--port", str(port), "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(proc.stderr.read() if proc.stderr else "no server") \
-                    from None
-            time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}", folder, truth, proc
-    proc.terminate()
-    proc.wait(timeout=30)
+    with viewer(folder) as (base, proc):
+        yield base, folder, truth, proc
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:

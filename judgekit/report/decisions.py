@@ -116,20 +116,31 @@ def _family(rows: list[CardRow], base: str) -> list[CardRow]:
             and r.ci is not None and r.ci[0] is not None]
 
 
+def _ci_of(r: CardRow) -> list[float]:
+    """The row's interval at the run's level (``_family`` keeps rows that have one)."""
+    assert r.ci is not None
+    return r.ci
+
+
+def _claim_ci(r: CardRow) -> list[float]:
+    """The interval a claim against the judge rests on: the family's, when the row is
+    one of several that hold together, else the row's own."""
+    return r.family_ci or _ci_of(r)
+
+
 def _rate(fam: list[CardRow], margin: float, items: int, informed: str) -> UseDecision:
     """Leniency (or win-rate bias) overall and per system inside +/- margin."""
     main = fam[0]
-    outside = [r for r in fam if (r.family_ci or r.ci)[0] > margin  # type: ignore[index]
-               or (r.family_ci or r.ci)[1] < -margin]  # type: ignore[index]
-    inside = all(-margin <= r.ci[0] and r.ci[1] <= margin and r.ci[1] > r.ci[0]  # type: ignore[index]
-                 for r in fam)
+    outside = [r for r in fam if _claim_ci(r)[0] > margin or _claim_ci(r)[1] < -margin]
+    inside = all(-margin <= _ci_of(r)[0] and _ci_of(r)[1] <= margin
+                 and _ci_of(r)[1] > _ci_of(r)[0] for r in fam)
     what = "leniency" if main.key.startswith("leniency") else "win-rate bias"
     n = main.labelled or main.n
     if outside:
         worst = max(outside, key=lambda r: abs(r.estimate or 0.0))
-        return UseDecision(decision=DISTRUST, margin=margin, interval=worst.family_ci or worst.ci,
+        return UseDecision(decision=DISTRUST, margin=margin, interval=_claim_ci(worst),
                            n=worst.n, labels_needed=0, measure=worst.key,
-                           reason=f"{worst.key} {_ci(worst.family_ci or worst.ci)} lies "
+                           reason=f"{worst.key} {_ci(_claim_ci(worst))} lies "
                            f"beyond +/-{margin:g}" + (" (interval holding over the "
                                                       f"{len(fam)} rows together)"
                                                       if len(fam) > 1 else ""))
@@ -140,15 +151,14 @@ def _rate(fam: list[CardRow], margin: float, items: int, informed: str) -> UseDe
                            (f", and every one of {len(fam) - 1} per-system rows too"
                             if len(fam) > 1 else "") + f" ({n} human labels)")
     # undecided: the row furthest from being settled sets the labels
-    need = max(_more(r.n, r.ci, margin - abs(r.estimate or 0.0)  # type: ignore[arg-type]
-                     if abs(r.estimate or 0.0) < margin else abs(r.estimate or 0.0) - margin,
-                     items - r.n) for r in fam)
+    need = max(_more(r.n, _ci_of(r), abs(margin - abs(r.estimate or 0.0)), items - r.n)
+               for r in fam)
     if inside:
         why = ("its accuracy is not shown above an uninformed judge's, so a matching "
                "rate may be chance")
     else:
-        wide = [r for r in fam if not (-margin <= r.ci[0] and r.ci[1] <= margin)]  # type: ignore[index]
-        worst = max(wide, key=lambda r: max(abs(r.ci[0]), abs(r.ci[1])))  # type: ignore[index]
+        wide = [r for r in fam if not (-margin <= _ci_of(r)[0] and _ci_of(r)[1] <= margin)]
+        worst = max(wide, key=lambda r: max(abs(_ci_of(r)[0]), abs(_ci_of(r)[1])))
         why = f"{worst.key} {_ci(worst.ci)} straddles +/-{margin:g}"
     return UseDecision(decision=CORRECTED, margin=margin, interval=main.ci, n=n,
                        labels_needed=need, measure=main.key,
@@ -166,9 +176,9 @@ def _rank(fam: list[CardRow], margin: float, items: int, informed: str,
         # overall bias alone, so the rate's decision is the ranking's
         return rate.model_copy(update={"reason": rate.reason + " (no systems to rank "
                                        "apart: the overall interval decides)"})
-    cis = [r.family_ci or r.ci for r in per]
-    hi = max(c[1] for c in cis) - min(c[0] for c in cis)  # type: ignore[index]
-    lo = max(0.0, max(c[0] for c in cis) - min(c[1] for c in cis))  # type: ignore[index]
+    cis = [_claim_ci(r) for r in per]
+    hi = max(c[1] for c in cis) - min(c[0] for c in cis)
+    lo = max(0.0, max(c[0] for c in cis) - min(c[1] for c in cis))
     est = max(r.estimate or 0.0 for r in per) - min(r.estimate or 0.0 for r in per)
     n = sum(r.n for r in per)
     interval = [lo, hi]

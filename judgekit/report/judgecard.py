@@ -68,19 +68,6 @@ class JudgeDecisions(BaseModel):
     items: int
 
 
-def verdict(rows: list[CardRow], judge: str | None = None, *, use: str = "rate",
-            margin: float = DEFAULT_MARGIN, target: float = DEFAULT_TARGET
-            ) -> tuple[str, str, list[str], int, int]:
-    """The card's decision for one judge on one use (``judge``: its rows on a card of
-    several): (decision, sentence, reasons, labels needed, items); see
-    :mod:`judgekit.report.decisions` for the rules."""
-    mine = [r for r in rows if r.judge == judge]
-    items = _items(mine)
-    d = decide(mine, items, margin, target)[use]
-    return (d.decision, f"{d.decision} ({use}): {d.reason}",
-            [] if d.decision == "trust" else [d.reason], d.labels_needed, items)
-
-
 def _items(rows: list[CardRow]) -> int:
     """Items the judge gave verdicts on (what labels_needed never exceeds): pointwise
     its pass rate's n; pairwise the pairs (a pair judged in both orders is one item)."""
