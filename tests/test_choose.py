@@ -178,7 +178,9 @@ def test_costs_come_from_the_files_and_a_cascade_escalates_to_people(tmp_path):
     assert stages[1]["reached"] == pytest.approx(1 - stages[0]["decided"], abs=1e-6)
     # what the cascade costs: everything reaches the cheap judge, the rest the dear one
     assert sel["cost_per_item"] == pytest.approx(0.0005 + stages[1]["reached"] * 0.01)
-    assert "0.05 (= 0.1 / 2 stages)" in sel["guarantee"]
+    # the risk is not split among the stages: one Learn-then-Test path at the full risk
+    assert "Learn-then-Test" in sel["guarantee"] and "at risk 0.1 " in sel["guarantee"]
+    assert set(sel["judges"]) == {"cheap", "dear"}
     assert sel["agreement"]["estimate"] >= 0.85 and 0 < sel["coverage"] < 1
     assert sel["coverage"] == pytest.approx(stages[0]["decided"] + stages[1]["decided"])
     esc = [json.loads(x) for x in (tmp_path / "c" / "escalated.jsonl").read_text()

@@ -200,7 +200,7 @@ def choose(sources: list[Path] = typer.Argument(..., help="`judgekit analyse` ru
             raise ConfigError(f"--price {item!r}: use JUDGE=USD, e.g. gpt-4o=0.002") from None
         if not sep or prices[name] < 0:
             raise ConfigError(f"--price {item!r}: use JUDGE=USD, e.g. gpt-4o=0.002")
-    judges = load_judges([str(x) for x in sources], prices)
+    judges = load_judges([str(x) for x in sources], prices, minimum=1 if selective else 2)
     c = decide(judges, level=level, margin=margin, target_agreement=target_agreement,
                max_leniency=max_leniency, selective=selective, risk=risk, seed=seed,
                cascade=cascade)

@@ -76,6 +76,9 @@ STREAMS: dict[str, Stream] = {s.name: s for s in (
            "the joint estimator's repeats"),
     Stream("ondemand.draw", 30005, "index", ("ondemand/simulation", "ondemand/label"),
            "each sampling call, keyed by the draw count and the system's name"),
+    # choosing a judge
+    Stream("choose.cascade", 518, "named", ("choose",),
+           "the cascade's split of the labelled items: learn its path, then test it"),
     # labelling
     Stream("labelling.present", 517, "named", ("labelling",),
            "the order people's labels already in a file enter the estimate"),

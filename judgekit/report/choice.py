@@ -157,7 +157,7 @@ def choose(judges: list[JudgeItems], *, level: float = 0.95, margin: float = 0.0
     per_pair = 4
     adjusted = 1 - (1 - level) / max(1, n_pairs * per_pair)
     pairs = _pairs(judges, adjusted, seed, resamples)
-    jury = juries(judges, level)
+    jury = juries(judges, level) if len(judges) > 1 else {}
     chosen, decision = _decide(rows, pairs, margin, target_agreement, max_leniency)
     out = Choice(level=level, adjusted_level=round(adjusted, 6), margin=margin, judges=rows,
                  pairs=pairs, decision=decision, chosen=chosen, jury=jury)
@@ -166,13 +166,12 @@ def choose(judges: list[JudgeItems], *, level: float = 0.95, margin: float = 0.0
             raise ConfigError("--selective needs --target-agreement (e.g. 0.8)")
         if cascade:
             try:
-                out.selective = cascade_evaluation(judges, target_agreement, risk, level)
+                out.selective = cascade_evaluation(judges, target_agreement, risk, level, seed)
             except ValueError:
                 raise ConfigError("--cascade needs judges that record a confidence column "
                                   "(their probability for their own verdict)") from None
         else:
-            out.selective = selective_evaluation(judges, chosen or rows[0].name,
-                                                 target_agreement, risk, level)
+            out.selective = selective_evaluation(judges, target_agreement, risk, level)
     elif cascade:
         raise ConfigError("--cascade goes with --selective --target-agreement T")
     return out

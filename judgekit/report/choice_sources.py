@@ -155,10 +155,11 @@ def _amount(x: Any) -> float | None:
     return v if np.isfinite(v) and v >= 0 else None
 
 
-def load_judges(sources: list[str | Path], prices: dict[str, float] | None = None
-                ) -> list[JudgeItems]:
+def load_judges(sources: list[str | Path], prices: dict[str, float] | None = None,
+                minimum: int = 2) -> list[JudgeItems]:
     """Every judge of ``sources``: `judgekit analyse` run folders, or verdict files
-    (analysed in memory, one judge per judge column)."""
+    (analysed in memory, one judge per judge column); at least ``minimum`` of them (1
+    for selective evaluation, the plain single-judge case)."""
     import judgekit
     from judgekit.runs.folder import is_run, load_results
 
@@ -192,9 +193,10 @@ def load_judges(sources: list[str | Path], prices: dict[str, float] | None = Non
             fixed.append(j._replace(name=j.name if names.count(j.name) == 1
                                     else f"{j.name}#{seen[j.name]}"))
         out = fixed
-    if len(out) < 2:
+    if len(out) < minimum:
         raise ConfigError("choose compares at least 2 judges: give several runs or files, "
-                          "or one file with several judge columns")
+                          "or one file with several judge columns (one judge: --selective "
+                          "--target-agreement T calibrates its threshold)")
     shapes = {j.shape for j in out}
     if len(shapes) > 1:
         raise ConfigError("choose compares judges of one shape (pointwise or pairwise)")

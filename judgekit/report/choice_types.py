@@ -73,6 +73,22 @@ class CascadeStage(BaseModel):
     cost_per_item: float | None = None
 
 
+class SelectiveJudge(BaseModel):
+    """One judge calibrated on its own (``--selective``): its threshold, the share of
+    items it keeps, its agreement with people on the kept labelled items, and the items
+    whose confidence could not be used (missing, NaN, outside [0, 1], text), which are
+    escalated, never dropped. In a cascade, the stage's threshold and the share it
+    decides."""
+
+    model_config = ConfigDict(extra="forbid")
+    threshold: float | None
+    coverage: float
+    agreement: Estimate | None
+    calibration_items: int
+    escalated: int
+    unusable_confidence: int = 0
+
+
 class Selective(BaseModel):
     model_config = ConfigDict(extra="forbid")
     judge: str
@@ -90,6 +106,11 @@ class Selective(BaseModel):
     cost_per_item: float | None = None
     escalated: int = 0  # items left for people (DIR/escalated.jsonl)
     escalated_ids: list[str] = []
+    # every judge calibrated, by name (one entry for one judge); in a cascade, the stages
+    judges: dict[str, SelectiveJudge] = {}
+    unusable_confidence: int = 0  # items escalated because their confidence was unusable
+    # do the items decided look like the labelled ones? (their confidences compared)
+    shift: str | None = None
 
 
 class Choice(BaseModel):

@@ -24,7 +24,7 @@ import numpy as np
 
 from judgekit.core.errors import StatsError
 
-__all__ = ["Selection", "calibrate_threshold"]
+__all__ = ["Selection", "calibrate_threshold", "fixed_sequence", "quantile_grid"]
 
 
 class Selection(NamedTuple):
@@ -37,34 +37,55 @@ class Selection(NamedTuple):
 STEPS = 20  # candidate thresholds: the confidence quantiles keeping 5%, 10%, ... 100%
 
 
+def quantile_grid(confidence: np.ndarray) -> np.ndarray:
+    """The candidate thresholds, most conservative first: the confidence quantiles
+    keeping 5%, 10%, ..., 100% of the items (read from confidences alone, never from a
+    label, so the order is fixed in advance)."""
+    c = np.asarray(confidence, float)
+    if not c.size:
+        return np.array([])
+    return np.quantile(c, 1 - np.arange(1, STEPS + 1) / STEPS, method="higher")
+
+
+def fixed_sequence(counts: list[tuple[int, int]], target: float, risk: float,
+                   min_kept: int = 30) -> tuple[int | None, int]:
+    """Fixed-sequence testing of "agreement below ``target``" over candidates in an order
+    set in advance: ``counts`` holds each candidate's (labelled items kept, of them
+    agreeing with people). Each test is the exact binomial one at the full ``risk``;
+    candidates keeping fewer than ``min_kept``, or too few to reject even if every one
+    agreed (target ** n > risk), are skipped: a skip reads no label, so the order stays
+    fixed in advance; testing stops at the first not rejected. Returns (the index of the last candidate rejected, or None; the
+    number tested). The family-wise error is at most ``risk``, so the chosen candidate's
+    agreement lies below the target with probability at most ``risk``."""
+    from scipy.stats import binom
+
+    if not 0 < target < 1 or not 0 < risk < 1:
+        raise StatsError("target agreement and risk lie in (0, 1)")
+    chosen, tested = None, 0
+    for i, (n, k) in enumerate(counts):
+        if n < min_kept or target ** n > risk:
+            continue
+        tested += 1
+        if float(binom.sf(k - 1, n, target)) > risk:  # P(X >= k) at agreement = target
+            break
+        chosen = i
+    return chosen, tested
+
+
 def calibrate_threshold(confidence: np.ndarray, agree: np.ndarray, target: float,
                         risk: float, min_kept: int = 30) -> Selection:
     """The lowest threshold fixed-sequence testing accepts (see the module docstring).
     ``confidence`` and ``agree`` (0/1: the judge matched people) are the labelled
-    calibration items'. The candidates are the confidence quantiles keeping 5%, 10%,
-    ..., 100% of the items (fixed before any label is read: the order stays valid),
-    those keeping fewer than ``min_kept`` skipped (too few to reject anything)."""
-    from scipy.stats import binom
-
+    calibration items'. The candidates are :func:`quantile_grid`'s, those keeping fewer
+    than ``min_kept`` skipped (too few to reject anything)."""
     c = np.asarray(confidence, float)
     a = np.asarray(agree, float)
     if c.shape != a.shape or c.ndim != 1:
         raise StatsError("confidence and agreement are two equal lists")
-    if not 0 < target < 1 or not 0 < risk < 1:
-        raise StatsError("target agreement and risk lie in (0, 1)")
-    chosen: Selection = Selection(None, 0, None, 0)
-    tested = 0
-    grid = np.quantile(c, 1 - np.arange(1, STEPS + 1) / STEPS, method="higher") \
-        if c.size else np.array([])
-    for t in np.unique(grid)[::-1]:
-        keep = c >= t
-        n = int(keep.sum())
-        if n < min_kept:
-            continue
-        k = int(a[keep].sum())
-        tested += 1
-        p = float(binom.sf(k - 1, n, target))  # P(X >= k) under agreement = target
-        if p > risk:
-            break
-        chosen = Selection(float(t), n, k / n, tested)
-    return chosen._replace(tested=tested)
+    grid = np.unique(quantile_grid(c))[::-1]
+    counts = [(int((c >= t).sum()), int(a[c >= t].sum())) for t in grid]
+    at, tested = fixed_sequence(counts, target, risk, min_kept)
+    if at is None:
+        return Selection(None, 0, None, tested)
+    n, k = counts[at]
+    return Selection(float(grid[at]), n, k / n, tested)
