@@ -28,6 +28,7 @@ from judgekit.report.choice_types import (
     PairRow,
     rate,
 )
+from judgekit.stats.decide import paired_difference
 
 __all__ = ["Choice", "JudgeItems", "choose", "label_id", "load_judges", "write"]
 
@@ -65,15 +66,15 @@ def _judge_row(j: JudgeItems, level: float, seed: int, resamples: int) -> JudgeR
                    cost_source=j.cost_source, seconds_per_item=j.seconds,
                    uninformed=j.uninformed)
     if keys:
-        row.agreement = rate([float(j.verdict[k] == j.human[k]) for k in keys], level)
+        row.agreement = rate([float(j.verdict[k] == j.human[k]) for k in keys], level,
+                             [j.cluster.get(k, k) for k in keys])
         row.kappa = _kappa([j.verdict[k] for k in keys], [j.human[k] for k in keys], level,
                            seed, resamples)
     if j.shape == "pointwise" and len(keys) >= 2:
-        from judgekit.stats.proportions import newcombe_paired
-
-        d = newcombe_paired([float(j.verdict[k] == "1") for k in keys],
-                            [float(j.human[k] == "1") for k in keys], level)
-        row.leniency = Estimate(estimate=d.diff, ci=d.ci, n=len(keys))
+        est, ci, _ = paired_difference([float(j.verdict[k] == "1") for k in keys],
+                                       [float(j.human[k] == "1") for k in keys],
+                                       [j.cluster.get(k, k) for k in keys], level)
+        row.leniency = Estimate(estimate=est, ci=ci, n=len(keys))
     if j.shape == "pairwise":
         from judgekit.stats.decide import cluster_mean
 
@@ -88,18 +89,19 @@ def _judge_row(j: JudgeItems, level: float, seed: int, resamples: int) -> JudgeR
 def _pairs(judges: list[JudgeItems], level: float, seed: int, resamples: int
            ) -> list[PairRow]:
     from judgekit.stats.decide import cluster_mean
-    from judgekit.stats.proportions import newcombe_paired
 
     out = []
     for i, a in enumerate(judges):
         for b in judges[i + 1:]:
             lab = [k for k in a.verdict if k in b.verdict and k in a.human]
             if lab:
+                # paired on the same items, clustered by question (or pair) as analyse's
                 ca = [float(a.verdict[k] == a.human[k]) for k in lab]
                 cb = [float(b.verdict[k] == a.human[k]) for k in lab]
-                d = newcombe_paired(ca, cb, level)
+                est, ci, _ = paired_difference(ca, cb, [a.cluster.get(k, k) for k in lab],
+                                               level)
                 out.append(PairRow(a=a.name, b=b.name, measure="agreement",
-                                   difference=d.diff, ci=d.ci, n=len(lab)))
+                                   difference=est, ci=ci, n=len(lab)))
                 ka = _kappa([a.verdict[k] for k in lab], [a.human[k] for k in lab], level,
                             seed, resamples)
                 kb = _kappa([b.verdict[k] for k in lab], [a.human[k] for k in lab], level,
@@ -107,10 +109,11 @@ def _pairs(judges: list[JudgeItems], level: float, seed: int, resamples: int
                 out.append(_kappa_difference(a, b, lab, level, seed, ka, kb, resamples))
             shared = [k for k in a.verdict if k in b.verdict]
             if a.shape == "pointwise" and shared:
-                d = newcombe_paired([float(a.verdict[k] == "1") for k in shared],
-                                    [float(b.verdict[k] == "1") for k in shared], level)
+                est, ci, _ = paired_difference([float(a.verdict[k] == "1") for k in shared],
+                                               [float(b.verdict[k] == "1") for k in shared],
+                                               [a.cluster.get(k, k) for k in shared], level)
                 out.append(PairRow(a=a.name, b=b.name, measure="leniency",
-                                   difference=d.diff, ci=d.ci, n=len(shared)))
+                                   difference=est, ci=ci, n=len(shared)))
             if a.shape == "pairwise":
                 dec = [k for k in shared if "tie" not in (a.verdict[k], b.verdict[k])]
                 if len(dec) >= 2:
@@ -159,6 +162,14 @@ def choose(judges: list[JudgeItems], *, level: float = 0.95, margin: float = 0.0
     pairs = _pairs(judges, adjusted, seed, resamples)
     jury = juries(judges, level) if len(judges) > 1 else {}
     chosen, decision = _decide(rows, pairs, margin, target_agreement, max_leniency)
+    weighted = jury.get("weighted")
+    mine = next((r for r in rows if r.name == chosen), None)
+    if weighted is not None and weighted.agreement is not None and mine is not None and \
+            weighted.agreement.estimate is not None and \
+            weighted.agreement.estimate > _agreement(mine):
+        decision += (f"; the weighted jury of all {len(judges)} agrees more with people "
+                     f"({weighted.agreement.estimate:.3f}, cross-fitted, against "
+                     f"{_agreement(mine):.3f}): consider it when every judge's cost is paid")
     out = Choice(level=level, adjusted_level=round(adjusted, 6), margin=margin, judges=rows,
                  pairs=pairs, decision=decision, chosen=chosen, jury=jury)
     if selective:
@@ -201,7 +212,7 @@ def _decide(rows: list[JudgeRow], pairs: list[PairRow], margin: float,
         return None, ("no human labels: no judge can be chosen by its agreement with "
                       "people; label a random sample of items (judgekit label) and run again")
     best = max(rated, key=lambda r: (r.agreement.estimate, -(r.cost_per_item or 0)))  # type: ignore[union-attr]
-    notes, ok = [], [best]
+    notes, ok, within = [], [best], set()
     for r in rated:
         if r is best:
             continue
@@ -210,7 +221,10 @@ def _decide(rows: list[JudgeRow], pairs: list[PairRow], margin: float,
             continue
         if d[1][1] < margin:
             ok.append(r)
-            notes.append(f"{r.name} is not worse than {best.name} within margin {margin:g}")
+            within.add(r.name)
+            notes.append(f"{r.name} and {best.name} are not distinguishable within margin "
+                         f"{margin:g} (best - it {d[0]:+.3f}, interval [{d[1][0]:+.3f}, "
+                         f"{d[1][1]:+.3f}])")
         elif d[1][0] > 0:
             notes.append(f"{r.name} agrees less with people than {best.name}")
     if target is not None:
@@ -231,9 +245,18 @@ def _decide(rows: list[JudgeRow], pairs: list[PairRow], margin: float,
     else:
         pick = best if best in ok else max(ok, key=lambda r: _agreement(r))
     text = f"use {pick.name}"
-    if pick is not best and pick.cost_per_item and best.cost_per_item:
-        text += (f"; it is not worse than {best.name} within margin {margin:g} and costs "
-                 f"{best.cost_per_item / pick.cost_per_item:.3g}x less")
+    if pick is not best and pick.name in within and pick.cost_per_item and best.cost_per_item:
+        text += (f"; it is not distinguishable from {best.name} within margin {margin:g} and "
+                 f"costs {best.cost_per_item / pick.cost_per_item:.3g}x less")
+    elif pick is not best and target is not None:
+        text += (f"; its agreement with people is shown at least {target:g} "
+                 f"({_agreement(pick):.3f}, lower limit {pick.agreement.ci[0]:.3f})"  # type: ignore[union-attr,index]
+                 + ("" if pick.name in within else
+                    f", but it is not shown within margin {margin:g} of {best.name}'s "
+                    f"({_agreement(best):.3f})"))
+    elif pick is best and within:
+        text += (f" or {', '.join(sorted(within))}: not distinguishable within margin "
+                 f"{margin:g}; give --price to name the cheaper")
     elif pick is best:
         text += f" (highest agreement with people, {best.agreement.estimate:.3f})"  # type: ignore[union-attr]
     bad = [r.name for r in rows if (r.uninformed or "").startswith("no better")]

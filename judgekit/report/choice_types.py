@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["Choice", "Estimate", "JudgeItems", "JudgeRow", "JuryRow", "PairRow", "Selective",
@@ -130,11 +131,21 @@ class Choice(BaseModel):
 
 
 
-def rate(flags: list[float], level: float) -> Estimate:
+def rate(flags: list[float], level: float, groups: list[str] | None = None) -> Estimate:
+    """A share with its Wilson interval; clustered by ``groups`` (the question, or the
+    pair whose two orders are two items) where items share one, as analyse's are."""
     from judgekit.stats.proportions import wilson_interval
 
     if not flags:
         return Estimate(estimate=None, ci=None, n=0)
     k, n = int(sum(flags)), len(flags)
+    if groups is not None and len(set(groups)) < n:
+        from judgekit.stats.preference import clustered_rate_counts
+
+        code = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+        idx = np.array([code[g] for g in groups])
+        c = clustered_rate_counts(np.bincount(idx, weights=np.asarray(flags, float)),
+                                  np.bincount(idx), level)
+        return Estimate(estimate=c.rate, ci=list(c.ci), n=n)
     iv = wilson_interval(k, n, level)
     return Estimate(estimate=k / n, ci=[iv.lo, iv.hi], n=n)

@@ -54,9 +54,10 @@ def fixed_sequence(counts: list[tuple[int, int]], target: float, risk: float,
     agreeing with people). Each test is the exact binomial one at the full ``risk``;
     candidates keeping fewer than ``min_kept``, or too few to reject even if every one
     agreed (target ** n > risk), are skipped: a skip reads no label, so the order stays
-    fixed in advance; testing stops at the first not rejected. Returns (the index of the last candidate rejected, or None; the
-    number tested). The family-wise error is at most ``risk``, so the chosen candidate's
-    agreement lies below the target with probability at most ``risk``."""
+    fixed in advance; testing stops at the first not rejected. Returns (the index of the
+    last candidate rejected, or None; the number tested). The family-wise error is at
+    most ``risk``, so the chosen candidate's agreement lies below the target with
+    probability at most ``risk``."""
     from scipy.stats import binom
 
     if not 0 < target < 1 or not 0 < risk < 1:
