@@ -178,6 +178,16 @@ def test_labels_posted_to_the_viewer_count_in_the_card(tmp_path):
             with urllib.request.urlopen(req, timeout=60) as resp:
                 status = json.loads(resp.read())
         assert status["labels"] == 48
+        # the viewer's card page counts them; the run list shows the verdict as analysed
+        # and says labels were given since; the labelling page links to the card
+        with urllib.request.urlopen(f"{base}/cards?run=mine", timeout=120) as resp:
+            page = resp.read().decode()
+        assert "Decisions, by use" in page and "<td>48</td>" in page
+        with urllib.request.urlopen(f"{base}/", timeout=120) as resp:
+            index = resp.read().decode()
+        assert "verdicts: " in index and "labels were given since" in index
+        with urllib.request.urlopen(f"{base}/label?name=mine", timeout=60) as resp:
+            assert 'id="card"' in resp.read().decode()
     card = subprocess.run([EXE, "card", str(runs / "mine"), "--out", str(tmp_path / "card")],
                           capture_output=True, text=True, timeout=300)
     assert card.returncode == 0, card.stderr

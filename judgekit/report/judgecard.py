@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from judgekit.core.errors import ConfigError
 from judgekit.core.methods import all_methods
+from judgekit.core.results import RunResult
 from judgekit.core.spec import CardRow
 from judgekit.report.decisions import (
     DEFAULT_MARGIN,
@@ -103,10 +104,13 @@ def judge_card(runs: list[str | Path], out: str | Path | None = None, *, use: st
 
 
 def build(paths: list[str | Path], *, use: str = "rate", margin: float = DEFAULT_MARGIN,
-          target: float = DEFAULT_TARGET) -> JudgeCard:
+          target: float = DEFAULT_TARGET, relabel: bool = True,
+          loaded: list[RunResult] | None = None) -> JudgeCard:
     """A card from result folders (or results file files) of one judge: its rows, and
     its decision for each use (rate, rank, items) against ``margin`` and ``target``
-    agreement, ``use`` giving the headline."""
+    agreement, ``use`` giving the headline. ``relabel``: count the labels given in a
+    run's folder since it ran (the analysis again; False reads the run as it was);
+    ``loaded``: the runs' results already read (one per path), not read again."""
     if use not in USES:
         raise ConfigError(f"--use {use!r}: use one of {', '.join(USES)}")
     if not 0 < margin < 1:
@@ -120,8 +124,8 @@ def build(paths: list[str | Path], *, use: str = "rate", margin: float = DEFAULT
     names = []
     kinds: set[str] = set()
     per_run: list[tuple[str, list[CardRow]]] = []
-    for p in paths:
-        result = load(p)
+    for i, p in enumerate(paths):
+        result = loaded[i] if loaded is not None else load(p)
         spec = result.spec
         judge = spec.judge(result) if spec is not None and spec.judge is not None else None
         src = Path(p).name if Path(p).is_dir() else Path(p).parent.name
@@ -133,7 +137,7 @@ def build(paths: list[str | Path], *, use: str = "rate", margin: float = DEFAULT
         judges[src] = judge
         names.append(src)
         payload = result.payload
-        if spec.relabelled is not None and Path(p).is_dir():
+        if relabel and spec.relabelled is not None and Path(p).is_dir():
             payload = spec.relabelled(result, Path(p)) or payload  # labels given since
         got = spec.card_rows(payload, src)
         kinds.add(result.method)

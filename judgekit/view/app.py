@@ -336,6 +336,12 @@ async def cards(request: web.Request) -> web.Response:
         for r in [] if isinstance(c, str) else c.rows:
             keys.setdefault(f"{r.judge or ''}|{r.key}", r.measure)
     heads = [(n, c if isinstance(c, str) else c.judge) for n, c in built]
+    decisions = [{"run": n, "judge": judge, "use": use, "decision": d.decision,
+                  "margin": f"{d.margin:g}", "interval": _ci(d.interval), "n": d.n,
+                  "labels_needed": d.labels_needed, "reason": d.reason}
+                 for n, c in built if not isinstance(c, str)
+                 for judge, got in c.by_judge.items()
+                 for use, d in got.decisions.items()]
     rows = []
     for key, measure in keys.items():
         cells: list[JSONObject | None] = []
@@ -346,7 +352,8 @@ async def cards(request: web.Request) -> web.Response:
                 "value": _fmt(hit.estimate), "ci": _ci(hit.ci), "n": hit.n,
                 "decision": hit.decision or ""})
         rows.append((measure, cells))
-    return _render("cards.html.j2", title="judge cards", heads=heads, rows=rows)
+    return _render("cards.html.j2", title="judge cards", heads=heads, rows=rows,
+                   decisions=decisions)
 
 
 def _fmt(v: Any) -> str:

@@ -8,7 +8,7 @@ import datetime as _dt
 import json
 import os
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
@@ -28,6 +28,9 @@ class Run(NamedTuple):
     headline: str
     details: tuple[str, ...] = ()  # the run's detail files, from its method's payload
     labelable: bool = False  # its method has an ``items`` hook
+    # each judge's card decision ("<judge>: <decision> (rate): <reason>"), as the run
+    # was analysed; labels given since are counted on its card page
+    verdicts: tuple[str, ...] = ()
 
 
 def discover(root: Path) -> list[Run]:
@@ -134,7 +137,24 @@ def _describe(base: Path, folder: Path, headline: bool = True) -> Run | None:
     date = _dt.datetime.fromtimestamp(written_at(folder)).isoformat(" ", "minutes")
     name = folder.relative_to(base).as_posix() if folder != base else folder.name
     return Run(name, folder, str(doc["method"]), str(judge), str(data), date, line,
-               details, labelable)
+               details, labelable,
+               _verdicts(folder, result) if headline and line and not line.startswith(
+                   ("failed", "(headline")) else ())
+
+
+def _verdicts(folder: Path, result: Any) -> tuple[str, ...]:
+    """Each judge's card headline from the run as it was analysed (no analysis again:
+    the list stays cheap), and a note when labels were given since."""
+    from judgekit.core.errors import JudgekitError
+    from judgekit.report.judgecard import build
+
+    try:
+        card = build([folder], relabel=False, loaded=[result])
+    except (JudgekitError, ValueError, OSError):
+        return ()  # not a run a card reads (a VB-Score run, say)
+    since = (folder / "labels.jsonl").is_file()
+    return tuple(d.headline for d in card.by_judge.values()) + (
+        ("labels were given since: the card counts them",) if since else ())
 
 
 def find(root: Path, name: str) -> Run:
