@@ -264,13 +264,13 @@ def cascade_designs(sims: int) -> dict[str, object]:
             cov.append(sel.coverage)
             esc = {int(k[1:]) for k in sel.escalated_ids}
             th = [st.threshold for st in sel.cascade or []]
-            if th and th[0] is not None:
+            if any(t is not None for t in th):
                 got = []
                 for i in range(n):
                     if i in esc:
                         continue
                     for j, t in zip(judges_sorted(judges), th):
-                        if j.confidence[f"i{i}"] >= t:
+                        if t is not None and j.confidence[f"i{i}"] >= t:
                             got.append(bool(right[j.name][i]))
                             break
                 viol += bool(got) and float(np.mean(got)) < HARD

@@ -163,7 +163,8 @@ def selective_evaluation(judges: list[JudgeItems], target: float, risk: float,
 
 
 MAX_CONFIGS = 20_000  # the grid of stage thresholds the path is learned from
-LEARN_SHARE = 0.4  # of the labelled items, to learn the path (the rest test it)
+LEARN_SHARE = 0.3  # of the labelled items, to learn the path (the rest test it)
+MIN_STAGE = 10  # learning items a stage must decide to be judged on its own
 
 
 def _configs(order: list[JudgeItems], keys: list[str]) -> np.ndarray:
@@ -201,17 +202,20 @@ def cascade_evaluation(judges: list[JudgeItems], target: float, risk: float,
     does (Trust or Escalate's cascaded selective evaluation).
 
     The thresholds are chosen together by Learn-then-Test (Angelopoulos et al. 2021):
-    40% of the labelled items (a seeded random split) learn a path through the
+    30% of the labelled items (a seeded random split) learn a path through the
     grid of every stage's candidate thresholds (each stage's confidence quantiles, or
     off): for each required agreement from 0.99 down to the target, the combination
     that decides the most items with at least that agreement on the learning third. A
     stage alone is one such combination, so the path holds the best single stage
-    where it is the best. The other 60% test the path by fixed-sequence exact
+    where it is the best. The other 70% test the path by fixed-sequence exact
     binomial tests at the full risk, from its most conservative step on, and the last
     step accepted is used: with probability at least 1 - risk the decided items
     together agree with people at least at the target (valid for items drawn like the
-    labelled ones). Splitting the risk evenly among the stages (the union bound) kept
-    fewer items than the middle stage alone."""
+    labelled ones). A combination joins the path only when every stage it uses agrees
+    on its own slice of the learning items (at least MIN_STAGE of them), not only
+    pooled. Splitting the risk evenly among the stages (the union bound) kept fewer
+    items than the middle stage alone. The 30% share was the best of 0.2-0.5 on
+    benchmarks/choose.py's designs."""
     from judgekit.core import seeds
     from judgekit.stats.selective import fixed_sequence
 
@@ -246,9 +250,18 @@ def cascade_evaluation(judges: list[JudgeItems], target: float, risk: float,
 
     n_learn, k_learn = counts(learn)
     est = np.divide(k_learn, n_learn, out=np.zeros(len(configs)), where=n_learn > 0)
+    # each stage's own share on the learning items: a stage whose slice is worse is not
+    # let in because the pooled share hides it (the weaker per-stage share of a config)
+    m = learn[cols]
+    worst = np.ones(len(configs))
+    for i in range(len(order)):
+        mine = (lab_by == i) & m
+        n_i, k_i = mine.sum(axis=1), (hit & mine).sum(axis=1)
+        share = np.divide(k_i, n_i, out=np.ones(len(configs)), where=n_i > 0)
+        worst = np.minimum(worst, np.where((n_i > 0) & (n_i < MIN_STAGE), 0.0, share))
     path: list[int] = []
     for need in np.linspace(0.99, target, 50):
-        ok = np.flatnonzero((est >= need) & (n_learn >= 30))
+        ok = np.flatnonzero((est >= need) & (worst >= need) & (n_learn >= 30))
         if ok.size:
             best = int(ok[np.argmax(coverage[ok])])
             if not path or coverage[best] > coverage[path[-1]]:
