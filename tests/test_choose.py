@@ -155,7 +155,7 @@ def _with_cost(src: Path, dst: Path, column: str, value: float) -> Path:
 
 def test_costs_come_from_the_files_and_a_cascade_escalates_to_people(tmp_path):
     """Cost per item read from the files' own columns (price_per_example, cost); a
-    cheapest-first cascade whose every threshold is calibrated at risk / stages; the
+    cheapest-first cascade whose thresholds are chosen together (Learn-then-Test); the
     escalated items land in escalated.jsonl under the ids `judgekit label` uses, and
     `judgekit label --queue` offers them first."""
     rng = np.random.default_rng(11)
@@ -165,7 +165,7 @@ def test_costs_come_from_the_files_and_a_cascade_escalates_to_people(tmp_path):
     dear = _with_cost(_pairwise(tmp_path / "d0.csv", 0.9, 6, truth),
                       tmp_path / "dear.csv", "cost", 0.01)
     r = _cli("choose", str(dear), str(cheap), "--selective", "--cascade",
-             "--target-agreement", "0.85", "--risk", "0.1", "--out", "c", cwd=tmp_path)
+             "--target-agreement", "0.88", "--risk", "0.1", "--out", "c", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads((tmp_path / "c" / "choice.json").read_text())
     cost = {j["name"]: (j["cost_per_item"], j["cost_source"]) for j in doc["judges"]}
@@ -181,7 +181,7 @@ def test_costs_come_from_the_files_and_a_cascade_escalates_to_people(tmp_path):
     # the risk is not split among the stages: one Learn-then-Test path at the full risk
     assert "Learn-then-Test" in sel["guarantee"] and "at risk 0.1 " in sel["guarantee"]
     assert set(sel["judges"]) == {"cheap", "dear"}
-    assert sel["agreement"]["estimate"] >= 0.85 and 0 < sel["coverage"] < 1
+    assert sel["agreement"]["estimate"] >= 0.88 and 0 < sel["coverage"] < 1
     assert sel["coverage"] == pytest.approx(stages[0]["decided"] + stages[1]["decided"])
     esc = [json.loads(x) for x in (tmp_path / "c" / "escalated.jsonl").read_text()
            .splitlines()]
