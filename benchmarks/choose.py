@@ -34,6 +34,10 @@ Figures (the last line is one JSON object):
   0.9, risk 0.1), with cascade_guarantee_violation_rate the worst design's share of
   cascades whose decided items agree below the target (bound 0.12; with the design
   above) and cascade_coverage_by_design.
+- shift_said_rate / shift_false_alarm_rate: how often `selective.shift` says the
+  items to decide do not look like the labelled ones, when the unlabelled items'
+  confidences come from [0.5, 0.8] against labelled ones from [0.5, 1] / when both
+  come from [0.5, 1] (bound 0.05 at the 0.95 level).
 - dropped_confidence_items: items of a judge whose confidence is NaN, negative, above
   1 or text on 10% of items that are neither kept nor escalated (0).
 - no_common_items_exit: the exit code of the installed `judgekit choose` on two files
@@ -287,6 +291,26 @@ def cascade_designs(sims: int) -> dict[str, object]:
             "cascade_coverage_by_design": coverage}
 
 
+def shift(sims: int) -> dict[str, float]:
+    """How often `selective.shift` speaks: 500 labelled items with confidences uniform on
+    [0.5, 1], 1,500 unlabelled drawn the same way (no shift) or from [0.5, 0.8] (the
+    items to decide are the judge's unsure ones: a shift that breaks the guarantee)."""
+    from judgekit.report.jury import selective_evaluation
+
+    out = {}
+    for name, top in (("no shift", 1.0), ("shifted to [0.5, 0.8]", 0.8)):
+        said = 0
+        for s in range(sims):
+            rng = np.random.default_rng([48, 8, s, int(top * 10)])
+            c = np.concatenate([rng.uniform(0.5, 1.0, 500), rng.uniform(0.5, top, 1500)])
+            truth = (rng.random(2000) < 0.5).astype(int)
+            lab = np.arange(2000) < 500
+            j = _judge("j", truth, rng.random(2000) < c, lab, c)
+            said += selective_evaluation([j], 0.8, 0.1, 0.95).shift is not None
+        out[name] = said / sims
+    return out
+
+
 def dropped_confidence() -> int:
     """Items of a judge with unusable confidences on 10% of them, neither kept nor
     escalated (through the real loader: a CSV analysed in memory)."""
@@ -351,6 +375,8 @@ def main() -> None:
     print("one judge, selective guarantee violated:", json.dumps(solo))
     designs = cascade_designs(max(10, SIMS // 4))
     print("cascade against the best single judge:", json.dumps(designs))
+    moved = shift(SIMS)
+    print("selective.shift said:", json.dumps(moved))
     print(json.dumps({
         "sims": SIMS,
         "guarantee_violation_rate": max(viol.values()),
@@ -363,6 +389,8 @@ def main() -> None:
         **{k: v for k, v in designs.items() if k != "cascade_design_violation_rate"},
         "cascade_guarantee_violation_rate": max(cas["cascade_guarantee_violation_rate"],
                                                 designs["cascade_design_violation_rate"]),
+        "shift_said_rate": moved["shifted to [0.5, 0.8]"],
+        "shift_false_alarm_rate": moved["no shift"],
         "dropped_confidence_items": dropped_confidence(),
         "no_common_items_exit": no_common_items_exit(),
         "smoke": SMOKE,
