@@ -20,6 +20,10 @@ leniency run 2.5 x FILES files, their bounds being a point above nominal):
 - leniency_false_alarm_max / leniency_power_15pt: 300 items, 50 labelled at random; a
   judge with errors both ways and its pass rate equal to people's / a judge passing 15
   points more than people (every human pass and 15 points of human fails).
+- agreement_power_uneven_questions / random_judge_agreement_claimed_uneven_questions:
+  12 questions of 1 to 20 answers each (question effects on people's labels): the share
+  of files where a judge right on 70% of items is said to agree beyond chance, and
+  where a random judge at people's rate is.
 - length_confounded_false_flag_max: a judge with no length preference on two datasets
   of differing quality where the longer answer is better in 80% / 30% of pairs; the
   rate at which length preference is a finding, with and without the dataset column.
@@ -95,6 +99,33 @@ def uninformed_designs() -> dict[str, float]:
             bad += m["accuracy"].decision.startswith("no better")
         out[name] = bad / FILES
     return out
+
+
+def _uneven(rng: np.random.Generator, n_q: int) -> np.ndarray:
+    """Question ids of questions with 1 to 20 answers each (uneven sizes)."""
+    return np.repeat(np.arange(n_q), rng.integers(1, 21, n_q))
+
+
+def uneven_agreement() -> tuple[float, float]:
+    """Questions of 1-20 answers (12 questions): (the share of files where a judge right
+    on 70% of items, errors independent of the question, is said to agree beyond
+    chance; the share where a random judge is)."""
+    found = claimed = 0
+    for f in range(FILES):
+        rng = np.random.default_rng([46, 6, f])
+        q = _uneven(rng, 12)
+        qe = rng.normal(0, 1.0, 12)[q]
+        h = (rng.random(q.size) < 1 / (1 + np.exp(-qe))).astype(int)
+        good = np.where(rng.random(q.size) < 0.7, h, 1 - h)
+        rand = (rng.random(q.size) < h.mean()).astype(int)
+        for v, which in ((good, "good"), (rand, "random")):
+            m = _measures(_pointwise_rows(h, v, q), ROLES, f)
+            said = m["kappa"].decision == "agrees beyond chance"
+            if which == "good":
+                found += said
+            else:
+                claimed += said
+    return found / FILES, claimed / FILES
 
 
 def random_judge_designs() -> dict[str, float]:
@@ -232,6 +263,9 @@ def main() -> None:
     print("leniency false alarms:", json.dumps(len_), "power at 15 points:", len_power)
     conf = length_designs()
     print("length preference flagged, confounded by dataset:", json.dumps(conf))
+    power_uneven, random_uneven = uneven_agreement()
+    print("questions of 1-20 answers: agreement found for an 80% judge", power_uneven,
+          "claimed for a random judge", random_uneven)
     print(json.dumps({
         "files_per_design": FILES,
         "files_per_null_design": ALARM_FILES,
@@ -242,6 +276,8 @@ def main() -> None:
         "leniency_false_alarm_max": max(len_.values()),
         "leniency_power_15pt": len_power,
         "length_confounded_false_flag_max": max(conf.values()),
+        "agreement_power_uneven_questions": power_uneven,
+        "random_judge_agreement_claimed_uneven_questions": random_uneven,
         "seconds": round(time.perf_counter() - t0, 1),
     }))
 

@@ -177,8 +177,10 @@ def beyond_chance(judge: Sequence[Hashable], human: Sequence[Hashable],
                   permutations: int = 2000) -> Chance:
     """A permutation test of agreement beyond chance: observed agreement minus its
     expectation under independence (margins kept), against the same statistic with
-    people's labels permuted over items (whole clusters among clusters of one size when
-    ``groups`` is given). p = (1 + #{T* >= T}) / (1 + B)."""
+    people's labels permuted over items. With ``groups``: whole clusters among clusters
+    of one size, then the labels within each cluster (valid when the items of a question
+    are exchangeable; a cluster of a size no other has is still permuted, so questions
+    of uneven sizes keep the test's power). p = (1 + #{T* >= T}) / (1 + B)."""
     js, hs = [str(x) for x in judge], [str(x) for x in human]
     if len(js) != len(hs) or len(js) < 2:
         raise StatsError("agreement beyond chance needs two equal lists of 2 or more")
@@ -198,6 +200,7 @@ def beyond_chance(judge: Sequence[Hashable], human: Sequence[Hashable],
         for c in range(int(g.max()) + 1):
             mem = np.flatnonzero(g == c)
             by_size.setdefault(mem.size, []).append(mem)
+        in_order = np.argsort(g, kind="stable")  # items cluster by cluster
     hits = 0
     for _ in track(range(permutations), "agreement beyond chance", permutations,
                    "permutations"):
@@ -212,6 +215,9 @@ def beyond_chance(judge: Sequence[Hashable], human: Sequence[Hashable],
                 src = np.concatenate([mems[i] for i in order])
                 dst = np.concatenate(mems)
                 hp[dst] = h[src]
+            # then within each cluster: sorting by (cluster, a random key) shuffles each
+            # cluster's positions among themselves
+            hp[in_order] = hp[np.lexsort((rng.random(h.size), g))]
         if _excess(j, hp, k) >= t0 - 1e-12:
             hits += 1
     return Chance(float(np.mean(j == h)), expected, (1 + hits) / (1 + permutations),
