@@ -20,6 +20,26 @@ ROOT = Path(__file__).resolve().parent.parent
 TEST_PROMPTS = Path(__file__).parent / "prompts"
 
 
+def pytest_configure(config: Any) -> None:
+    """Loopback up: in a network namespace of its own (``unshare -rn``, the network cut)
+    the loopback interface starts down, and every test that talks to a local server
+    would fail with "Network is unreachable". Bringing it up touches only that
+    namespace (where the run holds CAP_NET_ADMIN); an ordinary machine's is up already,
+    and nothing outside the machine becomes reachable."""
+    import fcntl
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            got = fcntl.ioctl(s, siocgifflags, struct.pack("16sh", b"lo", 0))
+            flags = struct.unpack("16sh", got[:18])[1]
+            if not flags & iff_up:
+                fcntl.ioctl(s, siocsifflags, struct.pack("16sh", b"lo", flags | iff_up))
+    except OSError:
+        pass  # not Linux, or not allowed: the tests then say why they cannot connect
+
+
 _ENV_PREFIXES = ("JUDGEKIT_", "RAY_")  # RAY_ADDRESS would send ray.init to a cluster
 _ENV_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE", "_AUTH_TOKEN")
 
