@@ -95,6 +95,20 @@ def test_items_rests_on_accuracy_against_the_target():
     assert 0 < d.labels_needed <= 600 and d.margin == 0.9
 
 
+def test_a_preference_beyond_the_margin_counts_against_rates_even_without_people():
+    # a probe's position bias [+0.363, +0.500]: rates and rankings are not to be trusted
+    d = decide([_row("position_bias", 0.45, [0.363, 0.5], n=16)], 16)
+    assert d["rate"].decision == d["rank"].decision == "do not trust"
+    assert d["rate"].reason.startswith("position_bias [+0.363, +0.500]")
+    # inside the margin it does not count; an audit's "not above" is not "no better"
+    rows = [_row("position_bias", 0.01, [-0.02, 0.04]),
+            _row("leniency", 0.0, [-0.03, 0.03]),
+            _row("accuracy", 0.75, [0.30, 0.95], decision="not above the best uninformed "
+                 "judge", baseline=0.75)]
+    d = decide(rows, 400)
+    assert d["rate"].decision == "use corrected" and d["items"].decision == "use corrected"
+
+
 def test_nothing_measured_asks_for_a_pilot_capped_at_the_items():
     d = decide([_row("position_bias", 0.0, [-0.02, 0.02], n=30)], 30)
     assert d["items"].decision == "do not trust" and d["items"].labels_needed == 30

@@ -105,7 +105,7 @@ def _uninformed(rows: list[CardRow]) -> tuple[str, CardRow | None]:
     d = acc.decision
     if d.startswith("above"):
         return "above", acc
-    if d.startswith(("no better", "not above the best uninformed judge")):
+    if d.startswith("no better"):  # shown no better ("not above" is only not shown)
         return "no better", acc
     return "not shown", acc
 
@@ -263,19 +263,21 @@ def decide(rows: list[CardRow], items: int, margin: float = DEFAULT_MARGIN,
     out: dict[str, UseDecision] = {}
     if fam:
         rate = _rate(fam, margin, items, informed)
-        pref = _preferences(rows, margin)
-        if pref is not None and rate.decision != DISTRUST:
-            rate = rate.model_copy(update={
-                "decision": DISTRUST, "labels_needed": 0,
-                "reason": f"{pref.key} {_ci(pref.ci)} lies beyond +/-{margin:g}"})
-        if informed == "no better" and rate.decision != DISTRUST:
-            rate = rate.model_copy(update={
-                "decision": DISTRUST, "labels_needed": 0,
-                "reason": "its accuracy is shown no better than an uninformed judge's"})
-        out["rate"] = rate
-        out["rank"] = _rank(fam, margin, items, informed, rate)
+        out["rate"], out["rank"] = rate, _rank(fam, margin, items, informed, rate)
     else:
         out["rate"] = out["rank"] = _nothing(items, audit, margin)
+    # what counts against rates and rankings whatever leniency says: a position or
+    # length preference shown beyond the margin, and a judge shown no better than
+    # uninformed
+    pref = _preferences(rows, margin)
+    against = (f"{pref.key} {_ci(pref.ci)} lies beyond +/-{margin:g}" if pref is not None
+               else "its accuracy is shown no better than an uninformed judge's"
+               if informed == "no better" else None)
+    for use in ("rate", "rank"):
+        if against is not None and (out[use].decision != DISTRUST or
+                                    out[use].measure is None):  # (nothing else measured)
+            out[use] = out[use].model_copy(update={"decision": DISTRUST, "labels_needed": 0,
+                                                   "reason": against})
     if acc is not None and acc.ci is not None:
         out["items"] = _items(acc, target, items, informed)
     else:
