@@ -23,8 +23,9 @@ Figures (the last line is one JSON object; pairwise figures carry the prefix
 
 - wrong_trust_rate: over (file, label set) pairs whose truth lies outside the margin
   (rate: some leniency beyond +/-0.05; rank: systems' leniencies apart by more than
-  0.05; items: accuracy below 0.9), the share decided "trust"; the worst use (each use's
-  in wrong_trust_by_use).
+  0.05; items: accuracy below 0.9; for rate and rank also a judge whose accuracy is no
+  better than the best uninformed judge's, which the card never trusts), the share
+  decided "trust"; the worst use (each use's in wrong_trust_by_use).
 - wrong_distrust_rate: the same for "do not trust" where the truth lies inside.
 - trust_power_at_4x: judges inside half the margin (rate) and informed; n* the first
   label set whose leniency intervals (overall and every system's: the widest) are no
@@ -100,8 +101,14 @@ def pointwise_file(f: int, n_q: int) -> tuple[dict, list[tuple[int, dict]]]:
         truth_len.append((1 - spec) * (1 - p) - (1 - sens) * p)
     overall = float(np.mean(truth_len))
     acc = float(np.mean([p * sens + (1 - p) * spec for p in rates]))
-    truth = {"rate": all(abs(x) <= MARGIN for x in [*truth_len, overall]),
-             "rank": abs(truth_len[0] - truth_len[1]) <= MARGIN,
+    # the best uninformed judge on these items: the majority label, or random verdicts
+    # at the judge's own pass rate; a judge no better than it is not to be trusted for
+    # any use (the card's rule), so its truth lies outside
+    p_bar = float(np.mean(rates))
+    r_j = p_bar * sens + (1 - p_bar) * (1 - spec)
+    above = acc > max(p_bar, 1 - p_bar, r_j * p_bar + (1 - r_j) * (1 - p_bar))
+    truth = {"rate": above and all(abs(x) <= MARGIN for x in [*truth_len, overall]),
+             "rank": above and abs(truth_len[0] - truth_len[1]) <= MARGIN,
              "items": acc >= TARGET, "half": all(abs(x) <= MARGIN / 2
                                                  for x in [*truth_len, overall]),
              "informed": sens + spec > 1.02}
