@@ -38,6 +38,10 @@ Figures (the last line is one JSON object; pairwise figures carry the prefix
 - zero_width_trust: trust decisions resting on an interval of zero width (0).
 - pairwise_nothing_measured: labelled pairwise files decided "nothing measured
   against people" (0).
+- previous_rule_*: the card's rule before this design on the same files and label sets
+  (rate only): any significant leniency row vetoes, else trust when the overall
+  leniency interval lies inside the margin; its wrong trust, wrong distrust and
+  flips to worse with more labels.
 
 Usage: python benchmarks/decisions.py [FILES] [--smoke]   (default 160; --smoke 12)
 """
@@ -74,7 +78,22 @@ def _decide(measures: list, items: int) -> dict:
     # one that must fit inside the margin for the rate to be trusted
     fam = [r.ci[1] - r.ci[0] for r in rows if r.ci and r.key.split("[")[0] in
            ("leniency", "win_rate_bias")]
-    return {**got, "widest": max(fam) if fam else None}
+    return {**got, "widest": max(fam) if fam else None, "previous": _previous(rows)}
+
+
+def _previous(rows: list) -> str:
+    """The card's rule before (the comparison on the same files): "do not trust" on any
+    finding (a leniency row whose interval excludes 0), else "trust" when the overall
+    leniency (pairwise: win-rate bias) interval lies inside the margin, else "use
+    corrected"."""
+    lenient = [r for r in rows if r.ci and r.key.split("[")[0] in ("leniency",
+                                                                   "win_rate_bias")]
+    if any(r.ci[0] > 0 or r.ci[1] < 0 for r in lenient):
+        return "do not trust"
+    main = next((r for r in lenient if "[" not in r.key), None)
+    if main is None:
+        return "do not trust"
+    return "trust" if max(abs(main.ci[0]), abs(main.ci[1])) <= MARGIN else "use corrected"
 
 
 def _judge(rng: np.random.Generator) -> tuple[float, float]:
@@ -181,11 +200,20 @@ def pairwise_file(f: int, n_pairs: int) -> tuple[dict, list[tuple[int, dict]]]:
 
 
 def figures(files: list[tuple[dict, list[tuple[int, dict]]]]) -> dict:
+    flips_before: list[bool] = []
     wrong_trust: dict[str, list[bool]] = {u: [] for u in ("rate", "rank", "items")}
     wrong_distrust: dict[str, list[bool]] = {u: [] for u in ("rate", "rank", "items")}
     flips, power, zero, nothing = [], [], 0, 0
+    before: dict[str, list[bool]] = {"trust": [], "distrust": []}
     for truth, runs in files:
+        seq_before = [ORDER[d["previous"]] for _, d in runs]
+        if truth["rate"]:
+            flips_before.extend(b < a for a, b in zip(seq_before, seq_before[1:]))
         for _n, d in runs:
+            if truth["rate"]:
+                before["distrust"].append(d["previous"] == "do not trust")
+            else:
+                before["trust"].append(d["previous"] == "trust")
             for use in wrong_trust:
                 got = d[use].decision
                 if truth[use]:
@@ -215,6 +243,12 @@ def figures(files: list[tuple[dict, list[tuple[int, dict]]]]) -> dict:
             "power_files": len(power),
             "flip_to_worse_with_more_labels": float(np.mean(flips)) if flips else 0.0,
             "zero_width_trust": zero, "nothing_measured": nothing,
+            "previous_rule_wrong_trust_rate": float(np.mean(before["trust"]))
+            if before["trust"] else 0.0,
+            "previous_rule_wrong_distrust_rate": float(np.mean(before["distrust"]))
+            if before["distrust"] else 0.0,
+            "previous_rule_flip_to_worse": float(np.mean(flips_before)) if flips_before
+            else 0.0,
             "decisions": sum(len(r) for _, r in files),
             "outside_cases": {u: len(v) for u, v in wrong_trust.items()}}
 
