@@ -151,7 +151,8 @@ def _rate(fam: list[CardRow], margin: float, items: int, informed: str) -> UseDe
                            (f", and every one of {len(fam) - 1} per-system rows too"
                             if len(fam) > 1 else "") + f" ({n} human labels)")
     # undecided: the row furthest from being settled sets the labels
-    need = max(_more(r.n, _ci_of(r), abs(margin - abs(r.estimate or 0.0)), items - r.n)
+    left = items - main.n  # items nobody labelled yet, whichever system they belong to
+    need = max(_more(r.n, _ci_of(r), abs(margin - abs(r.estimate or 0.0)), left)
                for r in fam)
     if inside:
         why = ("its accuracy is not shown above an uninformed judge's, so a matching "
@@ -180,7 +181,7 @@ def _rank(fam: list[CardRow], margin: float, items: int, informed: str,
     hi = max(c[1] for c in cis) - min(c[0] for c in cis)
     lo = max(0.0, max(c[0] for c in cis) - min(c[1] for c in cis))
     est = max(r.estimate or 0.0 for r in per) - min(r.estimate or 0.0 for r in per)
-    n = sum(r.n for r in per)
+    n = fam[0].n  # the labelled items (a pair of two models counts once)
     interval = [lo, hi]
     if lo > margin:
         return UseDecision(decision=DISTRUST, margin=margin, interval=interval, n=n,
@@ -194,7 +195,10 @@ def _rank(fam: list[CardRow], margin: float, items: int, informed: str,
                            reason=f"systems' leniencies differ by at most {hi:.3f} "
                            f"(interval [{lo:.3f}, {hi:.3f}]), inside {margin:g}")
     half = (hi - lo) / 2
-    need = 0 if half <= 0 else _more(n, [0.0, 2 * half], abs(margin - est), items - n)
+    # per-system intervals shrink with each system's labels: scale from the narrowest
+    least = min(r.n for r in per)
+    need = 0 if half <= 0 else min(_more(least, [0.0, 2 * half], abs(margin - est),
+                                         items - n) * len(per), max(0, items - n))
     return UseDecision(decision=CORRECTED, margin=margin, interval=interval, n=n,
                        labels_needed=need, measure="leniency spread",
                        reason=f"the spread of systems' leniencies [{lo:.3f}, {hi:.3f}] "
