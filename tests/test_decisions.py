@@ -121,6 +121,11 @@ def _analyse_card(tmp_path: Path, data: Path, *args: str) -> tuple[subprocess.Co
     r = subprocess.run([EXE, "analyse", str(data), "--out", str(run)], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+    # analyse prints each judge's decision first, and where to read every use's
+    assert ": trust (rate): " in r.stdout.splitlines()[0] or \
+        ": use corrected (rate): " in r.stdout.splitlines()[0] or \
+        ": do not trust (rate): " in r.stdout.splitlines()[0]
+    assert "judgekit card" in r.stdout.splitlines()[1]
     r = subprocess.run([EXE, "card", str(run), "--out", str(tmp_path / "card"), *args],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

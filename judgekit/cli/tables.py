@@ -273,8 +273,24 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
            "judge_family": judge_family, "label_error": label_error,
            "labels_file": None if labels is None else str(labels)}
     _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
+    _print_decisions(folder)
     console.print(shown["headline"])
     console.print(f"wrote {folder}")
+
+
+def _print_decisions(folder: Path) -> None:
+    """Each judge's card decision (at the default margins) as the first lines, and where
+    to read more; nothing when the run is not one a card reads (alpaca_eval)."""
+    from judgekit.core.errors import JudgekitError
+    from judgekit.report.judgecard import build
+
+    try:
+        card = build([folder], relabel=False)
+    except JudgekitError:
+        return
+    for d in card.by_judge.values():
+        console.print(terminal_safe(d.headline))
+    console.print(f"(every use's decision: judgekit card {folder} --out DIR)")
 
 
 def prompts_list(prompts: Path | None = typer.Option(None, "--prompts",
