@@ -39,8 +39,8 @@ from judgekit.core.progress import track
 from judgekit.stats.proportions import newcombe_paired
 
 __all__ = ["Chance", "MeanCI", "Uninformed", "beyond_chance", "cluster_mean", "family_level",
-           "paired_difference", "random_ac1", "sign_flip_p", "unseen_disagreement_bound",
-           "versus_uninformed"]
+           "paired_difference", "random_ac1", "sign_flip_interval", "sign_flip_p",
+           "unseen_disagreement_bound", "versus_uninformed"]
 
 
 class MeanCI(NamedTuple):
@@ -120,6 +120,62 @@ def sign_flip_p(values: Sequence[float], groups: Sequence[Hashable] | None = Non
         signs = rng.choice([-1.0, 1.0], size=(b, k))
         hits += int(np.sum(np.abs(signs @ tot) >= t0 - 1e-12))
     return (1 + hits) / (1 + flips)
+
+
+MANY_CLUSTERS = 2000  # beyond: the cluster t interval (accurate with many clusters)
+
+
+def sign_flip_interval(values: Sequence[float], groups: Sequence[Hashable] | None,
+                       level: float, seed: int = 0, flips: int = 4000,
+                       bounds: tuple[float, float] = (-1.0, 1.0)) -> MeanCI:
+    """The mean with the interval that inverts the sign-flip test: every delta whose
+    test of a zero mean of (values - delta), flipping the signs of whole clusters'
+    totals, is not rejected at 1 - level (one set of signs for every delta, so the ends
+    are found by bisection). Its decision and its interval are one procedure: the
+    interval excludes 0 exactly when the test at 0 rejects. Exact under a symmetric null
+    whatever the number of clusters; with more than MANY_CLUSTERS clusters, the cluster
+    t interval (:func:`cluster_mean`), which is accurate there."""
+    y = np.asarray(values, float)
+    if y.size == 0:
+        raise StatsError("a mean needs at least one value")
+    codes = np.arange(y.size) if groups is None else \
+        np.unique(np.asarray([str(g) for g in groups]), return_inverse=True)[1]
+    tot = np.bincount(codes, weights=y)
+    m = np.bincount(codes).astype(float)
+    k = tot.size
+    est = float(tot.sum() / m.sum())
+    if k < 2 or k > MANY_CLUSTERS:
+        return cluster_mean(list(y), None if groups is None else list(groups), level, bounds)
+    if k <= 12:
+        signs = (1 - 2 * ((np.arange(2 ** k)[:, None] >> np.arange(k)) & 1)).astype(float)
+        extra = 0
+    else:
+        signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(flips, k))
+        extra = 1
+    alpha = 1 - level
+
+    def p(delta: float) -> float:
+        t = tot - delta * m
+        t0 = abs(float(t.sum()))
+        hits = int(np.sum(np.abs(signs @ t) >= t0 - 1e-12))
+        return (extra + hits) / (extra + signs.shape[0])
+
+    def end(inside: float, outside: float) -> float:
+        if p(outside) >= alpha:
+            return outside
+        for _ in range(40):
+            mid = (inside + outside) / 2
+            if p(mid) >= alpha:
+                inside = mid
+            else:
+                outside = mid
+        return inside
+
+    lo, hi = end(est, bounds[0]), end(est, bounds[1])
+    p0 = p(0.0)
+    if p0 >= alpha and bounds[0] <= 0.0 <= bounds[1]:  # never exclude a value not rejected
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    return MeanCI(est, [min(lo, est), max(hi, est)], int(y.size), k, p0)
 
 
 class Uninformed(NamedTuple):

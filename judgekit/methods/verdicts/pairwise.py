@@ -19,7 +19,12 @@ from judgekit.methods.verdicts.payload import Measure
 from judgekit.recorded.tables import text_columns
 from judgekit.stats.agreement import agreement
 from judgekit.stats.bootstrap import derive_seed, percentile_interval
-from judgekit.stats.decide import cluster_mean, family_level, paired_difference, sign_flip_p
+from judgekit.stats.decide import (
+    MANY_CLUSTERS,
+    family_level,
+    paired_difference,
+    sign_flip_interval,
+)
 from judgekit.stats.preference import feature_preference
 
 
@@ -109,22 +114,17 @@ def _position(items: list[JSONObject], cfg: VerdictsConfig) -> Measure:
     by_question = None not in questions and "" not in questions and len(questions) < len(pairs)
     groups = [str(x["question"]) if by_question else x["pair_id"] for x in decided]
     values = [float(x["winner"] == "first") - 0.5 for x in decided]
-    m = cluster_mean(values, groups, cfg.level, bounds=(-0.5, 0.5))
-    p = sign_flip_p(values, groups, seed=derive_seed(cfg.seed, 61))
-    # the interval printed beside it decides, confirmed by the exact sign-flip test (the
-    # cluster t interval alone is a little liberal with few clusters of unequal sizes);
-    # when the two disagree the decision says so, never a bare "no bias shown"
-    outside = m.ci[0] > 0 or m.ci[1] < 0
-    shown = outside and p < 1 - cfg.level
+    m = sign_flip_interval(values, groups, cfg.level, seed=derive_seed(cfg.seed, 61),
+                           bounds=(-0.5, 0.5))
+    shown = m.ci[0] > 0 or m.ci[1] < 0  # the interval printed beside it decides
+    how = ("the interval inverts the sign-flip test over clusters (exact under a "
+           f"symmetric null), p at 0 = {m.p_value:.3g}" if m.clusters <= MANY_CLUSTERS
+           else "cluster-robust t interval (many clusters)")
     return Measure(key="position_bias", what=what, estimate=m.estimate, ci=m.ci, n=m.n,
                    clusters=m.clusters, baseline=0.0, units="difference of shares",
-                   decision="biased" if shown else "no bias shown" + (
-                       f" (the interval excludes 0, but the exact sign-flip test over "
-                       f"clusters does not confirm it: p = {p:.3g})" if outside else ""),
-                   finding=shown,
-                   note=f"cluster-robust interval, clustered by "
-                        f"{'question' if by_question else 'pair'} ({m.clusters} clusters); "
-                        f"sign-flip test over clusters p = {p:.3g}")
+                   decision="biased" if shown else "no bias shown", finding=shown,
+                   note=f"clustered by {'question' if by_question else 'pair'} "
+                        f"({m.clusters} clusters); {how}")
 
 
 def _win_rates(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
