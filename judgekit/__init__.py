@@ -150,6 +150,21 @@ if not any(isinstance(f, _OldNames) for f in sys.meta_path):
     sys.meta_path.insert(0, _OldNames())
 
 
+class _Package(ModuleType):
+    """The package keeps its public names: importing an old module path of the same
+    name (``import judgekit.compare``) binds the module on the package, which would
+    shadow ``judgekit.compare()`` for the rest of the process; that binding is
+    dropped (the module stays importable under its name in sys.modules)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
 def __dir__() -> list[str]:
     return sorted(__all__)
 

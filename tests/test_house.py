@@ -56,7 +56,7 @@ def test_registry_lazy_entries_collisions_and_did_you_mean():
     assert "seeds" in reg and reg.get("seeds")["probe.pairs"].id == 404
     reg.add("plain", {"a": 1})
     assert reg.add("plain", {"a": 1}) == {"a": 1}  # the same entry again is no collision
-    with pytest.raises(RegistryCollision, match="widget 'plain' is registered twice"):
+    with pytest.raises(RegistryCollision, match="widget 'plain' is already registered"):
         reg.add("plain", {"a": 2})
     with pytest.raises(RegistryCollision):
         reg.add_lazy("seeds", "judgekit.core.seeds:other")
@@ -70,6 +70,41 @@ def test_registry_lazy_entries_collisions_and_did_you_mean():
     assert deco({"b": 2}) == {"b": 2} and reg.get("via_decorator") == {"b": 2}
     assert did_you_mean("vbscor", ["vbscore", "probe"]) == "; did you mean 'vbscore'?"
     assert did_you_mean("x", ["vbscore"]) == ""
+
+
+def test_a_built_in_name_is_never_silently_replaced():
+    """Registering a method, format or provider under a built-in name raises unless
+    ``replace=True`` (and the built-in is back afterwards)."""
+    import judgekit.recorded  # noqa: F401
+    from judgekit.core import methods
+    from judgekit.llm.providers.base import PROVIDERS, Provider
+    from judgekit.recorded.base import FORMATS
+
+    import dataclasses
+
+    fake = dataclasses.replace(methods.find("probe"), name="vbscore", experiment=None)
+    with pytest.raises(RegistryCollision, match="method 'vbscore' is already registered"):
+        methods.register(fake)
+    assert methods.find("vbscore") is not fake and methods.find("vbscore").name == "vbscore"
+    csv = FORMATS.get("csv")
+    with pytest.raises(RegistryCollision, match="recorded format 'csv'"):
+        FORMATS.add("csv", FORMATS.get("jsonl"))
+
+    class Impostor(Provider):
+        name = "openai"
+
+    with pytest.raises(RegistryCollision, match="provider 'openai'"):
+        PROVIDERS.register(Impostor)
+    original = PROVIDERS.get("openai")
+    try:
+        assert PROVIDERS.register(Impostor, replace=True) is Impostor
+        assert PROVIDERS.get("openai") is Impostor
+        FORMATS.add("csv", FORMATS.get("jsonl"), replace=True)
+        assert FORMATS.get("csv") is FORMATS.get("jsonl")
+    finally:
+        PROVIDERS.add("openai", original, replace=True)
+        FORMATS.add("csv", csv, replace=True)
+    assert PROVIDERS.get("openai") is original and FORMATS.get("csv") is csv
 
 
 def test_unknown_method_provider_and_format_suggest_the_near_name():
@@ -187,3 +222,18 @@ def test_labelling_and_the_viewer_read_items_through_the_spec(tmp_path):
     assert runs["an"].labelable and not runs["od"].labelable
     assert item_file(runs["an"]) == tmp_path / "runs" / "an" / "items.jsonl"
     assert runs["an"].judge == "v"  # a column called "judge" names no one: the file does
+
+
+def test_an_old_module_path_never_shadows_a_public_function():
+    """``import judgekit.compare`` (the old path of judgekit.report.comparison) warns and
+    imports the module, and ``judgekit.compare`` stays the public function (a fresh
+    process: the import is process state)."""
+    code = ("import warnings; warnings.simplefilter('ignore')\n"
+            "import judgekit.compare, judgekit, sys\n"
+            "assert callable(judgekit.compare) and judgekit.compare.__name__ == 'compare'\n"
+            "assert sys.modules['judgekit.compare'].__name__ == 'judgekit.report.comparison'\n"
+            "from judgekit.compare import compare\n"
+            "assert compare is judgekit.compare\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr

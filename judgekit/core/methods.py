@@ -43,12 +43,13 @@ for _key, _where in BUILTIN:
     METHODS.add_lazy(_key, _where)
 
 
-def register(spec: MethodSpec[Any, Any]) -> MethodSpec[Any, Any]:
-    """Register ``spec`` (a method of your own package); returns it."""
+def register(spec: MethodSpec[Any, Any], *, replace: bool = False
+             ) -> MethodSpec[Any, Any]:
+    """Register ``spec`` (a method of your own package); returns it. A key already
+    registered (a built-in's included) raises RegistryCollision unless ``replace``."""
     if not isinstance(spec, MethodSpec):
         raise ConfigError(f"register() takes a judgekit.MethodSpec, not {type(spec).__name__}")
-    METHODS.remove(spec.key)
-    return METHODS.add(spec.key, spec)
+    return METHODS.add(spec.key, spec, replace=replace)
 
 
 def _split(key: str) -> tuple[str, str | None]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar, overload
@@ -63,15 +64,34 @@ class Registry(Generic[T]):
         self._plugins_read = group is None
 
     # ---- adding -------------------------------------------------------------------------
-    def add(self, name: str, obj: T) -> T:
-        """Register ``obj`` as ``name``; the same object again is a no-op, another one is
-        a collision."""
+    def add(self, name: str, obj: T, *, replace: bool = False) -> T:
+        """Register ``obj`` as ``name``; the same object again is a no-op, another one
+        (a built-in's lazy entry included) is a :class:`RegistryCollision` unless
+        ``replace`` is True."""
         self._check(name, obj)
-        old = self._loaded.get(name)
-        if old is not None and old is not obj and old != obj:
-            raise RegistryCollision(f"{self.what} {name!r} is registered twice")
+        if replace:
+            self.remove(name)
+        elif self._taken(name, obj):
+            raise RegistryCollision(f"{self.what} {name!r} is already registered; pass "
+                                    "replace=True to replace it")
         self._loaded[name] = obj
         return obj
+
+    def _taken(self, name: str, obj: T) -> bool:
+        """Whether ``name`` holds another object than ``obj``. A lazy entry whose module
+        is being imported is the module registering itself."""
+        old = self._loaded.get(name)
+        if old is not None:
+            return old is not obj and old != obj
+        where = self._lazy.get(name)
+        if where is None:
+            return False
+        module, _, attr = where.partition(":")
+        mod = sys.modules.get(module)
+        if mod is None:
+            return True
+        held = getattr(mod, attr, None)
+        return held is not None and held is not obj
 
     def add_lazy(self, name: str, where: str) -> None:
         """Register ``name`` as ``"module:attr"``, imported on its first lookup."""
@@ -83,22 +103,23 @@ class Registry(Generic[T]):
         self._lazy[name] = where
 
     @overload
-    def register(self, name: str) -> Callable[[T], T]: ...
+    def register(self, name: str, *, replace: bool = False) -> Callable[[T], T]: ...
     @overload
-    def register(self, name: T) -> T: ...
+    def register(self, name: T, *, replace: bool = False) -> T: ...
 
-    def register(self, name: Any) -> Any:
+    def register(self, name: Any, *, replace: bool = False) -> Any:
         """A decorator, ``@registry.register("name")``; or ``registry.register(obj)`` for
-        an object that carries its own ``name`` (or ``key``)."""
+        an object that carries its own ``name`` (or ``key``). An existing name is a
+        :class:`RegistryCollision` unless ``replace`` is True."""
         if isinstance(name, str):
             def deco(obj: T) -> T:
-                return self.add(name, obj)
+                return self.add(name, obj, replace=replace)
             return deco
         key = getattr(name, "key", None) or getattr(name, "name", None)
         if not isinstance(key, str):
             raise self.error(f"{self.what}: register() takes a name or an object with one, "
                              f"not {type(name).__name__}")
-        return self.add(key, name)
+        return self.add(key, name, replace=replace)
 
     def remove(self, name: str) -> None:
         """Forget ``name`` (tests; a plugin unloading itself)."""

@@ -138,7 +138,7 @@ def engine_for(settings: Any, provider: Any) -> BatchAPI | None:
         return None
     directory = Path(settings.cache_dir or default_cache_dir())
     if settings.execution == "vllm":
-        if provider.name != "local":  # vLLM loads open weights: local/<model> names them
+        if not provider.open_weights:  # vLLM loads open weights: local/<model> names them
             return None
         from judgekit.llm.vllm_batch import VLLMBatch
 

@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.core.errors import MissingDependencyError, ProviderError
-from judgekit.llm.batch_api import BatchItem, BatchStatus, OpenAIBatch, openai_batch_item
+from judgekit.llm.batch_api import BatchItem, BatchStatus
 from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider, endpoint
+from judgekit.llm.providers.openai import OpenAIBatch, openai_batch_item
 from judgekit.llm.secrets import scrub_text
 from judgekit.llm.types import JSONObject
 

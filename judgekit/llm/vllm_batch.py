@@ -36,9 +36,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from judgekit.core.errors import ProviderError
-from judgekit.llm.batch_api import BatchItem, BatchStatus, OpenAIBatch, openai_batch_item
+from judgekit.llm.batch_api import BatchItem, BatchStatus
 from judgekit.llm.providers.base import RETRYABLE_STATUS, Provider
-from judgekit.llm.providers.openai import OpenAIProvider, chat_payload
+from judgekit.llm.providers.openai import (
+    OpenAIBatch,
+    OpenAIProvider,
+    chat_payload,
+    openai_batch_item,
+)
 from judgekit.llm.secrets import scrub_text
 from judgekit.llm.types import JSONObject, ProviderRequest
 

@@ -56,6 +56,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import ndtri
 
+from judgekit.core import seeds as streams
 from judgekit.core.errors import StatsError
 from judgekit.stats.label_intervals import (  # noqa: F401 - the session's intervals
     MIN_BLOCK,
@@ -160,7 +161,7 @@ def crossfit(pop: Population, labelled: np.ndarray, y: np.ndarray, seed: int = 0
     labelled = np.asarray(labelled, int)
     yv = np.asarray(y, float)
     k = max(2, min(folds, labelled.size))
-    order = np.random.default_rng([seed, 7]).permutation(labelled.size)
+    order = streams.rng("labelling.folds", seed).permutation(labelled.size)
     fold = np.empty(labelled.size, int)
     fold[order] = np.arange(labelled.size) % k
     key = digest(pop.verdict, *(a for a in (pop.score, pop.unstable) if a is not None),

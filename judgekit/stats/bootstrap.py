@@ -27,58 +27,6 @@ class Interval(NamedTuple):
         return [self.lo, self.hi]
 
 
-@lru_cache(maxsize=1 << 16)
-def derive_seed(*parts: int) -> int:
-    """A seed in [0, 2**31) derived from integer parts (a run's seed, an item, a draw...):
-    distinct parts give independent streams, and it fits every provider's ``seed``.
-    Memoised: a method may ask for a seed twice (for the call, then for its record);
-    many at once are cheaper through :func:`derive_seeds`."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] % (2**31))
-
-
-# numpy's SeedSequence constants (numpy/random/bit_generator.pyx; pool of 4 words)
-_INIT_A, _MULT_A, _INIT_B, _MULT_B = 0x43B0D7E5, 0x931E8875, 0x8B51F9DD, 0x58F38DED
-_MIX_L, _MIX_R, _M32 = 0xCA01F9DD, 0x4973F715, 0xFFFFFFFF
-
-
-def derive_seeds(rows: Sequence[Sequence[int]]) -> list[int]:
-    """``[derive_seed(*r) for r in rows]`` for many rows of equal length at once: numpy's
-    SeedSequence hashing (entropy mixed into a 4-word pool, then the first output word)
-    done on arrays, 80,000 seeds in milliseconds rather than 0.4 s. Rows with a part
-    outside [0, 2**32) (several entropy words) take ``derive_seed`` itself."""
-    if not rows:
-        return []
-    a = np.asarray(rows, dtype=object)
-    if a.ndim != 2 or a.shape[1] == 0 or not all(
-            type(v) is int and 0 <= v <= _M32 for v in a.flat):
-        return [derive_seed(*r) for r in rows]
-    words = a.astype(np.uint64).astype(np.uint32)
-    k = words.shape[1]
-    const = [_INIT_A]  # the entropy mixer's running multiplier
-
-    def hashmix(v: np.ndarray, state: list[int] = const, mult: int = _MULT_A) -> np.ndarray:
-        v = v ^ np.uint32(state[0])
-        state[0] = (state[0] * mult) & _M32
-        v = v * np.uint32(state[0])
-        return v ^ (v >> np.uint32(16))
-
-    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        r: np.ndarray = np.uint32(_MIX_L) * x - np.uint32(_MIX_R) * y  # wraps mod 2**32
-        return r ^ (r >> np.uint32(16))
-
-    zero = np.zeros(words.shape[0], np.uint32)
-    pool = [hashmix(words[:, i] if i < k else zero) for i in range(4)]
-    for src in range(4):
-        for dst in range(4):
-            if src != dst:
-                pool[dst] = mix(pool[dst], hashmix(pool[src]))
-    for src in range(4, k):
-        for dst in range(4):
-            pool[dst] = mix(pool[dst], hashmix(words[:, src]))
-    v = hashmix(pool[0], [_INIT_B], _MULT_B)  # generate_state's first word
-    return (v % np.uint32(2**31)).astype(np.int64).tolist()
-
-
 def rng_of(seed: Seed) -> np.random.Generator:
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 

@@ -14,7 +14,6 @@ claims one flipped criterion and labels by its claims). Paraphrasers:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.seeds import from_content
 from judgekit.llm.types import ProviderRequest
 
 _MARK = re.compile(r"\[\[((?:\s*c\d+=[01])+)\s*\]\]")
@@ -82,8 +82,7 @@ def _ids(req: ProviderRequest) -> list[str]:
 
 
 def _coin(text: str, salt: str) -> np.random.Generator:
-    h = hashlib.sha256(f"{salt}|{text}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(h[:8], "little"))
+    return np.random.default_rng(from_content(f"{salt}|{text}".encode(), "little"))
 
 
 def judge(kind: str) -> Callable[[ProviderRequest], str]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
 
 from judgekit.core.errors import ProviderError
+from judgekit.llm.batch_api import BatchAPI, BatchItem, BatchStatus, jsonl_lines
 from judgekit.llm.providers.base import PROVIDERS, Provider, endpoint
-from judgekit.llm.secrets import clip
+from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param
 
 API_VERSION = "2023-06-01"
@@ -81,3 +83,70 @@ class AnthropicProvider(Provider):
         data = await self.post_json(url, messages_payload(self.resolve_model(), request),
                                     headers, request.timeout)
         return parse_messages_response(data)
+
+    def batch_adapter(self) -> AnthropicBatch:
+        """Anthropic's Message Batches, which this provider owns."""
+        return AnthropicBatch(self)
+
+
+class AnthropicBatch(BatchAPI):
+    name = "anthropic"
+    max_requests = 100_000
+    max_bytes = 256 * 2**20
+
+    def _base(self) -> str:
+        return str(self.provider.base_url).rstrip("/")
+
+    def _headers(self) -> dict[str, str]:
+        key = self.provider.api_key()
+        return {"x-api-key": key, "anthropic-version": API_VERSION}
+
+    def line(self, custom_id: str, req: ProviderRequest) -> JSONObject:
+        return {"custom_id": custom_id,
+                "params": messages_payload(self.provider.resolve_model(), req)}
+
+    async def submit(self, lines: list[JSONObject], submission: str) -> str:
+        # Message Batches carry no metadata: a lost id cannot be found again (see find)
+        data = await self._json("POST", f"{self._base()}/v1/messages/batches",
+                                json_body={"requests": lines})
+        return str(data["id"])
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        data = await self._json("GET", f"{self._base()}/v1/messages/batches/{batch_id}")
+        st = str(data.get("processing_status"))
+        return BatchStatus(st == "ended", st, dict(data.get("request_counts") or {}), data)
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        data = await self._json("POST",
+                                f"{self._base()}/v1/messages/batches/{batch_id}/cancel")
+        return BatchStatus(False, str(data.get("processing_status")),
+                           dict(data.get("request_counts") or {}), data)
+
+    async def results(self, batch_id: str, st: BatchStatus) -> AsyncIterator[BatchItem]:
+        url = st.raw.get("results_url") or \
+            f"{self._base()}/v1/messages/batches/{batch_id}/results"
+        body = await self._request("GET", str(url))
+        for rec in jsonl_lines(body):
+            yield self._item(rec)
+
+    def _item(self, rec: JSONObject) -> BatchItem:
+        cid = str(rec.get("custom_id"))
+        result = rec.get("result") or {}
+        kind = result.get("type")
+        if kind == "succeeded" and isinstance(result.get("message"), dict):
+            try:
+                return BatchItem(cid, completion=parse_messages_response(result["message"]))
+            except ProviderError as exc:
+                return BatchItem(cid, kind="transport", error=str(exc))
+        if kind in ("expired", "canceled"):
+            return BatchItem(cid, kind=kind, error=f"anthropic batch request {kind}")
+        err = (result.get("error") or {})
+        inner = err.get("error", err) if isinstance(err, dict) else {}
+        etype = inner.get("type", "") if isinstance(inner, dict) else ""
+        msg = scrub_text(str(inner.get("message", inner)) if isinstance(inner, dict)
+                         else str(inner))
+        # Only the provider's transient types are worth another try; every other type
+        # (invalid_request, not_found, permission, authentication, billing...) is final.
+        transient = etype in ("api_error", "overloaded_error", "rate_limit_error", "")
+        return BatchItem(cid, kind="transport" if transient else "http_4xx",
+                         error=f"anthropic batch request errored ({etype or 'unknown'}): {msg}")

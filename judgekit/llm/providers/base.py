@@ -105,6 +105,13 @@ class Provider:
     name: ClassVar[str] = ""
     key_env: ClassVar[str | None] = None
     requires: ClassVar[tuple[Requirement, ...]] = ()
+    open_weights: ClassVar[bool] = False  # names open weights vLLM can load itself
+
+    def batch_adapter(self) -> Any:
+        """The provider's own batch service (a ``judgekit.llm.batch_api.BatchAPI``), or
+        None when it has none and its calls run online. A provider that has one returns
+        its adapter here (inspect_ai's providers own their batch the same way)."""
+        return None
 
     @classmethod
     def requirements(cls, model: str, base_url: str | None = None) -> tuple[Requirement, ...]:

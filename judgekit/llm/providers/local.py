@@ -34,6 +34,11 @@ class LocalProvider(OpenAIProvider):
     name = "local"
     key_env: ClassVar[str | None] = None
     max_tokens_field = "max_tokens"
+    open_weights: ClassVar[bool] = True  # vLLM's offline runner can load what it names
+
+    def batch_adapter(self) -> None:
+        """A local server has no batch service: its calls run online (or on vLLM/Ray)."""
+        return None
 
     @classmethod
     def requirements(cls, model: str, base_url: str | None = None) -> tuple[Requirement, ...]:

@@ -15,7 +15,6 @@ made) is kept for existing code; the provider copies the script when it is made.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import threading
@@ -26,6 +25,7 @@ from pydantic import BaseModel
 
 from judgekit.core.errors import ConfigError
 from judgekit.core.registry import Registry
+from judgekit.core.seeds import from_content
 from judgekit.llm.providers.base import PROVIDERS, Provider
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage
 
@@ -130,9 +130,8 @@ def auto_output(model: str, request: ProviderRequest) -> JSONObject | str:
     """A valid value for the request's output schema, derived from the seed in the model
     name (``auto:7``), the messages and the draw: same request, same answer."""
     seed = model.partition(":")[2] or "0"
-    digest = hashlib.sha256(json.dumps([seed, request.messages, request.draw],
-                                       sort_keys=True).encode()).digest()
-    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    rng = random.Random(from_content(json.dumps([seed, request.messages, request.draw],
+                                                sort_keys=True).encode()))
     if request.schema is None:
         return rng.choice(WORDS)
     return fill_schema(request.schema, rng)  # type: ignore[no-any-return]

@@ -7,14 +7,19 @@ documented HTTP API directly.
 
 from __future__ import annotations
 
+import json
 import math
 import os
+from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
+import aiohttp
+
 from judgekit.core.errors import ProviderError
+from judgekit.llm.batch_api import BatchAPI, BatchItem, BatchStatus, jsonl_lines
 from judgekit.llm.identity import canonical_json
-from judgekit.llm.providers.base import PROVIDERS, Provider, endpoint
-from judgekit.llm.secrets import clip
+from judgekit.llm.providers.base import PROVIDERS, RETRYABLE_STATUS, Provider, endpoint
+from judgekit.llm.secrets import clip, scrub_text
 from judgekit.llm.types import Completion, JSONObject, ProviderRequest, Usage, int_param
 
 
@@ -137,3 +142,99 @@ class OpenAIProvider(Provider):
         url = endpoint(str(self.base_url), "/chat/completions")
         data = await self.post_json(url, body, self.headers(), request.timeout)
         return parse_chat_response(data, self.name)
+
+    def batch_adapter(self) -> OpenAIBatch | None:
+        """OpenAI's Batch API, which this provider owns."""
+        return OpenAIBatch(self)
+
+
+class OpenAIBatch(BatchAPI):
+    name = "openai"
+    max_requests = 50_000
+    max_bytes = 200 * 2**20
+    ENDPOINT = "/v1/chat/completions"
+
+    def _base(self) -> str:
+        return str(self.provider.base_url).rstrip("/")
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.provider.api_key()}"}
+
+    def line(self, custom_id: str, req: ProviderRequest) -> JSONObject:
+        p = self.provider
+        assert isinstance(p, OpenAIProvider)
+        body = chat_payload(p.resolve_model(), req, schema_mode=p.schema_mode,
+                            max_tokens_field=p.max_tokens_field)
+        return {"custom_id": custom_id, "method": "POST", "url": self.ENDPOINT, "body": body}
+
+    async def submit(self, lines: list[JSONObject], submission: str) -> str:
+        content = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+        form = aiohttp.FormData()
+        form.add_field("purpose", "batch")
+        form.add_field("file", content.encode("utf-8"), filename="judgekit_batch.jsonl",
+                       content_type="application/jsonl")
+        upload = await self._json("POST", f"{self._base()}/files", data=form)
+        batch = await self._json("POST", f"{self._base()}/batches", json_body={
+            "input_file_id": upload["id"], "endpoint": self.ENDPOINT,
+            "completion_window": "24h",
+            "metadata": {"created_by": "judgekit", "judgekit_submission": submission}})
+        return str(batch["id"])
+
+    async def find(self, submission: str) -> str | None:
+        """Search recent batches (GET /batches, newest first) for our submission tag; a
+        batch that failed, expired or was cancelled does not count (it is sent again)."""
+        after: str | None = None
+        for _ in range(20):  # up to 2,000 recent batches
+            url = f"{self._base()}/batches?limit=100" + (f"&after={after}" if after else "")
+            page = await self._json("GET", url)
+            for b in page.get("data") or []:
+                if (b.get("metadata") or {}).get("judgekit_submission") == submission and \
+                        b.get("status") not in ("failed", "expired", "cancelled"):
+                    return str(b["id"])
+            if not page.get("has_more") or not page.get("data"):
+                return None
+            after = str(page["data"][-1]["id"])
+        return None
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        data = await self._json("GET", f"{self._base()}/batches/{batch_id}")
+        st = str(data.get("status"))
+        return BatchStatus(st in ("completed", "failed", "expired", "cancelled"), st,
+                           dict(data.get("request_counts") or {}), data)
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        data = await self._json("POST", f"{self._base()}/batches/{batch_id}/cancel")
+        return BatchStatus(False, str(data.get("status")), dict(data.get("request_counts") or {}),
+                           data)
+
+    async def results(self, batch_id: str, st: BatchStatus) -> AsyncIterator[BatchItem]:
+        for field_name in ("output_file_id", "error_file_id"):
+            file_id = st.raw.get(field_name)
+            if not file_id:
+                continue
+            body = await self._request("GET", f"{self._base()}/files/{file_id}/content")
+            for rec in jsonl_lines(body):
+                yield self._item(rec)
+
+    def _item(self, rec: JSONObject) -> BatchItem:
+        return openai_batch_item(rec)
+
+
+def openai_batch_item(rec: JSONObject) -> BatchItem:
+    """One line of an OpenAI Batch output or error file (the format vLLM's runner also
+    writes) as a batch item."""
+    cid = str(rec.get("custom_id"))
+    resp = rec.get("response") or {}
+    code = resp.get("status_code")
+    if code == 200 and isinstance(resp.get("body"), dict):
+        try:
+            return BatchItem(cid, completion=parse_chat_response(resp["body"], "openai"))
+        except ProviderError as exc:
+            return BatchItem(cid, kind="transport", error=str(exc))
+    err = rec.get("error") or (resp.get("body") or {}).get("error") or {}
+    msg = scrub_text(str(err.get("message", err)) if isinstance(err, dict) else str(err))
+    kind = "http_4xx" if isinstance(code, int) and 400 <= code < 500 and \
+        code not in RETRYABLE_STATUS else "transport"
+    if isinstance(err, dict) and err.get("code") == "batch_expired":
+        kind = "expired"
+    return BatchItem(cid, kind=kind, error=f"openai batch request failed ({code}): {msg}")

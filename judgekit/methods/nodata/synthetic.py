@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core import seeds as streams
 from judgekit.core.progress import track
 from judgekit.methods.nodata.baselines import ensemble
 from judgekit.methods.nodata.bitstrings import (
@@ -22,7 +23,6 @@ from judgekit.methods.nodata.bitstrings import (
 from judgekit.methods.nodata.config import NoDataConfig, SyntheticConfig
 from judgekit.methods.nodata.payload import SyntheticPayload
 from judgekit.methods.nodata.protocol import apply_flips, run_protocol, summarise
-from judgekit.stats.bootstrap import derive_seed
 
 # Table 2 (DT) was produced at phi = 0.5 (the authors' notebook), where their
 # keep-probability and the paper's flip-probability coincide; Table 6 (liars, IP
@@ -69,7 +69,7 @@ def execute(cfg: SyntheticConfig, client: Any = None) -> SyntheticPayload:
                            ip_rubric() if phen == "IP" else oop_rubric())
             baselines[phen] = _ensemble(train, tests[phen][0], tests[phen][1])
         xs, ys, verifier = tests[phen]
-        seed = derive_seed(cfg.seed, pi, ei)
+        seed = streams.integer("nodata.evaluator_run", cfg.seed, pi, ei)
         recs = run_protocol(xs, evaluators[name], verifier, rounds=cfg.rounds, seed=seed,
                             eps=cfg.eps)
         sweep = _sweep(cfg, xs, evaluators[name], verifier, pi, ei)
@@ -113,7 +113,8 @@ def _sweep(cfg: NoDataConfig, xs: list[str], evaluator: Any, verifier: Any, pi: 
     if cfg.seeds <= 1:
         return None
     rates = [float(np.mean([r.success for r in run_protocol(
-        xs, evaluator, verifier, rounds=cfg.rounds, seed=derive_seed(cfg.seed + k, pi, ei),
+        xs, evaluator, verifier, rounds=cfg.rounds,
+        seed=streams.integer("nodata.evaluator_run", cfg.seed + k, pi, ei),
         eps=cfg.eps)])) for k in range(cfg.seeds)]
     return {"seeds": cfg.seeds, "mean": float(np.mean(rates)), "min": min(rates),
             "max": max(rates)}
@@ -139,7 +140,7 @@ def escape_rates(cfg: NoDataConfig, evaluators: dict[str, Any], data_dir: Path |
     for ei, name in enumerate(cfg.evaluators):
         for r in cfg.escape_rounds:
             recs = run_protocol(xs, evaluators[name], ip_rubric(), rounds=r,
-                                seed=derive_seed(cfg.seed, 99, ei))
+                                seed=streams.integer("nodata.escape", cfg.seed, ei))
             out.append({"evaluator": name, "rounds": r,
                         "pass_rate": float(np.mean([x.success for x in recs])),
                         "lemma_5_1": 0.25**r})

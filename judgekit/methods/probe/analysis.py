@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core import seeds as streams
 from judgekit.core.payload import Json
 from judgekit.judging.placebo import PLACEBO
 from judgekit.methods.probe.config import ProbeConfig
@@ -21,7 +22,6 @@ from judgekit.stats.agreement import (
     ppi_mean,
     repeat_reliability,
 )
-from judgekit.stats.bootstrap import derive_seed
 from judgekit.stats.proportions import newcombe_paired, rate_with_interval
 
 
@@ -273,16 +273,16 @@ def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None],
         return None
     judge = [int(base[i] == "a") for i in idx]
     human = [int(pairs[i].human == "a") for i in idx]
-    ag = agreement(judge, human, seed=derive_seed(cfg.seed, 9), resamples=cfg.resamples,
-                   level=cfg.level)
+    ag = agreement(judge, human, seed=streams.integer("probe.agreement", cfg.seed),
+                   resamples=cfg.resamples, level=cfg.level)
     out: dict[str, Any] = {"agreement": ag._asdict()}
     multi = [[int(h == "a") for h in p.humans] for p in pairs if p.humans and len(p.humans) > 1]
     if len(multi) >= 2:
-        out["human_ceiling"] = ceiling(multi, seed=derive_seed(cfg.seed, 11),
+        out["human_ceiling"] = ceiling(multi, seed=streams.integer("probe.ceiling", cfg.seed),
                                        resamples=min(cfg.resamples, 1000))
     f_all = np.array([int(base[i] == "a") for i in judged], float)
     pos = {i: k for k, i in enumerate(judged)}
-    rng = np.random.default_rng(derive_seed(cfg.seed, 10))
+    rng = np.random.default_rng(streams.integer("probe.human_sample", cfg.seed))
     c = None
     if cfg.human_sample and cfg.human_sampling == "importance" and unstable is not None:
         # Poisson sampling favouring items the judge is unsure of, among the labelled

@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from judgekit.core import seeds as streams
 from judgekit.data.judged import JudgedItem
 from judgekit.judging import stages as st
 from judgekit.judging.placebo import PLACEBO, placebo_tag
 from judgekit.judging.rubric import Rubric, load_rubric
 from judgekit.llm import Call, Client
 from judgekit.methods.probe.config import ProbeConfig
-from judgekit.stats.bootstrap import derive_seed
 
 
 def _rubric_vars(item: JudgedItem, output: str, rubric: Rubric) -> dict[str, Any]:
@@ -150,7 +150,7 @@ async def collect(cfg: ProbeConfig, client: Client, items: list[JudgedItem],
                         sampling={"temperature": cfg.temperature, "max_tokens": cfg.max_tokens},
                         variables=stage.variables)
     res = await client.map(stage, [Call(v, cfg.models["judge"], draw=d,
-                                        sampling={"seed": derive_seed(cfg.seed, d)})
+                                        sampling={"seed": _draw_seed(cfg.seed, d)})
                                    for _, _, d, v in flat], description="probe judge")
     out: list[dict[str, int | None]] = [{} for _ in idx]
     for (i, name, _, _), r in zip(flat, res):
@@ -185,10 +185,15 @@ async def _collect_recorded(cfg: ProbeConfig, client: Client, items: list[Judged
            for i in idx]
     flat = [(k, name, draw, v) for k, vs in enumerate(per) for name, draw, v in vs]
     res = await client.map(stage, [Call(v, model, draw=d,
-                                        sampling={"seed": derive_seed(cfg.seed, d)})
+                                        sampling={"seed": _draw_seed(cfg.seed, d)})
                                    for _, _, d, v in flat], description="recorded grader")
     out: list[dict[str, int | None]] = [{} for _ in idx]
     for (k, name, _, _), r in zip(flat, res):
         out[k][name] = label_of(r.value.grade, cfg.pass_threshold) \
             if r.ok and r.value is not None else None
     return out
+
+
+def _draw_seed(seed: int, draw: int) -> int:
+    """The provider seed of a verdict draw (the probe's ``probe.draw`` stream)."""
+    return streams.integer("probe.draw", seed, draw)

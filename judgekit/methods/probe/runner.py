@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from judgekit.core import seeds as streams
 from judgekit.judging.placebo import PLACEBO, placebo_tag
 from judgekit.llm import Call, Client, Stage
 from judgekit.methods.probe.analysis import analyse
 from judgekit.methods.probe.config import ProbeConfig
 from judgekit.methods.probe.pairs import Pair, attach_human_labels, load_pairs, pairs_from_datasets
 from judgekit.methods.probe.payload import ProbePayload
-from judgekit.stats.bootstrap import derive_seed
 from judgekit.stats.proportions import rate_with_interval
 
 
@@ -89,7 +89,7 @@ def _call(cfg: ProbeConfig, pair: Pair, v: Variant) -> Call:
                  "second": second,
                  "label_a": v.labels[0], "label_b": v.labels[1]},
                 cfg.models["judge"], draw=v.draw,
-                sampling={"seed": derive_seed(cfg.seed, v.draw)})
+                sampling={"seed": streams.integer("probe.draw", cfg.seed, v.draw)})
 
 
 def chosen(v: Variant, winner: str) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from judgekit.core import seeds as streams
 from judgekit.core.payload import DetailFile
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
@@ -29,7 +30,6 @@ from judgekit.methods.vbscore.replicas import (
 )
 from judgekit.methods.vbscore.selfcheck import TagCheck, parse_tag, reading_pairs, rotation, tag_key
 from judgekit.runs.io import jsonl_line
-from judgekit.stats.bootstrap import derive_seed, derive_seeds
 
 
 def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:
@@ -94,8 +94,9 @@ async def _collect(cfg: VBScoreConfig, client: Client, name: str, queries: list[
     istage = stages.interpretation_stage(cfg.interpretation_temperature, cfg.max_tokens)
     sstage = stages.system_stage(cfg.system_temperature, cfg.max_tokens)
     pairs = [(qi, queries[qi], b) for qi in part for b in range(cfg.replicas)]
-    seeds = list(zip(derive_seeds([(cfg.seed, qi, b, 1) for qi, _q, b in pairs]),
-                     derive_seeds([(cfg.seed, qi, b, 2) for qi, _q, b in pairs])))
+    keys = [(qi, b) for qi, _q, b in pairs]
+    seeds = list(zip(streams.integers("vbscore.interpretation_seed", cfg.seed, keys),
+                     streams.integers("vbscore.system_seed", cfg.seed, keys)))
     # a query's replicas share one variables dict per stage (rendered once per chunk)
     ivars = {qi: {"query": queries[qi].text, "context": queries[qi].context,
                   "n": cfg.interpretations} for qi in part}
@@ -140,14 +141,13 @@ async def _recheck_tags(cfg: VBScoreConfig, client: Client, name: str,
     eligible = [k for k, (i, call) in enumerate(zip(tag_idx, tcalls))
                 if tags[i].ok and len(call.variables["answers"]) >= 2]
     if len(eligible) > cap:  # a seeded random sample of the calls
-        rng = np.random.default_rng(np.random.SeedSequence(
-            [cfg.seed, 616] if chunk == 0 else [cfg.seed, 616, chunk]))
+        rng = streams.rng("vbscore.tag_sample", cfg.seed, *([chunk] if chunk else []))
         eligible = sorted(rng.choice(eligible, cap, replace=False).tolist())
     for k in eligible:
         i, call = tag_idx[k], tcalls[k]
         answers = call.variables["answers"]
         qi, _q, b = pairs[i]
-        perm = rotation(derive_seed(cfg.seed, qi, b, 3), len(answers))
+        perm = rotation(streams.integer("vbscore.tagger_rotation", cfg.seed, qi, b), len(answers))
         todo.append(i)
         perms.append(perm)
         calls.append(Call({**call.variables, "answers": [answers[j] for j in perm]},
@@ -282,7 +282,8 @@ def _score_chunk(cfg: VBScoreConfig, di: int, ci: int, name: str, queries: list[
         [np.array([[x["es"] for x in reps[qi]],
                    *[[x["vb"][repr(a)] for x in reps[qi]] for a in cfg.alphas]], float)
          for qi in boot], cfg.level, cfg.resamples,
-        derive_seed(cfg.seed, di, 31) if ci == 0 else derive_seed(cfg.seed, di, 31, ci))))
+        streams.integer("vbscore.query_interval", cfg.seed, di) if ci == 0 else
+        streams.integer("vbscore.query_interval_chunk", cfg.seed, di, ci))))
     for qi in scored:
         q, rs = queries[qi], reps[qi]
         readings.append(reading_pairs([(x["top_intent"],  # compact: two bool arrays
@@ -348,7 +349,8 @@ def _accuracy_ci(aggs: list[Any], cfg: VBScoreConfig) -> list[float | None]:
     acc = np.array([q.accuracy for q in aggs if q.accuracy is not None], float)
     if acc.size == 0:
         return [None, None]
-    ci = cluster_bootstrap_interval(acc, cfg.level, cfg.resamples, derive_seed(cfg.seed, 77))
+    ci = cluster_bootstrap_interval(acc, cfg.level, cfg.resamples,
+                                    streams.integer("vbscore.accuracy", cfg.seed))
     return [ci.lo, ci.hi]
 
 

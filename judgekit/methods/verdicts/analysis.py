@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.core import seeds as streams
 from judgekit.core.jsontypes import JSONObject
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
-from judgekit.stats.bootstrap import derive_seed
 from judgekit.stats.decide import beyond_chance, random_ac1, versus_uninformed
 from judgekit.stats.preference import clustered_rate_counts
 from judgekit.stats.proportions import wilson_interval
@@ -147,14 +147,15 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
         groups = None
     code = {c: i for i, c in enumerate(sorted(set(judge) | set(human)))}  # nominal classes
     ag = agreement([code[c] for c in judge], [code[c] for c in human],
-                   seed=derive_seed(cfg.seed, 41), resamples=cfg.resamples, level=cfg.level,
-                   groups=groups)
+                   seed=streams.integer("verdicts.agreement", cfg.seed),
+                   resamples=cfg.resamples, level=cfg.level, groups=groups)
     acc = _against_uninformed(rate_measure("accuracy", f"accuracy against {what}",
                                            [a == b for a, b in zip(judge, human)], groups,
                                            cfg.level), judge, human, groups, cfg.level)
     out = [acc]
     clusters = None if groups is None else len(set(groups))
-    chance = beyond_chance(judge, human, groups, seed=derive_seed(cfg.seed, 47),
+    chance = beyond_chance(judge, human, groups,
+                           seed=streams.integer("verdicts.beyond_chance", cfg.seed),
                            permutations=PERMUTATIONS if len(judge) <= 20_000 else 500)
     confirmed = chance.p_value < 1 - cfg.level
     for key, value, name in (("kappa", ag.kappa, "Cohen's kappa"), ("ac1", ag.ac, "Gwet's AC1"),
@@ -213,7 +214,8 @@ def fleiss_measure(items: list[JSONObject], m: int, cfg: VerdictsConfig) -> Meas
     full = np.unique(full.astype(str), return_inverse=True)[1].reshape(full.shape)
     value = fleiss_kappa(full)
     ci = item_bootstrap(lambda idx: fleiss_kappa(full[idx]), len(full),
-                        derive_seed(cfg.seed, 53), cfg.resamples, cfg.level)
+                        streams.integer("verdicts.human_ceiling", cfg.seed), cfg.resamples,
+                        cfg.level)
     return Measure(key="fleiss_kappa", what=what,
                    estimate=None if not np.isfinite(value) else value,
                    ci=None if not np.isfinite(ci.lo) else [ci.lo, ci.hi], n=len(full),

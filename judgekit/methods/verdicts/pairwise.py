@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from judgekit.core import seeds as streams
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.progress import track
 from judgekit.methods.verdicts.analysis import (
@@ -18,7 +19,7 @@ from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.recorded.tables import text_columns
 from judgekit.stats.agreement import agreement
-from judgekit.stats.bootstrap import derive_seed, percentile_interval
+from judgekit.stats.bootstrap import percentile_interval
 from judgekit.stats.decide import (
     MANY_CLUSTERS,
     family_level,
@@ -114,7 +115,8 @@ def _position(items: list[JSONObject], cfg: VerdictsConfig) -> Measure:
     by_question = None not in questions and "" not in questions and len(questions) < len(pairs)
     groups = [str(x["question"]) if by_question else x["pair_id"] for x in decided]
     values = [float(x["winner"] == "first") - 0.5 for x in decided]
-    m = sign_flip_interval(values, groups, cfg.level, seed=derive_seed(cfg.seed, 61),
+    m = sign_flip_interval(values, groups, cfg.level,
+                           seed=streams.integer("verdicts.position", cfg.seed),
                            bounds=(-0.5, 0.5))
     shown = m.ci[0] > 0 or m.ci[1] < 0  # the interval printed beside it decides
     how = ("the interval inverts the sign-flip test over clusters (exact under a "
@@ -154,7 +156,7 @@ def _win_rates(items: list[JSONObject], cfg: VerdictsConfig) -> list[Measure]:
                     estimate=float(np.mean(score)), n=len(score), clusters=len(by),
                     baseline=0.5, decision="not measured: fewer than 2 pairs")
         if len(by) >= 2:
-            rng = np.random.default_rng(derive_seed(cfg.seed, 59, k))
+            rng = np.random.default_rng(streams.integer("verdicts.win_rate", cfg.seed, k))
             idx = rng.integers(0, len(sums), size=(cfg.resamples, len(sums)))
             tot = sums[idx].sum(axis=1)
             a = (1 - cfg.level) / 2
@@ -230,8 +232,8 @@ def _both_orders(pairs: list[list[JSONObject]], cfg: VerdictsConfig) -> list[Mea
     if len(a) >= 2:
         code = {c: i for i, c in enumerate(sorted(set(a) | set(b)))}
         ag = agreement([code[x] for x in a], [code[y] for y in b],
-                       seed=derive_seed(cfg.seed, 43), resamples=cfg.resamples,
-                       level=cfg.level)
+                       seed=streams.integer("verdicts.order_agreement", cfg.seed),
+                       resamples=cfg.resamples, level=cfg.level)
         out.append(Measure(key="order_kappa", what="Cohen's kappa between the verdicts of "
                            "the two orders", estimate=ag.kappa, ci=ag.cis.get("kappa"),
                            n=ag.n, units="chance-corrected agreement",
@@ -364,7 +366,7 @@ def alpaca_eval(rows: list[JSONObject], cfg: VerdictsConfig
                     decision="not measured: fewer than 2 annotations")
         if wins.size >= 2:
             ci = percentile_interval(wins, cfg.level, cfg.resamples,
-                                     derive_seed(cfg.seed, 51, k))
+                                     streams.integer("verdicts.recorded_win_rate", cfg.seed, k))
             lo, hi = max(0.0, ci.lo), min(1.0, ci.hi)
             m.ci = [lo, hi]
             m.decision = ("better than the baseline" if lo > 0.5 else
