@@ -58,8 +58,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judgekit.labelling import session, store  # noqa: E402
-from judgekit.labelling.items import Source, _normalise, load, population  # noqa: E402
+from judgekit.analysis.source import Source, _normalise, load, population  # noqa: E402
+from judgekit.labelling import session  # noqa: E402
+from judgekit.recorded import labels as store  # noqa: E402
 
 N = 2000
 TARGET = 0.1

@@ -1,6 +1,6 @@
 """Does `judgekit choose` choose right, and does its selective guarantee hold?
 Simulated judges with known accuracies, costs and confidences, run through the real
-judgekit.report.choice.choose (and judgekit.stats.selective); every draw seeded.
+judgekit.analysis.choose.choose (and judgekit.stats.selective); every draw seeded.
 
 Figures (the last line is one JSON object):
 
@@ -66,7 +66,7 @@ CURVES = {
 
 def _judge(name: str, truth: np.ndarray, correct: np.ndarray, labelled: np.ndarray,
            conf: np.ndarray | None = None, cost: float | None = None) -> object:
-    from judgekit.report.choice import JudgeItems
+    from judgekit.analysis.choose import JudgeItems
 
     keys = [f"i{i}" for i in range(truth.size)]
     verdict = {k: str(int(t if c else 1 - t)) for k, t, c in zip(keys, truth, correct)}
@@ -108,7 +108,7 @@ def guarantee(sims: int) -> tuple[dict[str, float], float]:
 
 
 def wrong_choices(sims: int) -> dict[str, float]:
-    from judgekit.report.choice import choose
+    from judgekit.analysis.choose import choose
 
     designs = {
         "0.85 / 0.84 (5x cheaper) / 0.70": ([0.85, 0.84, 0.70], [0.01, 0.002, 0.001]),
@@ -135,7 +135,7 @@ def wrong_choices(sims: int) -> dict[str, float]:
 
 
 def juries(sims: int) -> dict[str, float]:
-    from judgekit.report.choice import choose
+    from judgekit.analysis.choose import choose
 
     designs = {"0.80 0.75 0.75 0.70 0.70": [0.80, 0.75, 0.75, 0.70, 0.70],
                "five at 0.70": [0.70] * 5, "0.90 0.65 0.65 0.65 0.65": [0.9] + [0.65] * 4}
@@ -162,7 +162,7 @@ def cascade(sims: int) -> dict[str, float]:
     confidences uniform on [0.5, 1], 5,000 items of which 500 labelled at random: the
     real cascade_evaluation, and the agreement on every decided item of the population
     (each judge's correctness drawn, so known) against the target 0.8 at risk 0.1."""
-    from judgekit.report.jury import cascade_evaluation
+    from judgekit.analysis.jury import cascade_evaluation
 
     n, lab_n = 5000, 500
     bad, coverage, cost = 0, [], []
@@ -200,7 +200,7 @@ def cascade(sims: int) -> dict[str, float]:
 def single_judge(sims: int) -> dict[str, float]:
     """One judge through the real `choose --selective` path: 500 labelled of 2,000
     items, its true agreement on the kept items E[p(c) | c >= t], known exactly."""
-    from judgekit.report.choice import choose
+    from judgekit.analysis.choose import choose
 
     grid = np.linspace(0.5, 1.0, 20001)
     out = {}
@@ -230,7 +230,7 @@ def cascade_designs(sims: int) -> dict[str, object]:
     """The cascade against the best single judge calibrated alone, three designs at
     target 0.9 (where thresholds bind); 600 of 3,000 items labelled; the true agreement
     of the decided items from each judge's drawn correctness on every item."""
-    from judgekit.report.jury import cascade_evaluation, selective_evaluation
+    from judgekit.analysis.jury import cascade_evaluation, selective_evaluation
 
     designs = {
         "cheap overconfident, then dear": [(lambda c: np.clip(c - 0.05, 0, 1), 0.001),
@@ -295,7 +295,7 @@ def shift(sims: int) -> dict[str, float]:
     """How often `selective.shift` speaks: 500 labelled items with confidences uniform on
     [0.5, 1], 1,500 unlabelled drawn the same way (no shift) or from [0.5, 0.8] (the
     items to decide are the judge's unsure ones: a shift that breaks the guarantee)."""
-    from judgekit.report.jury import selective_evaluation
+    from judgekit.analysis.jury import selective_evaluation
 
     out = {}
     for name, top in (("no shift", 1.0), ("shifted to [0.5, 0.8]", 0.8)):
@@ -318,7 +318,7 @@ def dropped_confidence() -> int:
     import tempfile
     from pathlib import Path
 
-    from judgekit.report.choice import choose, load_judges
+    from judgekit.analysis.choose import choose, load_judges
 
     rng = np.random.default_rng([48, 7])
     bad = ["nan", "-0.2", "1.7", "sure", ""]

@@ -2,7 +2,7 @@
 
 Simulated verdict files with known truth go through the functions `judgekit analyse`
 and `judgekit card` run (judgekit.methods.verdicts.pointwise / .pairwise, then
-judgekit.report.decisions.decide at the default margin 0.05 and target agreement 0.9);
+judgekit.analysis.decisions.decide at the default margin 0.05 and target agreement 0.9);
 every draw is seeded from a named stream.
 
 Pointwise design: 2 systems answer the same questions (N items, the two answers of a
@@ -69,8 +69,8 @@ def _cfg(seed: int) -> object:
 
 
 def _decide(measures: list, items: int) -> dict:
+    from judgekit.analysis.decisions import decide
     from judgekit.methods.verdicts.spec import card_rows
-    from judgekit.report.decisions import decide
 
     rows = card_rows(measures, "sim")
     got = decide(rows, items, MARGIN, TARGET)

@@ -51,7 +51,7 @@ def run(config: str | Path | JSONObject, *, client: Any = None,
                           "out= is deprecated: pass out=FOLDER or save=True (or save=False "
                           "to compute in memory only)", FutureWarning, stacklevel=2)
     if not save:
-        from judgekit.core.pipeline import compute
+        from judgekit.runs.pipeline import compute
 
         cfg = resolve_config(config, sets=sets, models=models, **overrides)
         return compute(cfg, client)
@@ -77,11 +77,11 @@ def run_config(config: str | Path | JSONObject, *, out: str | Path | None = None
                ) -> tuple[RunResult[Any], JSONObject, Path]:
     """Run and write the folder (what ``judgekit run`` does): the result, what the
     console shows (headline, failed calls by kind) and the folder written."""
-    from judgekit.core.pipeline import compute
     from judgekit.llm.collect import fewer_collections
     from judgekit.runs.config import out_dir
     from judgekit.runs.folder import write
     from judgekit.runs.io import prepare_out
+    from judgekit.runs.pipeline import compute
 
     cfg = resolve_config(config, sets=sets, models=models,
                          **{**overrides, "out": str(out) if out is not None else None})

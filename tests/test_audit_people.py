@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from judgekit.core.errors import DataError
-from judgekit.labelling import store
 from judgekit.methods.nodata.decision import DecisionSettings, decide, items_to_score
+from judgekit.recorded import labels as store
 from judgekit.testing.simulate import audit_items
 
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from judgekit.report.csvsafe import cell, rows_text
+from judgekit.recorded.csvsafe import cell, rows_text
 
 HOSTILE = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tx", "\rx",
            "line one\rline two", "a\r\nb", "plain"]
@@ -197,7 +197,7 @@ sys.exit(cli.main(["run", "demo", "--cassette-mode", "none", "--out", {str(out)!
 
 def test_a_megabyte_cell_is_read_and_a_broken_quote_is_one_line(tmp_path):
     import judgekit
-    from judgekit.report.csvsafe import read_dicts
+    from judgekit.recorded.csvsafe import read_dicts
 
     big = "y" * (1 << 20)
     header, rows = read_dicts(f'id,text\n1,"{big}"\n', "big.csv")
@@ -370,7 +370,7 @@ def test_jsonl_is_read_a_line_at_a_time_with_utf8_errors_named(tmp_path):
 
 def test_a_csv_file_is_parsed_as_it_is_read(tmp_path):
     import judgekit
-    from judgekit.report.csvsafe import read_dicts
+    from judgekit.recorded.csvsafe import read_dicts
 
     f = tmp_path / "big.csv"
     big = "w" * (2 << 20)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from judgekit.analysis.decisions import decide
 from judgekit.core.spec import CardRow
 from judgekit.methods.nodata.decision import DecisionSettings
 from judgekit.methods.nodata.decision import decide as audit_decide
-from judgekit.report.decisions import decide
 from judgekit.stats.decide import paired_difference, unseen_disagreement_bound
 from judgekit.testing.simulate import audit_items
 

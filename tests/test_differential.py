@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from judgekit.core import seeds
 from judgekit.core.errors import StatsError
 from judgekit.stats import agreement as ag
 from judgekit.stats import bootstrap as bs
@@ -404,15 +405,15 @@ def test_derive_seeds_equal_numpys_seed_sequence_row_by_row(k):
     rows = [tuple(int(rng.choice(edges)) if rng.random() < 0.3 else int(rng.integers(2**32))
                   for _ in range(k)) for _ in range(500)]
     want = [int(np.random.SeedSequence(list(r)).generate_state(1)[0] % 2**31) for r in rows]
-    assert bs.derive_seeds(rows) == want
-    assert [bs.derive_seed(*r) for r in rows[:20]] == want[:20]
+    assert seeds.derive_seeds(rows) == want
+    assert [seeds.derive_seed(*r) for r in rows[:20]] == want[:20]
 
 
 def test_derive_seeds_outside_one_word_take_the_scalar_path():
     rows = [(0, 2**40, 3), (5, 2**32, 1)]
-    assert bs.derive_seeds(rows) == [bs.derive_seed(*r) for r in rows]
-    assert bs.derive_seeds([]) == []
-    assert bs.derive_seeds([(0, 1, 2, 1)]) == [bs.derive_seed(0, 1, 2, 1)]
+    assert seeds.derive_seeds(rows) == [seeds.derive_seed(*r) for r in rows]
+    assert seeds.derive_seeds([]) == []
+    assert seeds.derive_seeds([(0, 1, 2, 1)]) == [seeds.derive_seed(0, 1, 2, 1)]
 
 
 @pytest.mark.parametrize("df", (1, 2, 4, 19, 30, 1000))

@@ -140,7 +140,8 @@ def _write_rows(path, rows):
 
 def test_a_label_given_to_another_text_does_not_count(tmp_path):
 
-    from judgekit.labelling import session, store
+    from judgekit.labelling import session
+    from judgekit.recorded import labels as store
 
     rows = [{"id": str(i), "question": f"question {i}", "judge": i % 2} for i in range(40)]
     path = tmp_path / "v.csv"
@@ -152,12 +153,12 @@ def test_a_label_given_to_another_text_does_not_count(tmp_path):
     session.add_label(path, "3", "pass", "kim")
     session.add_label(path, "7", "fail", "kim")
     got = store.read(path.with_name("v.labels.jsonl"))
-    assert all(isinstance(r.get("item_sha"), str) for r in got.history)
+    assert all(isinstance(r.item_sha, str) for r in got.history)
     # the file is re-exported with row-number ids shifted by one: id 3 now names the
     # question that was 2, id 7 the one that was 6
     write([{**r, "question": f"question {int(r['id']) - 1}"} for r in rows])
-    from judgekit.labelling.items import load
-    from judgekit.labelling.terms import state_of
+    from judgekit.analysis.label_terms import state_of
+    from judgekit.analysis.source import load
 
     state = state_of(load(path), "pass_rate")
     assert "3" not in state.y and "7" not in state.y
@@ -169,10 +170,11 @@ def test_a_label_given_to_another_text_does_not_count(tmp_path):
 def test_the_labels_file_records_its_source_and_a_change_is_told_in_one_line(tmp_path, caplog):
     import logging
 
+    from judgekit.analysis.label_terms import state_of
+    from judgekit.analysis.source import load
     from judgekit.core.errors import DataError
-    from judgekit.labelling import session, store
-    from judgekit.labelling.items import load
-    from judgekit.labelling.terms import state_of
+    from judgekit.labelling import session
+    from judgekit.recorded import labels as store
 
     rows = [{"id": f"r{i}", "question": f"question {i}", "judge": i % 2} for i in range(30)]
     path = tmp_path / "v.csv"
@@ -212,17 +214,17 @@ def test_the_labels_file_records_its_source_and_a_change_is_told_in_one_line(tmp
 
 def test_draws_on_a_source_that_lost_items_are_refused_in_one_line(tmp_path):
 
+    from judgekit.analysis.label_terms import state_of
+    from judgekit.analysis.source import load
     from judgekit.core.errors import DataError
     from judgekit.labelling import session
-    from judgekit.labelling.items import load
-    from judgekit.labelling.terms import state_of
 
     rows = [{"id": f"r{i}", "question": f"q {i}", "judge": i % 2, "score": (i % 7) / 7}
             for i in range(60)]
     path = tmp_path / "v.csv"
     _write_rows(path, rows)
     st = session.propose(path, batch=4, seed=2)
-    drawn = {p["id"] for p in st.pending}
+    drawn = {p.id for p in st.pending}
     _write_rows(path, [r for r in rows if r["id"] not in drawn])
     with pytest.raises(DataError) as got:
         state_of(load(path), "pass_rate")

@@ -75,12 +75,12 @@ def test_registry_lazy_entries_collisions_and_did_you_mean():
 def test_a_built_in_name_is_never_silently_replaced():
     """Registering a method, format or provider under a built-in name raises unless
     ``replace=True`` (and the built-in is back afterwards)."""
+    import dataclasses
+
     import judgekit.recorded  # noqa: F401
     from judgekit.core import methods
     from judgekit.llm.providers.base import PROVIDERS, Provider
     from judgekit.recorded.base import FORMATS
-
-    import dataclasses
 
     fake = dataclasses.replace(methods.find("probe"), name="vbscore", experiment=None)
     with pytest.raises(RegistryCollision, match="method 'vbscore' is already registered"):
@@ -123,7 +123,7 @@ def test_unknown_method_provider_and_format_suggest_the_near_name():
 def test_a_recorded_format_is_one_registration_read_by_every_surface(tmp_path):
     """A format that supplies only a table is read by analyse, the audit's reader and
     label (judged items derived from the table)."""
-    from judgekit.labelling.items import load
+    from judgekit.analysis.source import load
     from judgekit.recorded.base import FORMATS, RecordedFormat, Table
     from judgekit.recorded.judged import JudgedInput, read_records
     from judgekit.recorded.tables import read
@@ -144,7 +144,7 @@ def test_a_recorded_format_is_one_registration_read_by_every_surface(tmp_path):
         assert [(i["Prompt"], i["Output"], i["Label"], i["Source"]) for i in items] == [
             ("2+2?", "4", 1, "a"), ("3+3?", "7", 1, "b"), ("1+1?", "2", 0, "c")]
         src = load(f)
-        assert [(x["id"], x["verdict"]) for x in src.items] == [("a", 1), ("b", 1),
+        assert [(x.id, x.verdict) for x in src.items] == [("a", 1), ("b", 1),
                                                                ("c", 0)]
     finally:
         FORMATS.remove("pipes")
@@ -206,14 +206,14 @@ def test_labelling_and_the_viewer_read_items_through_the_spec(tmp_path):
     """An analyse run's items come from the verdicts spec's items hook; a method with no
     hook cannot be labelled, and the viewer does not offer it."""
     import judgekit
-    from judgekit.runs.folder import label_source as load
+    from judgekit.labelling.sources import label_source as load
     from judgekit.view.runs import discover, item_file
 
     f = tmp_path / "v.csv"
     f.write_text("id,judge,human\na,1,1\nb,0,\nc,1,0\n")
     judgekit.run({"method": "verdicts", "data_path": str(f)}, out=tmp_path / "runs" / "an")
     src = load(tmp_path / "runs" / "an")
-    assert src.shape == "pointwise" and [x["id"] for x in src.items] == ["a", "b", "c"]
+    assert src.shape == "pointwise" and [x.id for x in src.items] == ["a", "b", "c"]
     judgekit.run({"method": "ondemand", "experiment": "simulation", "repeats": 2,
                   "systems": 2, "resamples": 50}, out=tmp_path / "runs" / "od")
     with pytest.raises(DataError, match="no item a judge gave a verdict on"):

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from judgekit.labelling import items as it
+from judgekit.analysis import source as it
 from judgekit.labelling import snapshot
-from judgekit.runs.folder import item_details, label_source, run_items
+from judgekit.labelling.sources import label_source
+from judgekit.runs import index
+from judgekit.runs.folder import item_details, run_items
 
 from .test_standalone import jk
 
@@ -65,9 +67,9 @@ def _same(a: it.Source, b: it.Source) -> None:
 
 def test_the_index_gives_what_reading_every_item_gives(tmp_path):
     out = _analysed(tmp_path)
-    assert (out / snapshot.NAME).is_file()
+    assert (out / index.NAME).is_file()
     listed = json.loads((out / ".judgekit-outputs.json").read_text())
-    assert snapshot.NAME in json.dumps(listed)  # the run's own output (--overwrite)
+    assert index.NAME in json.dumps(listed)  # the run's own output (--overwrite)
     src = label_source(out)
     assert isinstance(src.items, snapshot.Items)
     full = _read_every_item(out)
@@ -121,7 +123,7 @@ def test_an_index_that_no_longer_describes_its_items_is_not_used(tmp_path):
     items.write_text(text + text.splitlines()[0] + "\n", encoding="utf-8")
     assert isinstance(label_source(out).items, list)
     items.write_text(text, encoding="utf-8")
-    (out / snapshot.NAME).write_bytes(b"not an npz")
+    (out / index.NAME).write_bytes(b"not an npz")
     assert isinstance(label_source(out).items, list)
 
 
@@ -130,13 +132,13 @@ def test_labelling_through_the_index_gives_the_same_session(tmp_path):
 
     out = _analysed(tmp_path, n=300)
     twin = _analysed(tmp_path, name="twin")
-    (twin / snapshot.NAME).unlink()  # the same run, read item by item
+    (twin / index.NAME).unlink()  # the same run, read item by item
     figures = []
     for folder in (out, twin):
         src = label_source(folder)
         st = session.propose(src, batch=5, seed=3, target_width=0.2)
         for p in st.pending[:3]:
-            session.add_label(src, str(p["id"]), "pass", "ann")
+            session.add_label(src, str(p.id), "pass", "ann")
         st = session.propose(src, batch=5, seed=3, target_width=0.2)
         figures.append((json.dumps(st.as_json(), sort_keys=True),
                         (folder / "labels.jsonl").read_text().count("item_sha")))
@@ -184,8 +186,9 @@ def _uniform_reference(n, weights, consts, order_idx):
 
 
 def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
+    from judgekit.analysis import label_terms as terms
     from judgekit.core import seeds
-    from judgekit.labelling import session, terms
+    from judgekit.labelling import session
     from judgekit.stats import active
 
     data = tmp_path / "v.csv"
@@ -206,9 +209,9 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
     assert len({float(np.max(np.abs(e.weights))) for e in every}) > 1  # sizes differ
     ref = _uniform_reference(len(src.items), [e.weights for e in every],
                              [e.const for e in every], [d.index[ids[k]] for k in order])
-    assert [r["id"] for r in rows] == [ids[k] for k in order]
+    assert [r.id for r in rows] == [ids[k] for k in order]
     for t, (r, (q, means, bounds)) in enumerate(zip(rows, ref)):
-        assert r["probability"] == q and r["prediction"] == 0.5
+        assert r.probability == q and r.prediction == 0.5
         assert [float(head.cols[e.name][0][t]) for e in every] == means
         assert [[float(head.cols[e.name][1][t]), float(head.cols[e.name][2][t])]
                 for e in every] == bounds
@@ -216,13 +219,13 @@ def test_people_s_labels_enter_as_the_draws_the_definition_gives(tmp_path):
 
 def test_no_index_past_its_size_and_the_items_are_read(tmp_path, monkeypatch):
     out = _analysed(tmp_path, n=80)
-    (out / snapshot.NAME).unlink()
-    monkeypatch.setattr(snapshot, "MAX_ITEMS", 79)
-    snapshot.write(out, "items.jsonl", "pointwise", 80)
-    assert not (out / snapshot.NAME).exists()
+    (out / index.NAME).unlink()
+    monkeypatch.setattr(index, "MAX_ITEMS", 79)
+    index.write(out, "items.jsonl", "pointwise", 80)
+    assert not (out / index.NAME).exists()
     assert isinstance(label_source(out).items, list)
-    monkeypatch.setattr(snapshot, "MAX_ITEMS", 80)
-    snapshot.write(out, "items.jsonl", "pointwise", 80)
+    monkeypatch.setattr(index, "MAX_ITEMS", 80)
+    index.write(out, "items.jsonl", "pointwise", 80)
     assert isinstance(label_source(out).items, snapshot.Items)
 
 
@@ -230,7 +233,7 @@ def test_id_lookup_from_the_index_is_the_dict_it_replaces(tmp_path, monkeypatch)
     out = _analysed(tmp_path, n=150)
     src = label_source(out)
     pos = it.Derived(src).index
-    assert isinstance(pos, snapshot.Positions)
+    assert isinstance(pos, index.Positions)
     want = {k: i for i, k in enumerate(it.Derived(_read_every_item(out)).ids)}
     assert len(pos.known) > 0 and len(pos.known) < len(want)  # people's labels in a dict
     assert all(pos[k] == i for k, i in want.items()) and len(pos) == len(want)
@@ -239,9 +242,9 @@ def test_id_lookup_from_the_index_is_the_dict_it_replaces(tmp_path, monkeypatch)
     with np.testing.assert_raises(KeyError):
         pos["nope"]
     # every id hashing alike: the lookup still finds each by its text
-    ix = snapshot.read(out)
-    monkeypatch.setattr(snapshot, "h64", lambda key: 7)
-    same = snapshot.Positions(ix._replace(hashed=np.full(len(ix.ids), 7, np.int64),
+    ix = index.read(out)
+    monkeypatch.setattr(index, "h64", lambda key: 7)
+    same = index.Positions(ix._replace(hashed=np.full(len(ix.ids), 7, np.int64),
                                           order=np.arange(len(ix.ids))))
     assert all(same[k] == i for k, i in want.items()) and "nope" not in same
 
@@ -256,9 +259,9 @@ def test_ids_come_from_their_block_and_a_torn_block_is_not_used(tmp_path):
             w.writerow([f"{names[i % 6]}-{i}", f"Q{i}", f"A{i}", i % 2, ["", "1"][i % 5 == 0]])
     out = tmp_path / "run"
     assert jk("analyse", str(data), "--out", str(out), cwd=tmp_path).returncode == 0
-    ix = snapshot.read(out)
+    ix = index.read(out)
     assert ix is not None
-    every = [str(x["id"]) for x in _read_every_item(out).items]
+    every = [str(x.id) for x in _read_every_item(out).items]
     assert list(ix.ids) == every and ix.ids == every and len(ix.ids) == 60
     assert ix.ids[-1] == every[-1] and ix.ids[0] == every[0] and ix.ids[2:5] == every[2:5]
     assert ix.ids.take(np.array([7, 0, 7])) == [every[7], every[0], every[7]]
@@ -268,13 +271,13 @@ def test_ids_come_from_their_block_and_a_torn_block_is_not_used(tmp_path):
         except IndexError:
             continue
         raise AssertionError(f"ids[{bad}] did not raise")
-    with np.load(out / snapshot.NAME, allow_pickle=False) as z:
+    with np.load(out / index.NAME, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     arrays["id_ends"] = arrays["id_ends"].copy()
     arrays["id_ends"][-1] += 1  # ends past the block: not the ids it was written with
-    with (out / snapshot.NAME).open("wb") as fh:
+    with (out / index.NAME).open("wb") as fh:
         np.savez(fh, **arrays)
-    assert snapshot.read(out) is None
+    assert index.read(out) is None
     assert isinstance(label_source(out).items, list)  # the items are read instead
 
 
@@ -365,18 +368,18 @@ def _alive(pid: int) -> bool:
 
 def test_the_index_is_mapped_as_numpy_reads_it_and_a_compressed_one_is_not_used(tmp_path):
     out = _analysed(tmp_path, n=90)
-    with np.load(out / snapshot.NAME, allow_pickle=False) as z:
+    with np.load(out / index.NAME, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
-    mapped = snapshot._mapped(out / snapshot.NAME)
+    mapped = index._mapped(out / index.NAME)
     assert sorted(mapped) == sorted(arrays)
     for k, v in arrays.items():
         assert mapped[k].dtype == v.dtype and np.array_equal(mapped[k], v, equal_nan=True), k
-    before = snapshot.read(out)
-    assert before is not None and list(before.ids) == [str(x["id"]) for x in
+    before = index.read(out)
+    assert before is not None and list(before.ids) == [str(x.id) for x in
                                                        _read_every_item(out).items]
     st = (out / "items.jsonl").stat()
-    with (out / snapshot.NAME).open("wb") as fh:  # the same arrays, compressed
+    with (out / index.NAME).open("wb") as fh:  # the same arrays, compressed
         np.savez_compressed(fh, **arrays)
     os.utime(out / "items.jsonl", ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert snapshot.read(out) is None
+    assert index.read(out) is None
     assert isinstance(label_source(out).items, list)

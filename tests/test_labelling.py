@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from judgekit.core.errors import ConfigError, DataError, StatsError
-from judgekit.labelling import session, store
+from judgekit.labelling import session
+from judgekit.recorded import labels as store
 from judgekit.stats import active
 
 from .test_standalone import jk
@@ -190,10 +191,10 @@ def _file(tmp_path: Path, n=300, seed=1, with_prob=True) -> tuple[Path, dict[str
 def test_propose_is_idempotent_and_the_estimate_uses_the_labelled_prefix(tmp_path):
     path, truth = _file(tmp_path)
     st = session.propose(path, batch=5, seed=1)
-    first = [p["id"] for p in st.pending]
+    first = [p.id for p in st.pending]
     assert len(first) == 5 and st.draws == 0
     again = session.propose(path, batch=5, seed=1)  # nothing labelled: nothing drawn
-    assert [p["id"] for p in again.pending] == first
+    assert [p.id for p in again.pending] == first
     assert len(store.read(path.with_name("verdicts.labels.jsonl")).draws) == len(st.pending) \
         or len(store.read(path.with_name("verdicts.labels.jsonl")).draws) >= 5
     # label the second pending item only: the first is still pending, nothing counts
@@ -204,7 +205,7 @@ def test_propose_is_idempotent_and_the_estimate_uses_the_labelled_prefix(tmp_pat
     for p in first[2:]:
         session.add_label(path, p, truth[p], "bob")
     st = session.propose(path, batch=5, seed=1)
-    assert st.labels == 5 and st.pending and not {p["id"] for p in st.pending} & set(first)
+    assert st.labels == 5 and st.pending and not {p.id for p in st.pending} & set(first)
     for f in st.figures:
         assert f.estimate is not None and f.ci[0] <= f.estimate <= f.ci[1]
         assert 0 <= f.ci[0] and f.ci[1] <= 1 and f.draws_needed > 0
@@ -220,7 +221,7 @@ def test_labelling_to_the_target_covers_the_truth(tmp_path):
         if st.done:
             break
         for p in st.pending:
-            session.add_label(path, p["id"], truth[p["id"]], "ann")
+            session.add_label(path, p.id, truth[p.id], "ann")
     assert st.done and st.labels < 600
     for f in st.figures:
         assert f.ci[1] - f.ci[0] <= 0.2 + 1e-9
@@ -288,7 +289,7 @@ def test_probe_and_analyse_read_the_labels_file(tmp_path):
 
 def test_two_processes_append_without_losing_lines(tmp_path):
     lab = tmp_path / "labels.jsonl"
-    code = ("import sys; from pathlib import Path; from judgekit.labelling import store\n"
+    code = ("import sys; from pathlib import Path; from judgekit.recorded import labels as store\n"
             "for i in range(200): store.append(Path(sys.argv[1]), [{'kind': 'label', "
             "'id': f'{sys.argv[2]}{i}', 'label': 1, 'annotator': sys.argv[2]}])\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(lab), who])
@@ -310,7 +311,7 @@ def test_progress_of_a_long_loop_without_a_terminal(capsys):
 
 
 def test_self_contradiction_draws_more_often(tmp_path):
-    from judgekit.labelling.items import load, population
+    from judgekit.analysis.source import load, population
 
     path = tmp_path / "pairs.jsonl"
     rows = []
@@ -336,7 +337,7 @@ def test_self_contradiction_draws_more_often(tmp_path):
 
 
 def test_probe_and_audit_runs_are_labelled_and_read_their_labels(tmp_path):
-    from judgekit.runs.folder import label_source
+    from judgekit.labelling.sources import label_source
 
     env = {"JUDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
     for exp, out in (("probe_local", "pl"), ("nodata_west_frisian", "wf")):
@@ -385,7 +386,7 @@ def test_llmbar_pairs_in_both_orders_are_labelled_and_analysed(tmp_path):
     st = session.propose(path, batch=30, seed=2)
     # LLMBar's gold label is on every row: every item counts as labelled, none is proposed
     assert st.labels == len(st.source.items) == 400 and st.pending == []
-    ids = [str(x["id"]) for x in st.source.items]
+    ids = [str(x.id) for x in st.source.items]
     assert "0#2" in ids and len(set(ids)) == 400
     picked = [i for i in ids if "#2" in i][:15] + [i for i in ids if "#" not in i][:15]
     for k, i in enumerate(picked):
@@ -413,8 +414,8 @@ def test_annotators_who_disagree_are_corrected_for(tmp_path):
         st = session.propose(path, batch=10, seed=3)
         for p in st.pending:
             for who in ("ann", "bob"):
-                y = truth[p["id"]]
-                session.add_label(path, p["id"], y if rng.random() > 0.15 else 1 - y, who)
+                y = truth[p.id]
+                session.add_label(path, p.id, y if rng.random() > 0.15 else 1 - y, who)
     plain = session.estimate(path, seed=3)
     rep = session.estimate(path, label_error="repeats", seed=3)
     stated = session.estimate(path, label_error=0.1, seed=3)
@@ -451,7 +452,7 @@ def test_a_labels_file_of_the_previous_version_is_read(tmp_path):
     """Draw lines of the previous version (with replacement, no bounds, no frame): the
     same terms c + w.m + w_j (y_j - m_j) / q_j, and bounds from its 25% uniform share."""
     path, truth = _file(tmp_path, n=100)
-    from judgekit.labelling.items import load, population
+    from judgekit.analysis.source import load, population
 
     src = load(path)
     pop = population(src.items)
@@ -462,7 +463,7 @@ def test_a_labels_file_of_the_previous_version_is_read(tmp_path):
     rng = np.random.default_rng(1)
     for t in range(40):
         j = int(rng.choice(pop.n, p=q))
-        k = str(src.items[j]["id"])
+        k = src.items[j].id
         rows.append({"kind": "draw", "draw": t + 1, "batch": 1, "id": k,
                      "probability": float(q[j]), "prediction": 0.5,
                      "means": {e.name: e.const + float(e.weights @ m) for e in every},
@@ -483,7 +484,7 @@ def test_a_labels_file_of_the_previous_version_is_read(tmp_path):
         assert f.sequential_estimate == pytest.approx(min(max(np.mean(z), 0), 1), abs=1e-6)
     # the next batch is drawn the new way, after the old draws
     nxt = session.propose(path, batch=5)
-    assert nxt.pending and all(str(p["id"]) not in {r["id"] for r in rows}
+    assert nxt.pending and all(str(p.id) not in {r["id"] for r in rows}
                                for p in nxt.pending)
 
 
@@ -493,13 +494,13 @@ def test_two_processes_proposing_at_once_draw_one_batch(tmp_path):
     path, _ = _file(tmp_path, n=200)
     code = ("import sys; from pathlib import Path; from judgekit.labelling import session;"
             "st = session.propose(Path(sys.argv[1]), batch=10, seed=1);"
-            "print(','.join(p['id'] for p in st.pending))")
+            "print(','.join(p.id for p in st.pending))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(path)],
                               stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=120)[0].strip() for p in procs]
     assert outs[0] == outs[1] and len(outs[0].split(",")) == 10
     draws = store.read(path.with_name("verdicts.labels.jsonl")).draws
-    assert len(draws) == 10 and len({d["id"] for d in draws}) == 10
+    assert len(draws) == 10 and len({d.id for d in draws}) == 10
 
 
 def test_hand_appends_and_links(tmp_path):
@@ -555,7 +556,7 @@ def test_a_proposal_that_draws_nothing_gives_the_figures_estimate_gives(tmp_path
     """While draws are pending, propose appends nothing and returns the figures it decided
     on: the same as estimate's, field for field (it no longer computes them twice)."""
     path, truth = _file(tmp_path)
-    first = [p["id"] for p in session.propose(path, batch=5, seed=1).pending]
+    first = [p.id for p in session.propose(path, batch=5, seed=1).pending]
     for p in first[:3]:
         session.add_label(path, p, truth[p], "ann")
     labels_file = path.with_name("verdicts.labels.jsonl")
@@ -563,7 +564,7 @@ def test_a_proposal_that_draws_nothing_gives_the_figures_estimate_gives(tmp_path
     proposed = session.propose(path, batch=5, seed=1)
     assert labels_file.read_bytes() == before  # two still pending: nothing drawn
     assert proposed.as_json() == session.estimate(path, seed=1).as_json()
-    assert [p["id"] for p in proposed.pending] == first[3:]
+    assert [p.id for p in proposed.pending] == first[3:]
     for p in first[3:]:  # the batch labelled: the next proposal draws and re-estimates
         session.add_label(path, p, truth[p], "ann")
     drawn = session.propose(path, batch=5, seed=1)
@@ -594,7 +595,7 @@ def test_a_wide_target_is_looked_at_after_its_pilot(tmp_path):
     # each of two systems' rates: pilot_size(0.2, 0.8) at twice a share's spread
     assert len(st.pending) == 21 and st.figures[0].draws_needed == 21
     for p in st.pending:
-        session.add_label(path, p["id"], truth[p["id"]], "ann")
+        session.add_label(path, p.id, truth[p.id], "ann")
     after = session.estimate(path, target_width=0.2, level=0.8)
     # a look at every figure: one narrow enough needs nothing more, the other re-plans
     # from its interval (a 30-draw pilot would still ask for its last 9 draws)

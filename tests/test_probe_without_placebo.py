@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import judgekit
+from judgekit.analysis.card import build
 from judgekit.report.document import to_markdown
-from judgekit.report.judgecard import build
 from judgekit.runs.folder import report_doc
 
 

@@ -214,7 +214,7 @@ def test_vbscore_marks_a_position_tagger_unreliable(tmp_path, follow):
     assert check["tagger"]["decision"] == follow
     assert check["reliable"] is (follow == "content")
     assert all(d.reliable is (follow == "content") for d in res.payload.datasets)
-    from judgekit.core.pipeline import headline
+    from judgekit.runs.pipeline import headline
 
     assert headline(res).startswith("UNRELIABLE") is (follow == "position")
     res.save(tmp_path / "out")

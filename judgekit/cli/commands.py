@@ -240,7 +240,7 @@ def cassette_unused(config: str, set_: list[str] = typer.Option([], "--set")) ->
     """Replay CONFIG in mode none and list cassette entries it did not use."""
     from judgekit.api import resolve_config
     from judgekit.core.errors import ConfigError
-    from judgekit.core.pipeline import compute
+    from judgekit.runs.pipeline import compute
 
     cfg = resolve_config(config, sets=set_, cassette_mode="none")
     if not getattr(cfg, "cassette", None):

@@ -61,7 +61,7 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
     {"id", "label", "annotator"} lines yourself); run again for the next items."""
     from judgekit.core.errors import ConfigError
     from judgekit.labelling.session import DESIGNS, INTERVALS, parse_label_error, propose
-    from judgekit.runs.folder import label_source
+    from judgekit.labelling.sources import label_source
     from judgekit.runs.io import write_text
 
     if design not in DESIGNS:
@@ -96,12 +96,12 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
         console.print(f"target width {target_width:g} met: no more labels needed")
     elif st.labels == n_items:
         console.print("every item is labelled: the labels themselves are the figures")
-    from judgekit.labelling.items import derived
+    from judgekit.analysis.source import derived
 
     index = derived(st.source).by_id
-    lines = [{"id": p["id"], "probability": p.get("probability"), "draw": p.get("draw"),
-              "verdict": index[str(p["id"])]["verdict"],
-              **({"queued": True} if p.get("queued") else {})} for p in st.pending]
+    lines = [{"id": p.id, "probability": getattr(p, "probability", None),
+              "draw": getattr(p, "draw", None), "verdict": index[p.id].verdict,
+              **({"queued": True} if p.kind == "queue" else {})} for p in st.pending]
     if out is not None:
         write_text(out, "".join(json.dumps(x, sort_keys=True) + "\n" for x in lines))
         console.print(f"wrote {len(lines)} item(s) to label to {out}")

@@ -48,8 +48,9 @@ def export_run(run: Path = typer.Argument(..., help="a run folder or its results
                                              help="the headline rows instead of per item")
                ) -> None:
     """Write a run's per-item (or per-query) rows, or its headline rows, as a table."""
+    from judgekit.core.frames import headline_rows
     from judgekit.report.comparison import load
-    from judgekit.report.export import detail_rows, headline_rows, write
+    from judgekit.report.export import detail_rows, write
 
     result = load(run)
     rows = headline_rows(result) if headline else detail_rows(result)
@@ -140,7 +141,7 @@ def card(runs: list[Path] = typer.Argument(..., help="probe and audit runs of on
          ) -> None:
     """One judge card: its probes, audits and agreement with people side by side, and
     its decision for each use (rate, rank, items), decided by margins."""
-    from judgekit.report.judgecard import build, write
+    from judgekit.analysis.card import build, write
 
     if use not in ("rate", "rank", "items"):
         raise typer.BadParameter(f"{use!r}: use rate, rank or items", param_hint="--use")
@@ -188,8 +189,8 @@ def choose(sources: list[Path] = typer.Argument(..., help="`judgekit analyse` ru
            ) -> None:
     """Choose a judge or a jury: paired comparisons with people's labels, juries, and
     selective evaluation with a guarantee (no model call)."""
-    from judgekit.report.choice import choose as decide
-    from judgekit.report.choice import load_judges, write
+    from judgekit.analysis.choose import choose as decide
+    from judgekit.analysis.choose import load_judges, write
 
     prices = {}
     for item in price:
@@ -281,8 +282,8 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
 def _print_decisions(folder: Path) -> None:
     """Each judge's card decision (at the default margins) as the first lines, and where
     to read more; nothing when the run is not one a card reads (alpaca_eval)."""
+    from judgekit.analysis.card import build
     from judgekit.core.errors import JudgekitError
-    from judgekit.report.judgecard import build
 
     try:
         card = build([folder], relabel=False)

@@ -118,9 +118,7 @@ def json_schema(name: str, experiment: str | None = None) -> JSONObject:
     body = spec.payload.model_json_schema()
     props = {k: v for k, v in base["properties"].items() if k != "payload"}
     props.update(body["properties"])
-    from judgekit.runs.names import RESULTS
-
-    return {"title": f"{spec.key} {RESULTS} (schema {SCHEMA_VERSION})", "type": "object",
+    return {"title": f"{spec.key} results (schema {SCHEMA_VERSION})", "type": "object",
             "properties": props, "additionalProperties": False,
             "required": sorted(set(base.get("required", [])) | set(body.get("required", []))),
             "$defs": {**base.get("$defs", {}), **body.get("$defs", {})}}

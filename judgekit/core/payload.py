@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
 
 from judgekit.core.jsontypes import JSONObject
-from judgekit.core.textio import json_loads
+from judgekit.core.textio import clean, json_loads, jsonl_line
 
 __all__ = ["AgreementFigures", "DetailFile", "Ensemble", "Figures", "Json", "Payload", "Rate",
            "Record", "Scores", "absent"]
@@ -72,8 +72,6 @@ class Payload(Figures):
     def _computed(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        from judgekit.runs.io import clean
-
         details = _detail_fields(cls)
         out: dict[str, Any] = {}
         for k, v in data.items():
@@ -152,8 +150,6 @@ class DetailFile(BaseModel):
     def lines(self) -> Iterator[str]:
         """The records as the folder's JSONL lines (a spill file's are copied as they
         are: they were written that way)."""
-        from judgekit.runs.io import jsonl_line
-
         if self._lines is not None:
             return self._lines()
         return (jsonl_line(r) for r in self.rows())

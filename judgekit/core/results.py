@@ -24,9 +24,10 @@ from pydantic import (
     model_validator,
 )
 
+from judgekit.core.calls import CallSummary, StageCalls
+from judgekit.core.frames import frame, headline_rows
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.payload import DetailFile, Json, Payload, Record, absent
-from judgekit.llm.ledger import CallSummary, StageCalls
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMAS = (1, 2)
@@ -202,14 +203,10 @@ class RunResult(BaseModel, Generic[P]):
         """The per-item / per-query records as a pandas DataFrame, one row per record:
         nested fields flattened with "." (``evaluator.label``), lists kept as JSON text.
         Needs pandas (``pip install 'judgekit[pandas]'``)."""
-        from judgekit.report.export import frame
-
         return frame(list(self.detail(name)))
 
     def to_pandas(self) -> Any:
         """The headline rows as a pandas DataFrame (the method's ``rows`` hook)."""
-        from judgekit.report.export import frame, headline_rows
-
         return frame(headline_rows(self))
 
     # ---- writing --------------------------------------------------------------------

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from judgekit.core.errors import ConfigError
-from judgekit.llm.options import OPERATIONAL, RunOptions
+from judgekit.core.options import OPERATIONAL, RunOptions
 
 __all__ = ["OPERATIONAL", "RunOptions", "RunSettings"]
 
@@ -25,11 +24,11 @@ class RunSettings(RunOptions):
     @field_validator("models")
     @classmethod
     def _check_models(cls, v: dict[str, str]) -> dict[str, str]:
-        from judgekit.llm.providers import parse_model_string
-
+        """The shape of each model string; its provider is checked where the config is
+        resolved (judgekit.runs.config), where the providers are known."""
         for role, model in v.items():
-            try:
-                parse_model_string(model)
-            except ConfigError as exc:
-                raise ValueError(f"role {role}: {exc}") from exc
+            provider, _, name = model.partition("/")
+            if not provider or not name:
+                raise ValueError(f"role {role}: model {model!r} must look like "
+                                 "provider/name (e.g. openai/gpt-4o-mini)")
         return v

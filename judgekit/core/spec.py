@@ -14,16 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
 from judgekit.core.payload import Json, Payload
 from judgekit.core.results import RunResult
 from judgekit.core.settings import RunSettings
-
-if TYPE_CHECKING:
-    from judgekit.report.document import Doc
 
 __all__ = ["CardRow", "CompareRow", "ItemView", "MethodSpec", "PairAgreement", "Paired",
            "PlanTable", "Row", "RunItems", "TableRow"]
@@ -170,7 +167,7 @@ class MethodSpec(Generic[C, P]):
     config: type[C]
     payload: type[P]
     execute: Callable[[C, Any], P]
-    report: Callable[[C, RunResult[P]], Doc]
+    report: Callable[[C, RunResult[P]], Any]  # a judgekit.report.document.Doc
     headline: Callable[[P], str]
     experiment: str | None = None
     title: str = ""

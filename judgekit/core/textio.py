@@ -4,15 +4,18 @@ file is not UTF-8, instead of a traceback."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic_core import from_json
 
 from judgekit.core.errors import DataError
+from judgekit.core.jsontypes import JSONObject
 
 
 def json_loads(text: str) -> Any:
@@ -130,3 +133,35 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
             raise DataError(f"{path} line {n}: a JSON object per line is expected, got "
                             f"{type(row).__name__}")
         yield row
+
+
+def clean(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, np.ndarray):
+        return clean(obj.tolist())
+    if isinstance(obj, float):
+        return None if math.isnan(obj) or math.isinf(obj) else obj
+    return obj
+
+
+def _np_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def jsonl_line(row: JSONObject) -> str:
+    """One JSON line, NaN/inf as null. The fast path dumps directly; only a row holding
+    a non-finite float takes the slower cleaning walk. write_text scrubs the result."""
+    try:
+        return json.dumps(row, sort_keys=True, ensure_ascii=False, allow_nan=False,
+                          default=_np_default) + "\n"
+    except ValueError:
+        return json.dumps(clean(row), sort_keys=True, ensure_ascii=False) + "\n"

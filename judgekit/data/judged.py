@@ -109,7 +109,7 @@ def _with_labels(chosen: list[tuple[int, Any]], doc: list[Any], path: Path
                  ) -> list[tuple[int, Any]]:
     """The chosen items with Label taken from a labels file (an item its annotators
     split on keeps its own Label); an id matching no item is an error."""
-    from judgekit.labelling.store import values
+    from judgekit.recorded.labels import values
 
     labels = values(path)
     keys = {str(raw.get("id", i)) if isinstance(raw, dict) else str(i)
@@ -134,7 +134,7 @@ def attach_labels(items: list[JudgedItem], positions: list[int], path: str) -> N
     from pathlib import Path
 
     from judgekit.core.errors import DataError
-    from judgekit.labelling import store
+    from judgekit.recorded import labels as store
 
     got = store.values(Path(path))
     where = {str(p): i for i, p in enumerate(positions)}

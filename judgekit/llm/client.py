@@ -28,6 +28,7 @@ from typing import Any, TypeVar, cast
 from pydantic import BaseModel
 
 from judgekit.core.errors import DryRun, JudgekitError, RunAborted
+from judgekit.core.options import RunOptions
 from judgekit.llm.attempts import call_record
 from judgekit.llm.calls import Prepared, prepare, prepare_many, request_for, validated
 from judgekit.llm.collect import fewer_collections, unscanned
@@ -40,7 +41,6 @@ from judgekit.llm.ledger import (
     StageStats,
     normalise_budget,
 )
-from judgekit.llm.options import RunOptions
 from judgekit.llm.pool import Limit, Pool
 from judgekit.llm.providers import Provider, make_provider, parse_model_string
 from judgekit.llm.retry import RetryPolicy

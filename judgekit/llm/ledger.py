@@ -4,16 +4,15 @@ log, the failure budget, cost (batch calls at the batch price) and the batch cou
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from judgekit.core.errors import ConfigError, RunAborted
+from judgekit.core.calls import CallSummary, StageCalls
+from judgekit.core.errors import RunAborted
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.options import normalise_budget
 from judgekit.llm.pricing import cost_usd
 from judgekit.llm.secrets import clip
 from judgekit.llm.types import CallRecord, Message, StageResult
@@ -45,35 +44,6 @@ class FailureEntry(TypedDict):
     error: str | None
     source: str
     transcript: list[Message] | None
-
-
-class _Counted(BaseModel):
-    """How calls ended and what they used (a stage's, or a run's)."""
-
-    model_config = ConfigDict(extra="forbid")
-    provider_calls: int = 0
-    cached: int = 0
-    failed: int = 0
-    attempts: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    failed_by_kind: dict[str, int] = Field(default_factory=dict)
-
-
-class StageCalls(_Counted):
-    """One stage's calls: how many, from where, how they ended, what they used."""
-
-    calls: int = 0
-
-
-class CallSummary(_Counted):
-    """A run's calls, the same shape for every method (all zero for a method that makes
-    no call); the ledger counts them and results file carries them. ``cost_usd`` counts
-    what this run paid a provider for (None: a price is unknown)."""
-
-    total: int = 0
-    per_stage: dict[str, StageCalls] = Field(default_factory=dict)
 
 
 @dataclass
@@ -206,20 +176,6 @@ class Ledger:
             "batch_fallbacks": self.batch_fallbacks,
             "stages": {name: s.as_dict() for name, s in self.stats.items()},
         }
-
-
-def normalise_budget(budget: Any) -> int | float | None:
-    """A failure budget as a count (int >= 0), a fraction in (0, 1), or None."""
-    if budget is None:
-        return None
-    if isinstance(budget, (int, float)) and not isinstance(budget, bool) \
-            and math.isfinite(budget) and budget >= 0:
-        if 0 < budget < 1:
-            return float(budget)
-        if budget == int(budget):
-            return int(budget)
-    raise ConfigError(f"max_failures {budget!r} must be a whole number of calls, a fraction "
-                      "between 0 and 1 (e.g. 0.25), or null for no budget")
 
 
 class Progress:

@@ -17,14 +17,14 @@ __all__: list[str] = []
 
 
 def _rows(path: Path) -> list[JSONObject]:
-    from judgekit.report.csvsafe import read_dicts
+    from judgekit.recorded.csvsafe import read_dicts
 
     rows: list[JSONObject] = list(read_dicts(path)[1])  # already one dict per row: no copy
     return rows
 
 
 def _stream(path: Path) -> Iterator[JSONObject]:
-    from judgekit.report.csvsafe import iter_dicts
+    from judgekit.recorded.csvsafe import iter_dicts
 
     return iter_dicts(path)  # type: ignore[return-value]
 

@@ -68,7 +68,7 @@ def read_table(path: Path, fmt: str, columns: dict[str, str] | None,
     if bad:
         raise DataError(f"columns: unknown field {bad[0]!r}; use {', '.join(FIELDS)}")
     if fmt == "csv":
-        from judgekit.report.csvsafe import read_dicts
+        from judgekit.recorded.csvsafe import read_dicts
 
         rows = list(read_dicts(path)[1])
     else:

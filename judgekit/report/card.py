@@ -1,5 +1,5 @@
 """The judge card's page: one table per section, and a figure of every difference with
-its interval against zero (the card itself is built in judgekit.report.judgecard)."""
+its interval against zero (the card itself is built in judgekit.analysis.card)."""
 
 from __future__ import annotations
 

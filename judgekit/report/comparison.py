@@ -153,7 +153,7 @@ def _side_ci(values: list[float], binary: bool, level: float,
 
 
 def items_csv(items: Iterable[Difference]) -> str:
-    from judgekit.report.csvsafe import write_dicts
+    from judgekit.recorded.csvsafe import write_dicts
 
     buf = io.StringIO(newline="")
     write_dicts(buf, list(Difference.model_fields), (row.model_dump() for row in items))

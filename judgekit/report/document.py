@@ -138,6 +138,6 @@ def to_html(doc: Doc) -> str:
 
 
 def to_csv(table: Table) -> str:
-    from judgekit.report.csvsafe import rows_text
+    from judgekit.recorded.csvsafe import rows_text
 
     return rows_text(table.header, table.rows)

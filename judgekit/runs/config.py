@@ -159,6 +159,7 @@ def _finish(doc: JSONObject, path: str, sets: list[str], models: list[str],
     if experiment is not None and not isinstance(experiment, str):
         raise ConfigError(f"config {path}: field experiment: {experiment!r} is not a name")
     cfg = validate(spec.config, doc, str(path))
+    known_providers(cfg.models, str(path))
     if not replayable(cfg):
         check_models(cfg.models, str(path), getattr(cfg, "base_urls", None))
     return cfg
@@ -169,6 +170,17 @@ def replayable(cfg: RunSettings) -> bool:
     replays): its providers' extras are checked only if a call misses the cassette (a
     packaged experiment replays on a core install)."""
     return bool(cfg.cassette and cfg.cassette_mode != "all" and Path(cfg.cassette).exists())
+
+
+def known_providers(models: dict[str, str], source: str) -> None:
+    """Every model names a registered provider (a did-you-mean for a near name)."""
+    from judgekit.llm.providers import parse_model_string
+
+    for role, model in models.items():
+        try:
+            parse_model_string(model)
+        except ConfigError as exc:
+            raise ConfigError(f"config {source}: field models.{role}: {exc}") from None
 
 
 def check_models(models: dict[str, str], source: str, base_urls: dict[str, str] | None = None

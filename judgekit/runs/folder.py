@@ -41,7 +41,7 @@ __all__ = ["attach", "load_results", "report_doc", "write", "write_folder"]
 
 def report_doc(result: RunResult[Any]) -> Doc:
     """The run's report document (its method's ``report``)."""
-    return result.spec.report(_settings(result), result)
+    return _doc(result.spec.report(_settings(result), result), result.method)
 
 
 def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -> Path:
@@ -55,19 +55,27 @@ def write(result: RunResult[Any], out: str | Path, *, overwrite: bool = False) -
         write_lines(out / f"{name}.jsonl", ref.lines())
     got = spec.label_index(result) if spec.label_index is not None else None
     if got is not None:  # what labelling reads, so that it need not parse every item
-        from judgekit.labelling import snapshot
+        from judgekit.runs import index
 
-        snapshot.write(out, *got)
+        index.write(out, *got)
     write_json(out / "results.json", result.model_dump(mode="json"))
     if spec.figures is not None:
         spec.figures(cfg, result, out)
-    doc = spec.report(cfg, result)
+    doc = _doc(spec.report(cfg, result), result.method)
     for ref in details.values():  # the figures' and report's views of the rows can go
         ref.drop_views()
     write_folder(out, doc, details=details, views=spec.views)
     write_failures(out, result.failures)
     record_outputs(out, before, "run")
     return out
+
+
+def _doc(doc: Any, method: str) -> Doc:
+    """A method's report, checked: its spec's ``report`` returns a Doc."""
+    if not isinstance(doc, Doc):
+        raise TypeError(f"the {method} method's report returned {type(doc).__name__}, "
+                        "not a judgekit.report.document.Doc")
+    return doc
 
 
 def write_folder(out: Path, doc: Doc, *,
@@ -162,35 +170,12 @@ def run_items(folder: Path) -> tuple[RunResult[Any], RunItems | None]:
     """A run and its labelable items, from its method's ``items`` hook (None: the method
     has none)."""
     result = load_results(folder)
-    return result, _items_of(result)
+    return result, items_of(result)
 
 
-def _items_of(result: RunResult[Any]) -> RunItems | None:
+def items_of(result: RunResult[Any]) -> RunItems | None:
     hook = result.spec.items if result.spec is not None else None
     return hook(result) if hook is not None else None
-
-
-def label_source(path: Path) -> Any:
-    """What ``judgekit label`` and the viewer label: a run folder's items from its
-    method's ``items`` hook, or a verdicts file's rows
-    (:class:`judgekit.labelling.items.Source`)."""
-    from judgekit.labelling.items import from_run, load
-    from judgekit.labelling.snapshot import source
-
-    if not path.is_dir():
-        return load(path)
-    try:
-        result = load_results(path)
-        spec = result.spec
-        if spec is not None and spec.label_index is not None and \
-                spec.label_index(result) is not None:
-            src = source(path)  # the run's labelling index, when it still holds
-            if src is not None:
-                return src
-        got = _items_of(result)  # the results already loaded
-    except (ConfigError, DataError) as exc:
-        raise DataError(f"{path}: not a run folder ({exc})") from None
-    return from_run(path, result.method, item_details(result), got)
 
 
 def item_details(result: RunResult[Any]) -> list[str]:

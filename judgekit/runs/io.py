@@ -4,31 +4,15 @@ replaced atomically."""
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
-
-import numpy as np
+from typing import BinaryIO
 
 from judgekit.core.errors import ConfigError, OutputError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.textio import clean
 from judgekit.llm.secrets import scrub, secret_values
-
-
-def clean(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, np.ndarray):
-        return clean(obj.tolist())
-    if isinstance(obj, float):
-        return None if math.isnan(obj) or math.isinf(obj) else obj
-    return obj
 
 
 def write_json(path: Path, data: JSONObject) -> None:
@@ -210,19 +194,3 @@ def prepare_out(out: Path, *, overwrite: bool, inputs: tuple[Path, ...] = (),
     return snapshot(out)
 
 
-def _np_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-
-def jsonl_line(row: JSONObject) -> str:
-    """One JSON line, NaN/inf as null. The fast path dumps directly; only a row holding
-    a non-finite float takes the slower cleaning walk. write_text scrubs the result."""
-    try:
-        return json.dumps(row, sort_keys=True, ensure_ascii=False, allow_nan=False,
-                          default=_np_default) + "\n"
-    except ValueError:
-        return json.dumps(clean(row), sort_keys=True, ensure_ascii=False) + "\n"

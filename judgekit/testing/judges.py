@@ -180,10 +180,10 @@ def scripted_audit(work: Any, judge_kind: str, para_kind: str, *, n: int,
     RunResult with ``as_result``)."""
     from pathlib import Path
 
-    from judgekit.core.pipeline import compute
     from judgekit.llm import Client, ClientSettings
     from judgekit.llm.providers.mock import FunctionProvider
     from judgekit.methods.nodata.config import AuditConfig
+    from judgekit.runs.pipeline import compute
 
     folder = Path(work)
     verifier = "oracle_verifier" if not verifier_noise else \

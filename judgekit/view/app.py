@@ -198,7 +198,7 @@ _SOURCES: dict[Path, tuple[tuple[Any, ...], Any]] = {}  # a run's labelling sour
 def _source_of(folder: Path) -> Any:
     """The run's labelling source, read once and kept while its files are unchanged (a
     label POST on 100,000 items re-read them all: a second of every request)."""
-    from judgekit.runs.folder import label_source
+    from judgekit.labelling.sources import label_source
 
     def stamp(p: Path) -> tuple[int, int] | None:
         try:
@@ -236,8 +236,8 @@ def _status(request: web.Request, src: Any, propose: bool,
             label_error: object = None) -> JSONObject:
     """The session's figures (and next item) under the labels file's own settings; a
     ``label_error`` given (a rate or "repeats") overrides the recorded one."""
+    from judgekit.analysis.source import derived
     from judgekit.labelling import session
-    from judgekit.labelling.items import derived
 
     got = session.recorded(src)  # the labels file's own settings
     err = got.label_error if label_error in (None, "") else \
@@ -249,7 +249,7 @@ def _status(request: web.Request, src: Any, propose: bool,
                          got.seed)
     out = st.as_json()
     index = derived(src).by_id
-    out["next"] = [index[str(p["id"])] for p in st.pending][:1]
+    out["next"] = [index[p.id].fields() for p in st.pending][:1]
     out["shape"] = src.shape
     return out
 
@@ -300,8 +300,8 @@ async def api_label(request: web.Request) -> web.Response:
 
 
 async def api_undo(request: web.Request) -> web.Response:
+    from judgekit.analysis.source import derived
     from judgekit.labelling import session
-    from judgekit.labelling.items import derived
 
     body = await _body(request)
 
@@ -319,7 +319,7 @@ async def api_undo(request: web.Request) -> web.Response:
 
 
 async def cards(request: web.Request) -> web.Response:
-    from judgekit.report.judgecard import build
+    from judgekit.analysis.card import build
 
     names = request.query.getall("run", [])
     if not names:
@@ -415,8 +415,7 @@ def make_app(root: Path) -> web.Application:
 def serve(root: Path, port: int, open_browser: bool = True) -> None:
     """Serve until Ctrl-C, on 127.0.0.1 only. The labelling modules are imported before
     the first request rather than during it (a person's first label waited for them)."""
-    import judgekit.labelling.session
-    import judgekit.labelling.terms  # noqa: F401
+    import judgekit.analysis.label_terms  # noqa: F401
 
     async def main() -> None:
         runner = web.AppRunner(make_app(root), access_log=None)

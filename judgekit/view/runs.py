@@ -145,8 +145,8 @@ def _describe(base: Path, folder: Path, headline: bool = True) -> Run | None:
 def _verdicts(folder: Path, result: Any) -> tuple[str, ...]:
     """Each judge's card headline from the run as it was analysed (no analysis again:
     the list stays cheap), and a note when labels were given since."""
+    from judgekit.analysis.card import build
     from judgekit.core.errors import JudgekitError
-    from judgekit.report.judgecard import build
 
     try:
         card = build([folder], relabel=False, loaded=[result])
@@ -237,13 +237,13 @@ def items(run: Run) -> list[JSONObject]:
 
 def labels_by_item(folder: Path) -> dict[str, dict[str, object]]:
     """Item id -> annotator -> the label standing in the run's labels file."""
-    from judgekit.labelling import store
+    from judgekit.recorded import labels as store
 
     return dict(store.read(folder / "labels.jsonl").by_item)
 
 
 def _labels(folder: Path) -> dict[str, str]:
-    from judgekit.labelling import store
+    from judgekit.recorded import labels as store
 
     got = store.read(folder / "labels.jsonl")
     return {k: ", ".join(f"{who}: {v}" for who, v in ann.items())

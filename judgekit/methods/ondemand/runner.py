@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from judgekit.core.textio import clean
 from judgekit.methods.ondemand.config import LabelConfig, SimulationConfig
 from judgekit.methods.ondemand.payload import LabelPayload, SimulationPayload
 from judgekit.methods.ondemand.simulation import adaptive_curve, simulate
-from judgekit.runs.io import clean
 
 
 def execute_simulation(cfg: SimulationConfig, client: Any = None) -> SimulationPayload:

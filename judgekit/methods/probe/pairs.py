@@ -105,7 +105,7 @@ def attach_human_labels(pairs: list[Pair], path: str | Path, field: str = "human
         raise DataError(f"{what} file {p} not found")
     by_id = {q.id: q for q in pairs}
     if field == "human" and _is_labels_file(p):  # judgekit label / view's labels file
-        from judgekit.labelling.store import values
+        from judgekit.recorded.labels import values
 
         for key, v in values(p, "pairwise").items():
             if key not in by_id:

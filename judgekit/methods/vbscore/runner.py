@@ -14,6 +14,7 @@ import numpy as np
 
 from judgekit.core import seeds as streams
 from judgekit.core.payload import DetailFile
+from judgekit.core.textio import jsonl_line
 from judgekit.data.qa import Query, load_dataset_queries, normalise_answer, sample_queries
 from judgekit.llm import Call, Client, StageResult
 from judgekit.llm.secrets import clip
@@ -29,7 +30,6 @@ from judgekit.methods.vbscore.replicas import (
     bootstrap_covers,
 )
 from judgekit.methods.vbscore.selfcheck import TagCheck, parse_tag, reading_pairs, rotation, tag_key
-from judgekit.runs.io import jsonl_line
 
 
 def execute(cfg: VBScoreConfig, client: Client) -> VBScorePayload:

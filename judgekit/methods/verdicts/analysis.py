@@ -37,18 +37,6 @@ from judgekit.stats.decide import beyond_chance, random_ac1, versus_uninformed
 from judgekit.stats.preference import clustered_rate_counts
 from judgekit.stats.proportions import wilson_interval
 
-SLOTS = {"first": "first", "a": "first", "1": "first", "answer_a": "first",
-         "output_1": "first", "second": "second", "b": "second", "2": "second",
-         "answer_b": "second", "output_2": "second", "tie": "tie", "draw": "tie",
-         "equal": "tie", "both": "tie", "0": "tie", "1.5": "tie", "0.5": "tie"}
-
-
-def slot_of(value: Any) -> str | None:
-    """A pairwise verdict or label as the slot it names: first, second or tie."""
-    if value is None:
-        return None
-    return SLOTS.get(str(value).strip().lower())
-
 
 def rate_measure(key: str, what: str, flags: Sequence[bool] | np.ndarray,
                  groups: Sequence[Any] | np.ndarray | None, level: float, **kw: Any
@@ -187,18 +175,6 @@ def agreement_measures(judge: list[str], human: list[str], cfg: VerdictsConfig,
 
 
 PERMUTATIONS = 2000
-
-
-def majority(labels: Sequence[Any]) -> Any:
-    """The label more annotators gave than any other (None: no label, or a tie)."""
-    from collections import Counter
-
-    if len(labels) <= 1:  # the common case, one annotator (or none)
-        return labels[0] if labels else None
-    top = Counter(x for x in labels if x is not None).most_common(2)
-    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
-        return None
-    return top[0][0]
 
 
 def fleiss_measure(items: list[JSONObject], m: int, cfg: VerdictsConfig) -> Measure:

@@ -11,12 +11,11 @@ from judgekit.core.progress import track
 from judgekit.methods.verdicts.analysis import (
     agreement_measures,
     fleiss_measure,
-    majority,
     rate_measure,
-    slot_of,
 )
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
+from judgekit.recorded.items import majority, slot_of
 from judgekit.recorded.tables import text_columns
 from judgekit.stats.agreement import agreement
 from judgekit.stats.bootstrap import percentile_interval

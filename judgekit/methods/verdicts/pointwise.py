@@ -21,13 +21,13 @@ from judgekit.methods.verdicts.analysis import (
     agreement_measures,
     first_codes,
     fleiss_measure,
-    majority,
     rate_measure,
     sorted_runs,
 )
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.recorded.base import label_of
+from judgekit.recorded.items import majority
 from judgekit.recorded.tables import text_columns
 from judgekit.stats.decide import family_level, paired_difference
 from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error

@@ -12,12 +12,12 @@ from typing import IO, Any, NamedTuple
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.payload import DetailFile
+from judgekit.core.textio import jsonl_line
 from judgekit.methods.verdicts import pairwise, pointwise
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import JudgeVerdicts, Measure, VerdictsPayload
 from judgekit.recorded.base import StreamedRows
 from judgekit.recorded.tables import Table, read, unused_people_columns
-from judgekit.runs.io import jsonl_line
 
 
 def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
@@ -159,7 +159,7 @@ def _ci(ci: list[float] | None) -> str:
 def _with_labels(table: Table, labels_path: Path) -> Table:
     """The rows with a ``_labels`` column from the labels file, as the human role (a
     streamed table stays streamed: the labels are joined to each row as it passes)."""
-    from judgekit.labelling.store import unknown_ids, values
+    from judgekit.recorded.labels import unknown_ids, values
     from judgekit.recorded.tables import source_aliases
 
     if table.shape not in ("pointwise", "pairwise"):
@@ -210,11 +210,11 @@ def _with_labels(table: Table, labels_path: Path) -> Table:
 
 def _active_measures(cfg: VerdictsConfig, path: Path, judged: _Judged) -> None:
     """Labels drawn by `judgekit label` were chosen where the judge is unsure: the
-    corrected rates weight each by its draw probability (judgekit.labelling), and the
+    corrected rates weight each by its draw probability (judgekit.analysis.label_estimate), and the
     plain prediction-powered ones, which assume a random sample, are dropped."""
-    from judgekit.labelling import items as label_items
-    from judgekit.labelling import session
-    from judgekit.labelling.store import read as read_labels
+    from judgekit.analysis import label_estimate as session
+    from judgekit.analysis import source as label_items
+    from judgekit.recorded.labels import read as read_labels
 
     if not read_labels(Path(cfg.labels_file or "")).draws:
         return

@@ -145,8 +145,8 @@ def _relabelled(result: RunResult[VerdictsPayload], folder: Path) -> VerdictsPay
     label RUN`` or the viewer's labelling page write ``labels.jsonl`` there), joined to
     the file's own labels; None when none were given, or the run already read that
     file. A data file that is gone is a one-line error naming it."""
-    from judgekit.labelling.items import LABELS_FILE
-    from judgekit.labelling.store import read as read_labels
+    from judgekit.analysis.source import LABELS_FILE
+    from judgekit.recorded.labels import read as read_labels
 
     labels = folder / LABELS_FILE
     if not labels.is_file() or not read_labels(labels).by_item:

@@ -12,11 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from judgekit.core.errors import ConfigError
-from judgekit.core.methods import all_methods
-from judgekit.core.results import RunResult
-from judgekit.core.spec import CardRow
-from judgekit.report.decisions import (
+from judgekit.analysis.decisions import (
     DEFAULT_MARGIN,
     DEFAULT_TARGET,
     PILOT_LABELS,
@@ -24,6 +20,10 @@ from judgekit.report.decisions import (
     UseDecision,
     decide,
 )
+from judgekit.core.errors import ConfigError
+from judgekit.core.methods import all_methods
+from judgekit.core.results import RunResult
+from judgekit.core.spec import CardRow
 
 __all__ = ["PILOT_LABELS", "CardRow", "JudgeCard", "JudgeDecisions", "build", "judge_card",
            "write"]

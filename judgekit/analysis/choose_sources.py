@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.analysis.choose_types import JudgeItems
 from judgekit.core.errors import ConfigError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.report.choice_types import JudgeItems
 
 __all__ = ["load_judges"]
 

@@ -29,26 +29,91 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
-from judgekit.core.errors import DataError, OutputError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from judgekit.core.errors import DataError, OutputError, describe_validation
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import json_loads, read_lines
+from judgekit.recorded.items import Item, human_value
+
+LABELS_FILE = "labels.jsonl"  # a run folder's labels (a file's: FILE.labels.jsonl)
+
+
+class Line(BaseModel):
+    """A labels-file line (other fields ride along, as a later version may write)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    kind: Literal["draw", "label", "undo", "queue"] = "label"
+    id: Annotated[str, BeforeValidator(str)]
+    source: JSONObject | None = None  # the first line's: the source's fingerprint
+
+
+class Draw(Line):
+    """A draw: the t-th item drawn, and what it was drawn under (the estimate needs
+    it). People's labels already in the source enter as draws made here, never
+    written (``frame`` "undrawn", prediction 0.5)."""
+
+    kind: Literal["draw"] = "draw"  # type: ignore[assignment]
+    probability: float  # the chance the item was drawn with (its weight: 1/probability)
+    prediction: float = 0.5  # the predictor's value on it when drawn
+    draw: int | None = None  # 1, 2, ...
+    batch: int = 0
+    frame: str | None = None  # "undrawn": drawn from the items not drawn before
+    means: dict[str, float] = Field(default_factory=dict)  # c + sum of w m, per estimand
+    bounds: dict[str, list[float]] = Field(default_factory=dict)  # its term's bounds
+    share: float = 1.0  # the batch's uniform share (below 1: steered)
+    predicted_var: dict[str, float] | None = None
+    plan: int = 0  # the draws the planned design aims at
+    # the session's settings, on the first draw
+    seed: int | None = None
+    level: float | None = None
+    target_width: float | None = None
+    design: str | None = None
+    label_error: Any = None
+    which: str | None = None  # the estimand ("for" in the file)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _for(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "for" in data and "which" not in data:
+            return {**data, "which": data["for"]}
+        return data
+
+
+class Mark(Line):
+    """A label given (``kind`` label) or withdrawn (undo) by one annotator."""
+
+    kind: Literal["label", "undo"] = "label"  # type: ignore[assignment]
+    label: Any = None
+    annotator: Annotated[str | None, BeforeValidator(lambda v: None if v in (None, "")
+                                                      else str(v))] = None
+    at: Any = None
+    item_sha: Any = None  # the text labelled (a later change is seen)
 
 
 class Labels(NamedTuple):
-    draws: list[JSONObject]
+    draws: list[Draw]
     # item id -> annotator -> label (after undos), in the order labels arrived
     by_item: dict[str, JSONObject]
-    history: list[JSONObject]  # label and undo lines, in order
+    history: list[Mark]  # label and undo lines, in order
     queue: tuple[str, ...] = ()  # items queued for people (judgekit label --queue)
     source: JSONObject | None = None  # the fingerprint of the source (first kept)
 
 
 def read(path: Path) -> Labels:
-    draws: list[JSONObject] = []
+    draws: list[Draw] = []
     by_item: dict[str, JSONObject] = {}
-    history: list[JSONObject] = []
+    history: list[Mark] = []
     queue: list[str] = []
     source: JSONObject | None = None
     if not path.is_file():
@@ -69,26 +134,39 @@ def read(path: Path) -> Labels:
         if source is None and isinstance(row.get("source"), dict):
             source = row["source"]
         item = str(row["id"])
-        who = str(row.get("annotator") or "anonymous")
         if kind == "draw":
             _check_draw(path, lineno, row)
-            draws.append(row)
+            draws.append(_typed(Draw, row, path, lineno))
         elif kind == "queue":
             if item not in queue:
                 queue.append(item)
-        elif kind == "undo":
-            by_item.get(item, {}).pop(who, None)
-            history.append(row)
-        elif kind == "label":
-            if "label" not in row:
+        elif kind in ("undo", "label"):
+            if kind == "label" and "label" not in row:
                 raise DataError(f"{path}:{lineno}: a label line needs \"label\"")
-            by_item.setdefault(item, {})[who] = row["label"]
-            history.append(row)
+            mark = _typed(Mark, row, path, lineno)
+            who = mark.annotator or "anonymous"
+            if kind == "undo":
+                by_item.get(item, {}).pop(who, None)
+            else:
+                by_item.setdefault(item, {})[who] = mark.label
+            history.append(mark)
         else:
             raise DataError(f"{path}:{lineno}: kind {kind!r}: use draw, label, undo or "
                             "queue")
     return Labels(draws, {k: v for k, v in by_item.items() if v}, history, tuple(queue),
                   source)
+
+
+L = TypeVar("L", bound=Line)
+
+
+def _typed(model: type[L], row: JSONObject, path: Path, lineno: int) -> L:
+    """The line as its model, or one line naming the file, line and field."""
+    try:
+        return model.model_validate(row)
+    except ValidationError as exc:
+        raise DataError(f"{path}:{lineno}: {describe_validation(exc)}; restore the line "
+                        "or remove it") from None
 
 
 def _check_draw(path: Path, lineno: int, row: JSONObject) -> None:
@@ -114,7 +192,7 @@ def _check_draw(path: Path, lineno: int, row: JSONObject) -> None:
                             "restore the line or remove it and the draws after it")
 
 
-def item_sha(item: JSONObject, *, legacy: bool = False) -> str | None:
+def item_sha(item: Item, *, legacy: bool = False) -> str | None:
     """A short hash of an item's texts: a label carries it, so a label whose item's text
     changed since (a re-exported file whose row-number ids now name other rows) is seen
     and not counted. None for items without text. The texts are read under their
@@ -123,31 +201,14 @@ def item_sha(item: JSONObject, *, legacy: bool = False) -> str | None:
     labels files written before, under the names as found."""
     import hashlib
 
-    texts = ({k: item[k] for k in TEXT_KEYS if isinstance(item.get(k), str)} if legacy
-             else canonical_texts(item))
+    texts = item.texts_as_found() if legacy else item.canonical_texts()
     if not texts:
         return None
     return hashlib.sha256(json.dumps(texts, sort_keys=True, ensure_ascii=False)
                           .encode("utf-8")).hexdigest()[:16]
 
 
-TEXT_KEYS = ("question", "answer", "input", "output", "first", "second", "reference")
-# one text under two names: a run folder's items and the file they came from
-CANONICAL = (("question", ("question", "input")), ("answer", ("answer", "output")),
-             ("first", ("first",)), ("second", ("second",)), ("reference", ("reference",)))
-
-
-def canonical_texts(item: JSONObject) -> dict[str, str]:
-    """An item's texts under their canonical names (the first name it has of each)."""
-    out = {}
-    for name, names in CANONICAL:
-        v = next((item[k] for k in names if isinstance(item.get(k), str)), None)
-        if v is not None:
-            out[name] = v
-    return out
-
-
-def fingerprint(items: Iterable[JSONObject]) -> JSONObject:
+def fingerprint(items: Iterable[Item]) -> JSONObject:
     """The fingerprint of a labels file's source ``items`` (the module's docstring)."""
     f = Fingerprint()
     for x in items:
@@ -170,12 +231,11 @@ class Fingerprint:
         self._texts: list[str] = []
         self._legacy: list[str] = []
 
-    def add(self, x: JSONObject) -> None:
+    def add(self, x: Item) -> None:
         self.n += 1
-        self._ids.append(str(x["id"]))
-        self._texts.append("".join([f"{k}\x1f{v}\x1f" for k, v in canonical_texts(x).items()]))
-        self._legacy.append("".join([f"{k}\x1f{v}\x1f" for k in TEXT_KEYS
-                                     if isinstance(v := x.get(k), str)]))
+        self._ids.append(x.id)
+        self._texts.append("".join([f"{k}\x1f{v}\x1f" for k, v in x.canonical_texts().items()]))
+        self._legacy.append("".join([f"{k}\x1f{v}\x1f" for k, v in x.texts_as_found().items()]))
         if len(self._ids) >= self.BLOCK:
             self._feed()
 
@@ -203,7 +263,7 @@ def stamped(labels: Labels, source: Callable[[], JSONObject], rows: list[JSONObj
 
 
 def source_change(path: object, labels: Labels, now_: JSONObject,
-                  items: Mapping[str, JSONObject]) -> str | None:
+                  items: Mapping[str, Item]) -> str | None:
     """One line saying how the source (its fingerprint ``now_``, its items by id) changed
     since the labels file's fingerprint, and what still counts (None: unchanged, or a
     file without a fingerprint)."""
@@ -212,7 +272,7 @@ def source_change(path: object, labels: Labels, now_: JSONObject,
                        and was.get("texts") in (now_["texts"], now_.get("texts_as_found"))):
         return None  # (a fingerprint written before texts were named canonically)
     gone = sorted({k for k in labels.by_item if k not in items} |
-                  {str(d["id"]) for d in labels.draws if str(d["id"]) not in items})
+                  {d.id for d in labels.draws if d.id not in items})
     stale = stale_ids(labels, items)
     counted = sum(1 for k in labels.by_item if k in items and k not in stale)
     how = (f"{was.get('items')} items then, {now_['items']} now"
@@ -226,12 +286,12 @@ def source_change(path: object, labels: Labels, now_: JSONObject,
             f"longer present do not" + (f" ({', '.join(gone[:3])})" if gone else ""))
 
 
-def stale_ids(labels: Labels, items: Mapping[str, JSONObject]) -> set[str]:
+def stale_ids(labels: Labels, items: Mapping[str, Item]) -> set[str]:
     """Ids whose latest label was given to a text other than the item's text now."""
     last: dict[str, str] = {}
     for row in labels.history:
-        if row.get("kind", "label") == "label" and isinstance(row.get("item_sha"), str):
-            last[str(row["id"])] = row["item_sha"]
+        if row.kind == "label" and isinstance(row.item_sha, str):
+            last[row.id] = row.item_sha
     return {k for k, sha in last.items() if k in items and item_sha(items[k]) not in
             (None, sha) and item_sha(items[k], legacy=True) != sha}
 
@@ -307,19 +367,6 @@ def _lock(fd: int) -> None:
 
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def human_value(label: Any, shape: str) -> float | None:
-    """A label as the value y the estimands use: 1 pass (pairwise: the first answer is
-    better), 0 fail (the second), None when it is neither."""
-    text = str(label).strip().casefold() if label is not None else ""
-    if isinstance(label, bool):
-        return float(label)
-    if isinstance(label, (int, float)) and label in (0, 1):
-        return float(label)
-    good = {"1", "pass", "yes", "true", "correct", "first", "a"}
-    bad = {"0", "fail", "no", "false", "incorrect", "second", "b"}
-    return 1.0 if text in good else 0.0 if text in bad else None
 
 
 def values(path: Path, shape: str = "pointwise", warn_drawn: bool = True

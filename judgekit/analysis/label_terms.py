@@ -9,12 +9,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from judgekit.analysis.source import Source, derived, present_labels
 from judgekit.core import seeds
 from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.jsontypes import JSONObject
-from judgekit.labelling import store
-from judgekit.labelling.items import Source, derived, present_labels
-from judgekit.labelling.store import human_value
+from judgekit.recorded import labels as store
+from judgekit.recorded.labels import human_value
 from judgekit.stats import active
 
 FOR = ("pass_rate", "agreement", "difference", "all")
@@ -46,13 +46,13 @@ def state_of(src: Source, which: str, labels: store.Labels | None = None) -> Sta
     pop = got.pop
     given = store.values_of(labels, src.shape)
     by_id = got.by_id
-    unknown = sorted({k for k in (*given, *(str(d["id"]) for d in labels.draws))
+    unknown = sorted({k for k in (*given, *(d.id for d in labels.draws))
                       if k not in by_id})
     change = None if labels.source is None else store.source_change(
         src.labels_path, labels, got.fingerprint, by_id)
     if unknown and change is None:
         raise DataError(store.unknown_ids(src.labels_path, unknown))
-    gone = [d for d in labels.draws if str(d["id"]) not in by_id]
+    gone = [d for d in labels.draws if d.id not in by_id]
     if change is not None and gone:
         raise DataError(f"{change}; {len(gone)} draw(s) name items no longer in it, so the "
                         "draws cannot be weighted: label into a new labels file (--out)")
@@ -122,7 +122,7 @@ class Head(NamedTuple):
 
 
 def uniform_first(src: Source, state: State, drawn: set[str]
-                  ) -> tuple[list[JSONObject], Head | None]:
+                  ) -> tuple[list[store.Draw], Head | None]:
     """People's labels already in the source, as the first draws of a simple random
     sample (each drawn uniformly from the items not drawn before it, with the flat
     prediction 0.5, so each term is the estimand's value on that item plus what is
@@ -164,9 +164,8 @@ def uniform_first(src: Source, state: State, drawn: set[str]
         big = np.maximum(np.maximum.accumulate(size[at][::-1])[::-1], rest)
         cols[e.name] = (np.round(e.const + half[:-1], 12), big * (0.0 - 0.5) / q,
                         big * (1.0 - 0.5) / q)
-    rows: list[JSONObject] = [
-        {"id": k, "probability": p, "prediction": 0.5, "frame": "undrawn"}
-        for k, p in zip(drawn_ids, q.tolist())]
+    rows = [store.Draw(id=k, probability=p, prediction=0.5, frame="undrawn")
+            for k, p in zip(drawn_ids, q.tolist())]
     head = Head(len(rows), at, q, cols)
     got.uniform = (key, rows, head)
     return list(rows), head
@@ -184,7 +183,7 @@ def draw_row(every: list[active.Estimand], m: np.ndarray, q: np.ndarray,
     return {"means": means, "bounds": bounds}
 
 
-def _columns(rows: list[JSONObject], e: active.Estimand, n: int,
+def _columns(rows: list[store.Draw], e: active.Estimand, n: int,
              head: Head | None = None) -> tuple[np.ndarray, ...]:
     """Each counted draw's recorded figures for estimand e, read in one pass: whether it
     was drawn from the undrawn items, its mean and prediction, its term bounds (before
@@ -206,22 +205,21 @@ def _columns(rows: list[JSONObject], e: active.Estimand, n: int,
         new[:h], pred[:h] = 1.0, 0.5
     for t in range(h, k):
         d = rows[t]
-        m = float(d["means"][name])
+        m = d.means[name]
         means[t] = m
-        pred[t] = float(d["prediction"])
-        new[t] = d.get("frame") == "undrawn"
-        got = (d.get("bounds") or {}).get(name)
-        lo[t], hi[t] = (m - reach, m + reach) if got is None else \
-            (m + float(got[0]), m + float(got[1]))
-        block[t] = float(d.get("share", 1.0)) < 1.0
-        pv = d.get("predicted_var")
+        pred[t] = d.prediction
+        new[t] = d.frame == "undrawn"
+        got = d.bounds.get(name)
+        lo[t], hi[t] = (m - reach, m + reach) if got is None else (m + got[0], m + got[1])
+        block[t] = d.share < 1.0
+        pv = d.predicted_var
         if pv and name in pv:
-            expected[t] = float(pv[name])
+            expected[t] = pv[name]
     return new, means, pred, lo, hi, block, expected
 
 
 class Fit(NamedTuple):
-    rows: list[JSONObject]  # the counted draws (people's labels first)
+    rows: list[store.Draw]  # the counted draws (people's labels first)
     idx: np.ndarray  # each row's item index
     yv: np.ndarray  # each row's label value
     q: np.ndarray  # each row's draw probability
@@ -234,20 +232,20 @@ class Fit(NamedTuple):
     head: Head | None = None
 
 
-def fit_counted(src: Source, state: State, rows: list[JSONObject], seed: int,
+def fit_counted(src: Source, state: State, rows: list[store.Draw], seed: int,
                 head: Head | None = None) -> Fit:
     """The counted draws ``rows`` (the first ``head.size`` of them people's labels,
     whose items, probabilities, means and bounds are ``head``'s columns) with their
     cross-fitted predictors."""
     got = derived(src)
     h = 0 if head is None else head.size
-    rest = [str(d["id"]) for d in rows[h:]]
+    rest = [d.id for d in rows[h:]]
     idx = np.concatenate([np.zeros(0, np.int64) if head is None else head.at,
                           got.locate(rest)[1]])
     y = state.y
-    yv = np.array([y[str(d["id"])] for d in rows], float)
+    yv = np.array([y[d.id] for d in rows], float)
     q = np.concatenate([np.zeros(0) if head is None else head.q,
-                        np.array([float(d["probability"]) for d in rows[h:]], float)])
+                        np.array([d.probability for d in rows[h:]], float)])
     yfull = np.zeros(len(src.items))
     yfull[idx] = yv
     items = np.unique(idx)
@@ -306,9 +304,9 @@ def counted(src: Source, state: State, seed: int = 0) -> Fit | None:
     first one still unlabelled) with their cross-fitted predictors."""
     prefix = []
     for d in state.labels.draws:
-        if str(d["id"]) not in state.y:
+        if d.id not in state.y:
             break
         prefix.append(d)
-    first, head = uniform_first(src, state, {str(d["id"]) for d in prefix})
+    first, head = uniform_first(src, state, {d.id for d in prefix})
     rows = first + prefix
     return fit_counted(src, state, rows, seed, head) if rows else None

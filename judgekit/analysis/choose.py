@@ -18,9 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from judgekit.core.errors import ConfigError
-from judgekit.report.choice_sources import load_judges
-from judgekit.report.choice_types import (
+from judgekit.analysis.choose_sources import load_judges
+from judgekit.analysis.choose_types import (
     Choice,
     Estimate,
     JudgeItems,
@@ -28,6 +27,7 @@ from judgekit.report.choice_types import (
     PairRow,
     rate,
 )
+from judgekit.core.errors import ConfigError
 from judgekit.stats.decide import paired_difference
 
 __all__ = ["Choice", "JudgeItems", "choose", "label_id", "load_judges", "write"]
@@ -153,7 +153,7 @@ def choose(judges: list[JudgeItems], *, level: float = 0.95, margin: float = 0.0
            selective: bool = False, risk: float = 0.1, seed: int = 0,
            resamples: int = 1000, cascade: bool = False) -> Choice:
     """Compare, combine and choose (see the module docstring)."""
-    from judgekit.report.jury import cascade_evaluation, juries, selective_evaluation
+    from judgekit.analysis.jury import cascade_evaluation, juries, selective_evaluation
 
     rows = [_judge_row(j, level, seed, resamples) for j in judges]
     n_pairs = len(judges) * (len(judges) - 1) // 2

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from judgekit.core.calls import CallSummary
 from judgekit.core.errors import JudgekitError, RunAborted
 from judgekit.core.methods import find
+from judgekit.core.options import OPERATIONAL
 from judgekit.core.results import SCHEMA_VERSION, RunResult
 from judgekit.core.settings import RunSettings
 from judgekit.core.spec import MethodSpec
-from judgekit.llm.ledger import CallSummary
-from judgekit.llm.options import OPERATIONAL
 
 __all__ = ["OPERATIONAL", "client_for", "compute", "headline", "method_of"]
 
@@ -68,7 +68,7 @@ def compute(cfg: RunSettings, client: Any = None) -> RunResult[Any]:
         raise TypeError(f"{spec.key}: execute returned {type(payload).__name__}, not "
                         f"{spec.payload.__name__}")
     config = {k: v for k, v in cfg.model_dump(mode="json").items() if k not in OPERATIONAL}
-    from judgekit.runs.io import clean
+    from judgekit.core.textio import clean
 
     result = spec.result_model()(
         schema_version=SCHEMA_VERSION, method=spec.name, experiment=spec.experiment,

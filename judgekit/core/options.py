@@ -7,15 +7,15 @@ enter results file or a request's identity.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judgekit.core.errors import ConfigError, describe_validation
-from judgekit.llm.ledger import normalise_budget
 
-__all__ = ["OPERATIONAL", "RunOptions"]
+__all__ = ["OPERATIONAL", "RunOptions", "normalise_budget"]
 
 
 class RunOptions(BaseModel):
@@ -89,3 +89,17 @@ class RunOptions(BaseModel):
 # Left out of the resolved config stored in results file: results stay byte-identical
 # across folders, replay modes and concurrency settings.
 OPERATIONAL = frozenset(RunOptions.model_fields)
+
+
+def normalise_budget(budget: Any) -> int | float | None:
+    """A failure budget as a count (int >= 0), a fraction in (0, 1), or None."""
+    if budget is None:
+        return None
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool) \
+            and math.isfinite(budget) and budget >= 0:
+        if 0 < budget < 1:
+            return float(budget)
+        if budget == int(budget):
+            return int(budget)
+    raise ConfigError(f"max_failures {budget!r} must be a whole number of calls, a fraction "
+                      "between 0 and 1 (e.g. 0.25), or null for no budget")

@@ -1,4 +1,4 @@
-"""Juries and selective evaluation for ``judgekit choose`` (judgekit.report.choice):
+"""Juries and selective evaluation for ``judgekit choose`` (judgekit.analysis.choose):
 several judges' verdicts combined (strict majority with abstentions and ties counted;
 the Dawid-Skene weighted vote, its agreement with people measured cross-fitted), how
 many independent judges they amount to, and the confidence threshold under which one
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from judgekit.report.choice_types import (
+from judgekit.analysis.choose_types import (
     CascadeStage,
     JudgeItems,
     JuryRow,
