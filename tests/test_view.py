@@ -294,8 +294,8 @@ def test_a_page_of_a_hundred_thousand_items_reads_only_its_rows(tmp_path, monkey
         got = pages.page(path, {}, offset=99_900, limit=100)
     finally:
         pages.Index.line = real
-    assert got["total"] == 100_000 and len(got["items"]) == 100
-    assert got["items"][0]["input"] == "question 99900" and got["items"][-1]["_row"] == 99_999
+    assert got.total == 100_000 and len(got.items) == 100
+    assert got.items[0]["input"] == "question 99900" and got.items[-1]["_row"] == 99_999
     assert sorted(set(calls)) == list(range(200)) + list(range(99_900, 100_000))
 
 

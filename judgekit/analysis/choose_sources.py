@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.analysis.choose_types import JudgeItems
+from judgekit.analysis.choose_types import JudgedRow, JudgeItems
 from judgekit.core.errors import ConfigError
 from judgekit.core.jsontypes import JSONObject
 
@@ -31,44 +31,33 @@ def _from_payload(src: str, p: Any, prices: dict[str, float]) -> list[JudgeItems
                           f"{p.shape}")
     names = [p.judge, *(o.judge for o in p.others or [])]
     measures = [p.measures, *(o.measures for o in p.others or [])]
-    rows = list(p.items.rows())
+    rows = [JudgedRow.model_validate(r) for r in p.items.rows()]
     out = []
     for name, ms in zip(names, measures):
-        mine = [r for r in rows if r.get("judge", names[0]) == name] if p.others else rows
+        mine = [r for r in rows if (r.judge or names[0]) == name] if p.others else rows
         verdict, human, conf, cluster = {}, {}, {}, {}
-        spent: dict[str, list[float]] = {"cost": [], "seconds": []}
+        cost = [v for v in (_amount(r.cost) for r in mine) if v is not None]
+        seconds = [v for v in (_amount(r.seconds) for r in mine) if v is not None]
         for r in mine:
-            for k in spent:
-                v = _amount(r.get(k))
-                if v is not None:
-                    spent[k].append(v)
-            if p.shape == "pointwise":
-                key = str(r["id"])
-                verdict[key] = str(r["verdict"])
-                if r.get("human") is not None:
-                    human[key] = str(r["human"])
-                cluster[key] = str(r.get("question_id") or key)
-            else:
-                key = f"{r['pair_id']}#{r.get('order', 0)}"
-                verdict[key] = str(r["winner"])
-                if r.get("label") is not None:
-                    human[key] = str(r["label"])
-                cluster[key] = str(r["pair_id"])
-            c = _num(r.get("confidence"))
+            key, cluster[key] = r.key(p.shape), r.cluster(p.shape)
+            verdict[key] = r.said(p.shape)
+            if r.people(p.shape) is not None:
+                human[key] = str(r.people(p.shape))
+            c = _num(r.confidence)
             if c is not None:
                 conf[key] = c
         acc = next((m for m in ms if m.key == "accuracy"), None)
         # a judge named only by its generic column is named by its file or run
         label = src if name in ("judge", "winner", "verdict") else name
         given = prices.get(label, prices.get(name))
-        recorded = float(np.mean(spent["cost"])) if spent["cost"] else None
+        recorded = float(np.mean(cost)) if cost else None
         out.append(JudgeItems(
             label, p.shape, verdict, human, conf, cluster,
             acc.decision if acc is not None else None,
             given if given is not None else recorded,
-            float(np.mean(spent["seconds"])) if spent["seconds"] else None,
+            float(np.mean(seconds)) if seconds else None,
             "--price" if given is not None else
-            f"the file's cost column (mean of {len(spent['cost'])} items)"
+            f"the file's cost column (mean of {len(cost)} items)"
             if recorded is not None else None))
     return out
 
@@ -115,25 +104,19 @@ def _alpaca_judges(path: Path, prices: dict[str, float]) -> list[JudgeItems]:
     import judgekit
     from judgekit.recorded.alpaca_eval import read_annotations
 
-    rows = read_annotations(path)
     by: dict[str, list[JSONObject]] = {}
-    for r in rows:
-        key = hashlib.sha1("\x1f".join(str(r.get(k, "")) for k in (
-            "instruction", "output_1", "output_2")).encode()).hexdigest()[:12]
-        pref = r.get("preference")
-        winner = {1: "first", 2: "second"}.get(pref if isinstance(pref, int) else
-                                               int(pref) if isinstance(pref, float)
-                                               and pref in (1.0, 2.0) else -1)
-        if winner is None:
+    for r in read_annotations(path):
+        key = hashlib.sha1("\x1f".join(str(v) for v in (
+            r.instruction, r.output_1, r.output_2)).encode()).hexdigest()[:12]
+        if r.winner is None:
             continue
-        by.setdefault(str(r.get("annotator") or path.stem), []).append(
-            {"pair_id": key, "question": r.get("instruction", ""),
-             "first": r.get("output_1", ""), "second": r.get("output_2", ""),
-             "winner": winner,
-             **({"price_per_example": r["price_per_example"]}
-                if r.get("price_per_example") is not None else {}),
-             **({"time_per_example": r["time_per_example"]}
-                if r.get("time_per_example") is not None else {})})
+        by.setdefault(str(r.annotator or path.stem), []).append(
+            {"pair_id": key, "question": r.instruction, "first": r.output_1,
+             "second": r.output_2, "winner": r.winner,
+             **({"price_per_example": r.price_per_example}
+                if r.price_per_example is not None else {}),
+             **({"time_per_example": r.time_per_example}
+                if r.time_per_example is not None else {})})
     if not by:
         raise ConfigError(f"{path}: no annotation with a preference of 1 or 2")
     out: list[JudgeItems] = []

@@ -82,6 +82,11 @@ class StatsError(JudgekitError, ValueError):
     """Invalid input to a statistical function (empty set, NaN, bad weights...)."""
 
 
+def invalid_fields(exc: Exception) -> set[str]:
+    """The top-level fields a pydantic ValidationError names."""
+    return {str(e["loc"][0]) for e in exc.errors() if e["loc"]}  # type: ignore[attr-defined]
+
+
 def describe_validation(exc: Exception) -> str:
     """'field a.b: message (and N more)' for a pydantic ValidationError."""
     errors = exc.errors()  # type: ignore[attr-defined]

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import json_loads, read_text
@@ -15,9 +17,35 @@ from judgekit.recorded.base import FORMATS, RecordedFormat, Table
 __all__: list[str] = []
 
 
-def read_annotations(path: Path) -> list[JSONObject]:
-    """The annotations of an alpaca_eval ``annotations.json``, checked."""
-    return _alpaca(path)
+class Annotation(BaseModel):
+    """One alpaca_eval annotation: an annotator's preference between two outputs (1 the
+    first, 2 the second; anything else, such as 1.5, 0 or null, is a tie or none)."""
+
+    model_config = ConfigDict(extra="allow")
+    instruction: Any = ""
+    output_1: Any = ""
+    output_2: Any = ""
+    generator_1: Any = None
+    generator_2: Any = None
+    preference: Any = None
+    annotator: Any = None
+    price_per_example: Any = None
+    time_per_example: Any = None
+
+    @property
+    def winner(self) -> str | None:
+        """first, second, or None (a tie or no preference)."""
+        p = self.preference
+        if isinstance(p, bool):
+            return None
+        if isinstance(p, (int, float)) and p in (1, 2):
+            return "first" if p == 1 else "second"
+        return None
+
+
+def read_annotations(path: Path) -> list[Annotation]:
+    """The annotations of an alpaca_eval ``annotations.json``, checked and typed."""
+    return [Annotation.model_validate(r) for r in _alpaca(path)]
 
 
 def _alpaca(path: Path) -> list[JSONObject]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from judgekit.core.errors import ConfigError, DataError, describe_validation
 from judgekit.core.methods import find
@@ -151,14 +151,54 @@ def is_run(folder: Path) -> bool:
     return (folder / RESULTS).is_file()
 
 
-def head(folder: Path) -> Json | None:
-    """A run's results as plain JSON, unvalidated (what a listing shows of runs from any
-    version), or None when the file is missing or unreadable."""
+class ConfigHead(BaseModel):
+    """What a listing reads of a run's config, from any version (the rest rides along)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+    data_path: str | None = None
+    datasets: Any = None
+    cassette: str | None = None
+
+    def data(self) -> str:
+        """The run's data as listed: its data file, its datasets' names, or its name."""
+        data = self.data_path or self.datasets or self.name or ""
+        if isinstance(data, str):
+            return data
+        if not isinstance(data, list):
+            return json.dumps(data)
+        return ", ".join(str(d["name"]) if isinstance(d, dict) and d.get("name") is not None
+                         else str(d) for d in data)
+
+    @field_validator("name", "data_path", "cassette", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return v if v is None or isinstance(v, str) else None  # another type: not shown
+
+
+class RunHead(BaseModel):
+    """A run's results file as a listing reads it: its method and config, unvalidated
+    beyond that (runs from any version list)."""
+
+    model_config = ConfigDict(extra="allow")
+    method: str
+    config: ConfigHead = Field(default_factory=ConfigHead)
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _config(cls, v: Any) -> Any:
+        return v if isinstance(v, dict) else {}
+
+
+def head(folder: Path) -> RunHead | None:
+    """A run's results file's head (:class:`RunHead`), or None when the file is missing,
+    unreadable or names no method."""
     try:
         doc = json_loads((folder / RESULTS).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return RunHead.model_validate(doc)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError,
+            ValidationError):
         return None
-    return doc if isinstance(doc, dict) and "method" in doc else None
 
 
 def written_at(folder: Path) -> float:

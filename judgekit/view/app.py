@@ -22,14 +22,26 @@ import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
+from pydantic import BaseModel, ValidationError
 
-from judgekit.core.errors import JudgekitError
+from judgekit.core.errors import JudgekitError, describe_validation, invalid_fields
 from judgekit.core.jsontypes import JSONObject
 from judgekit.view import background, pages
 from judgekit.view import runs as runmod
+from judgekit.view.requests import (
+    LabelBody,
+    NextQuery,
+    PageQuery,
+    ReportQuery,
+    RowQuery,
+    RunBody,
+    parsed,
+)
+
+B = TypeVar("B", bound=BaseModel)
 
 STATIC = Path(__file__).with_name("static")
 TEMPLATES = Path(__file__).with_name("templates")
@@ -77,9 +89,10 @@ def _run(request: web.Request, key: str = "name") -> runmod.Run:
 
 
 async def report(request: web.Request) -> web.StreamResponse:
-    if "choice" in request.query:  # a `judgekit choose` folder's report
+    asked = parsed(ReportQuery, dict(request.query))
+    if asked.choice is not None:  # a `judgekit choose` folder's report
         try:
-            folder = runmod.find_choice(request.app[ROOT], request.query["choice"]).folder
+            folder = runmod.find_choice(request.app[ROOT], asked.choice).folder
         except JudgekitError as exc:
             raise web.HTTPNotFound(text=str(exc)) from None
     else:
@@ -114,21 +127,18 @@ async def api_runs(request: web.Request) -> web.Response:
 
 async def api_items(request: web.Request) -> web.Response:
     run = _run(request, "run")
-    query = request.query
-    if any(k in query for k in ("offset", "limit", "q", "filter", "sort")):  # one page
-        try:
-            offset, limit = int(query.get("offset", "0")), int(query.get("limit", "100"))
-        except ValueError:
-            raise web.HTTPBadRequest(text="offset and limit must be whole numbers") from None
+    query = _page_query(request)
+    if query.paged:  # one page
         try:
             got_page = await asyncio.to_thread(
                 pages.page, runmod.item_file(run), runmod.labels_by_item(run.folder),
-                offset=offset, limit=limit, q=query.get("q", ""), show=query.get("filter", ""),
-                sort=query.get("sort", ""), descending=query.get("dir") == "desc")
+                offset=query.offset, limit=query.limit, q=query.q, show=query.filter,
+                sort=query.sort, descending=query.dir == "desc")
         except JudgekitError as exc:
             raise web.HTTPBadRequest(text=str(exc)) from None
         return web.json_response({"run": run.name, "method": run.method,
-                                  "labelable": run.labelable, **got_page}, dumps=_dumps)
+                                  "labelable": run.labelable, **got_page.model_dump()},
+                                 dumps=_dumps)
     got = await asyncio.to_thread(runmod.items, run)
     columns = list(dict.fromkeys(k for row in got[:2000] for k in row))
     return web.json_response({"run": run.name, "method": run.method, "columns": columns,
@@ -138,30 +148,37 @@ async def api_items(request: web.Request) -> web.Response:
 async def api_samples(request: web.Request) -> web.Response:
     """One page of the sample grid across every run under the folder (``_run`` names
     each row's run)."""
-    query = request.query
-    try:
-        offset, limit = int(query.get("offset", "0")), int(query.get("limit", "100"))
-    except ValueError:
-        raise web.HTTPBadRequest(text="offset and limit must be whole numbers") from None
-    if query.get("filter", "") not in pages.FILTERS:
-        raise web.HTTPBadRequest(text=f"filter {query.get('filter')!r}: use one of "
+    query = _page_query(request)
+    if query.filter not in pages.FILTERS:
+        raise web.HTTPBadRequest(text=f"filter {query.filter!r}: use one of "
                                  f"{', '.join(f for f in pages.FILTERS if f)}")
 
     def build() -> JSONObject:
         found = runmod.discover(request.app[ROOT])
         sources = [(r.name, runmod.item_file(r)) for r in found]
         labels = {r.name: runmod.labels_by_item(r.folder) for r in found}
-        return pages.page_many(sources, labels, offset=offset, limit=limit,
-                               q=query.get("q", ""), show=query.get("filter", ""))
+        return pages.page_many(sources, labels, offset=query.offset, limit=query.limit,
+                               q=query.q, show=query.filter).model_dump()
 
     got = await _off_loop(build)
     return web.json_response(got, dumps=_dumps)
 
 
+def _page_query(request: web.Request) -> PageQuery:
+    """The page's query; offset and limit that are not whole numbers are one line."""
+    try:
+        return PageQuery.model_validate(dict(request.query))
+    except ValidationError as exc:
+        raise web.HTTPBadRequest(
+            text="offset and limit must be whole numbers"
+            if invalid_fields(exc) & {"offset", "limit"}
+            else describe_validation(exc)) from None
+
+
 async def api_item(request: web.Request) -> web.Response:
     run = _run(request, "run")
-    item = request.query.get("id", "")
-    number = request.query.get("row")
+    asked = parsed(RowQuery, dict(request.query))
+    item, number = asked.id, asked.row
     if number is not None:  # by line number: exact, whatever the ids look like
         if not number.isdigit():
             raise web.HTTPBadRequest(text="row must be a line number (0, 1, ...)")
@@ -179,16 +196,20 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, default=str)
 
 
-async def _body(request: web.Request) -> JSONObject:
+async def _body(request: web.Request, model: type[B]) -> B:
     if request.content_type != "application/json":
         raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)")
     try:
         body = await request.json()
     except ValueError:
         raise web.HTTPBadRequest(text="the body is not JSON") from None
-    if not isinstance(body, dict) or not body.get("run"):
+    if not isinstance(body, dict):
         raise web.HTTPBadRequest(text="the body needs \"run\"")
-    return body
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise web.HTTPBadRequest(text="the body needs \"run\"" if "run" in
+                                 invalid_fields(exc) else describe_validation(exc)) from None
 
 
 _SOURCES_LOCK = threading.Lock()
@@ -249,9 +270,8 @@ def _status(request: web.Request, src: Any, propose: bool,
                          got.seed)
     out = st.as_json()
     index = derived(src).by_id
-    out["next"] = [index[p.id].fields() for p in st.pending][:1]
-    out["shape"] = src.shape
-    return out
+    return {**out, "next": [index[p.id].fields() for p in st.pending][:1],
+            "shape": src.shape}
 
 
 async def _off_loop(fn: Any, *args: Any) -> Any:
@@ -272,10 +292,11 @@ async def api_next(request: web.Request) -> web.Response:
     """GET: the figures and the items already pending (reads change nothing); POST
     {"run"}: the same after drawing the next batch when none is pending."""
     if request.method == "POST":
-        body = await _body(request)
-        name, err = str(body.get("run", "")), body.get("label_error")
+        body = await _body(request, RunBody)
+        name, err = body.run, body.label_error
     else:
-        name, err = request.query.get("run", ""), request.query.get("label_error")
+        asked = parsed(NextQuery, dict(request.query))
+        name, err = asked.run, asked.label_error
 
     def work() -> JSONObject:  # the run's source is read off the loop too
         return _status(request, _label_source(request, name), request.method == "POST", err)
@@ -286,15 +307,14 @@ async def api_next(request: web.Request) -> web.Response:
 async def api_label(request: web.Request) -> web.Response:
     from judgekit.labelling import session
 
-    body = await _body(request)
+    body = await _body(request, LabelBody)
 
     def work() -> JSONObject:
-        src = _label_source(request, str(body.get("run", "")))
-        if "id" not in body or "label" not in body:
+        src = _label_source(request, body.run)
+        if body.id is None or "label" not in body.model_fields_set:
             raise web.HTTPBadRequest(text="the body needs \"id\" and \"label\"")
-        session.add_label(src, str(body["id"]), body["label"],
-                          str(body.get("annotator") or "anonymous"))
-        return _status(request, src, bool(body.get("next", True)), body.get("label_error"))
+        session.add_label(src, body.id, body.label, body.annotator or "anonymous")
+        return _status(request, src, body.next, body.label_error)
 
     return web.json_response(await _labelling(work), dumps=_dumps)
 
@@ -303,16 +323,15 @@ async def api_undo(request: web.Request) -> web.Response:
     from judgekit.analysis.source import derived
     from judgekit.labelling import session
 
-    body = await _body(request)
+    body = await _body(request, RunBody)
 
     def work() -> JSONObject:
-        src = _label_source(request, str(body.get("run", "")))
-        gone = session.undo(src, str(body.get("annotator") or ""))
-        out = _status(request, src, False)
-        out["undone"] = gone
+        src = _label_source(request, body.run)
+        gone = session.undo(src, body.annotator or "")
+        out = {**_status(request, src, False), "undone": gone}
         if gone is not None:
             by_id = derived(src).by_id
-            out["next"] = [by_id[gone]] if gone in by_id else []
+            out = {**out, "next": [by_id[gone].fields()] if gone in by_id else []}
         return out
 
     return web.json_response(await _labelling(work), dumps=_dumps)

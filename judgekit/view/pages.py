@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
@@ -32,6 +33,30 @@ FIRST_COLUMNS = ("system", "input", "question", "prompt", "query", "first", "sec
                  "output", "answer", "response", "reference", "verdict", "winner", "score",
                  "success", "human", "explanation")
 _ID_KEYS = ("id", "pair_id", "query_id", "item_id", "unit_id")
+
+PEOPLE = ("human", "label")  # the columns of people's label in a record, in order
+
+
+class Page(BaseModel):
+    """One page of rows (flat, with ``_id``, ``_row`` and ``_label``) and the counts
+    before and after search and filter."""
+
+    total: int
+    matched: int
+    offset: int
+    limit: int
+    columns: list[str] = Field(default_factory=list)
+    items: list[JSONObject] = Field(default_factory=list)
+
+
+def people_label(row: JSONObject) -> object | None:
+    """People's label a record already carries (its ``human``, else its ``label``
+    column), or None."""
+    for key in PEOPLE:
+        v = row.get(key)
+        if v not in (None, ""):
+            return v
+    return None
 
 
 def row_id(row: JSONObject, k: int) -> str:
@@ -155,8 +180,7 @@ def facts_of(ix: Index, pause: Any = None) -> Facts:
         error[k] = "_unreadable" in row or any(
             ("error" in key.lower() or "fail" in key.lower())
             and v not in (None, "", False, 0) for key, v in row.items())
-        got = row.get("human", row.get("label"))
-        labels[k] = None if got in (None, "") else got
+        labels[k] = people_label(row)
     return ids, verdict, error, labels
 
 
@@ -240,7 +264,7 @@ def label_value(v: Any) -> float | None:
 
 def page(path: Path | None, labels: dict[str, JSONObject], *, offset: int = 0,
          limit: int = 100, q: str = "", show: str = "", sort: str = "",
-         descending: bool = False) -> JSONObject:
+         descending: bool = False) -> Page:
     """One page of rows (flat, with ``_id``, ``_row`` and ``_label``) after search,
     filter and sort, with the counts before and after them. ``labels``: item id ->
     annotator -> label, from the labels file."""
@@ -250,8 +274,7 @@ def page(path: Path | None, labels: dict[str, JSONObject], *, offset: int = 0,
         raise DataError(f"offset {offset}, limit {limit}: use offset >= 0 and 1 <= limit <= "
                         f"{MAX_LIMIT}")
     if path is None:
-        return {"total": 0, "matched": 0, "offset": offset, "limit": limit, "items": [],
-                "columns": []}
+        return Page(total=0, matched=0, offset=offset, limit=limit)
     ix = index(path)
     n = len(ix)
     if not (q or show or sort):  # no row but the page's is read
@@ -275,26 +298,26 @@ def page(path: Path | None, labels: dict[str, JSONObject], *, offset: int = 0,
     out = []
     for k in rows.tolist():
         row = ix.line(k)
-        item = {"_id": ix.ids[k] if ix.ids is not None else row_id(row, k), "_row": k}
-        item.update(flat(row))
-        got = labels.get(str(item["_id"]))
+        key = ix.ids[k] if ix.ids is not None else row_id(row, k)
+        item = {"_id": key, "_row": k, **flat(row)}
+        got, given = labels.get(str(key)), people_label(row)
         if got:
             item["_label"] = ", ".join(f"{who}: {v}" for who, v in got.items())
-        elif row.get("human", row.get("label")) not in (None, ""):
-            item["_label"] = f"file: {row.get('human', row.get('label'))}"
+        elif given is not None:
+            item["_label"] = f"file: {given}"
         out.append(item)
     head = [ix.line(k) for k in range(min(n, 200))]
     seen = list(dict.fromkeys(k for r in head + out for k in r if k not in ("_row", "_id",
                                                                              "_label")))
     first = [k for k in FIRST_COLUMNS if k in seen]
     columns = ["_id"] + first + ["_label"] + [k for k in seen if k not in first]
-    return {"total": n, "matched": matched, "offset": offset, "limit": limit,
-            "columns": columns, "items": out}
+    return Page(total=n, matched=matched, offset=offset, limit=limit, columns=columns,
+                items=out)
 
 
 def page_many(sources: list[tuple[str, Path | None]],
               labels: dict[str, dict[str, JSONObject]], *, offset: int = 0,
-              limit: int = 100, q: str = "", show: str = "") -> JSONObject:
+              limit: int = 100, q: str = "", show: str = "") -> Page:
     """One page of the sample grid across runs: every run's rows in turn, each row
     with ``_run``; search and filters apply to each run's rows (sorting is per run, on
     its own page). ``labels``: run name -> its labels."""
@@ -317,15 +340,15 @@ def page_many(sources: list[tuple[str, Path | None]],
         else:
             got = page(path, labels.get(name, {}), offset=max(0, offset - matched),
                        limit=MAX_LIMIT, q=q, show=show)
-            here = int(got["matched"])
+            here = got.matched
             take = min(max(0, limit - len(out)), max(0, here - max(0, offset - matched)))
         if got is not None:
-            for row in got["items"][:take]:
+            for row in got.items[:take]:
                 out.append({"_run": name, **row})
-            columns.update(dict.fromkeys(got["columns"]))
+            columns.update(dict.fromkeys(got.columns))
         matched += here
-    return {"total": total, "matched": matched, "offset": offset, "limit": limit,
-            "columns": list(columns), "items": out}
+    return Page(total=total, matched=matched, offset=offset, limit=limit,
+                columns=list(columns), items=out)
 
 
 def _candidates(ix: Index, needle: str) -> np.ndarray | None:

@@ -10,9 +10,14 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from judgekit.core.errors import DataError
+from pydantic import ValidationError
+
+from judgekit.analysis.choose_types import Choice, Estimate
+from judgekit.core.errors import DataError, describe_validation
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import json_loads, read_jsonl
+from judgekit.llm.cassette_file import recorded_entries
+from judgekit.view import pages
 
 MAX_DEPTH = 4
 SKIP = ("labels.jsonl", "replica_failures.jsonl", "failures.jsonl")
@@ -73,25 +78,24 @@ def choices(root: Path) -> list[ChoiceFolder]:
             continue
         name = Path(here).relative_to(base).as_posix() or "."
         try:
-            doc = json_loads((Path(here) / "choice.json").read_text(encoding="utf-8"))
-            judges = ", ".join(
-                f"{j['name']} ({_agreement(j.get('agreement'))})" for j in doc["judges"])
-            jury = ", ".join(f"{k} {_agreement(v.get('agreement'))}"
-                             for k, v in (doc.get("jury") or {}).items())
-            sel = doc.get("selective") or {}
-            found.append(ChoiceFolder(name, Path(here), judges, str(doc["decision"]), jury,
-                                      int(sel.get("escalated") or 0)))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            found.append(ChoiceFolder(name, Path(here), "", f"(unreadable: {exc})", "", 0))
+            doc = Choice.model_validate_json((Path(here) / "choice.json").read_bytes())
+        except (OSError, ValueError) as exc:
+            why = describe_validation(exc) if isinstance(exc, ValidationError) else exc
+            found.append(ChoiceFolder(name, Path(here), "", f"(unreadable: {why})", "", 0))
+            continue
+        judges = ", ".join(f"{j.name} ({_agreement(j.agreement)})" for j in doc.judges)
+        jury = ", ".join(f"{k} {_agreement(v.agreement)}" for k, v in doc.jury.items())
+        found.append(ChoiceFolder(name, Path(here), judges, doc.decision, jury,
+                                  doc.selective.escalated if doc.selective else 0))
     return sorted(found, key=lambda c: c.name)
 
 
-def _agreement(e: object) -> str:
-    if not isinstance(e, dict) or e.get("estimate") is None:
+def _agreement(e: Estimate | None) -> str:
+    if e is None or e.estimate is None:
         return "no people's labels"
-    ci = e.get("ci") or [None, None]
-    return (f"agreement {e['estimate']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}], n={e.get('n')}"
-            if None not in ci else f"agreement {e['estimate']:.3f}, n={e.get('n')}")
+    if e.ci is None or len(e.ci) != 2:
+        return f"agreement {e.estimate:.3f}, n={e.n}"
+    return f"agreement {e.estimate:.3f} [{e.ci[0]:.3f}, {e.ci[1]:.3f}], n={e.n}"
 
 
 def find_choice(root: Path, name: str) -> ChoiceFolder:
@@ -109,7 +113,7 @@ def _describe(base: Path, folder: Path, headline: bool = True) -> Run | None:
     doc = head(folder)
     if doc is None:
         return None
-    cfg: JSONObject = doc["config"] if isinstance(doc.get("config"), dict) else {}
+    cfg = doc.config
     judge, labelable, line = "", False, ""
     details: tuple[str, ...] = ()
     try:
@@ -129,14 +133,11 @@ def _describe(base: Path, folder: Path, headline: bool = True) -> Run | None:
                 line = str(result.headline())
             except Exception as exc:
                 line = f"(headline unavailable: {exc})"
-    data = cfg.get("data_path") or cfg.get("datasets") or cfg.get("name") or ""
-    if not isinstance(data, str):
-        data = ", ".join(str(d.get("name", d)) if isinstance(d, dict) else str(d)
-                         for d in data) if isinstance(data, list) else json.dumps(data)
+    data = cfg.data()
     data = Path(data).name if data and os.path.isabs(data) else data
     date = _dt.datetime.fromtimestamp(written_at(folder)).isoformat(" ", "minutes")
     name = folder.relative_to(base).as_posix() if folder != base else folder.name
-    return Run(name, folder, str(doc["method"]), str(judge), str(data), date, line,
+    return Run(name, folder, doc.method, str(judge), str(data), date, line,
                details, labelable,
                _verdicts(folder, result) if headline and line and not line.startswith(
                    ("failed", "(headline")) else ())
@@ -222,17 +223,19 @@ def items(run: Run) -> list[JSONObject]:
         base = item_id(row, k)
         n = seen.get(base, 0)
         seen[base] = n + 1
-        flat: JSONObject = {"_id": base if n == 0 else f"{base}#{n + 1}"}
-        for key, v in row.items():
-            flat[key] = v if isinstance(v, (str, int, float, bool)) or v is None else \
+        key = base if n == 0 else f"{base}#{n + 1}"
+        flat: JSONObject = {"_id": key}
+        for name, v in row.items():
+            flat[name] = v if isinstance(v, (str, int, float, bool)) or v is None else \
                 json.dumps(v, sort_keys=True, ensure_ascii=False)[:2000]
-        if flat["_id"] in labels:
-            flat["_label"] = labels[flat["_id"]]
-        elif row.get("human") not in (None, "") or row.get("label") not in (None, ""):
-            # people's label already in the source file
-            flat["_label"] = f"file: {row.get('human', row.get('label'))}"
+        given = pages.people_label(row)
+        if key in labels:
+            flat["_label"] = labels[key]
+        elif given is not None:  # people's label already in the source file
+            flat["_label"] = f"file: {given}"
         out.append(flat)
     return out
+
 
 
 def labels_by_item(folder: Path) -> dict[str, dict[str, object]]:
@@ -251,8 +254,6 @@ def _labels(folder: Path) -> dict[str, str]:
 
 
 def full_item(run: Run, item: str) -> JSONObject | None:
-    from judgekit.view import pages
-
     return pages.record(item_file(run), item=item)
 
 
@@ -263,8 +264,9 @@ def cassettes(run: Run, root: Path) -> list[Path]:
     from judgekit.runs.folder import head
     from judgekit.runs.names import RESULTS
 
-    cfg = (head(run.folder) or {}).get("config", {})
-    named = cfg.get("cassette") if isinstance(cfg, dict) else None
+    got = head(run.folder)
+    cfg = got.config if got is not None else None
+    named = cfg.cassette if cfg is not None else None
     out: list[Path] = []
     if isinstance(named, str) and "\x00" not in named:
         for cand in (run.folder / named, root / named):  # never an absolute path outside
@@ -274,11 +276,11 @@ def cassettes(run: Run, root: Path) -> list[Path]:
     for d in (root / "cassettes", run.folder.parent / "cassettes", run.folder):
         out += sorted(p for p in d.glob("*.json") if inside(root, p)) \
             if d.is_dir() and inside(root, d) else []
-    if isinstance(cfg, dict) and cfg.get("name"):
+    if cfg is not None and cfg.name:
         from judgekit.core.resources import resource_dir
 
         with contextlib.suppress(FileNotFoundError):  # an install without cassettes
-            packaged = resource_dir("cassettes") / f"{cfg['name']}.json"
+            packaged = resource_dir("cassettes") / f"{cfg.name}.json"
             if packaged.is_file():
                 out.append(packaged)
     return [p for p in dict.fromkeys(out) if p.name != RESULTS]
@@ -297,18 +299,14 @@ def transcripts(run: Run, root: Path, row: JSONObject, limit: int = 50) -> list[
             doc = json_loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        for e in doc.get("entries", []) if isinstance(doc, dict) else []:
-            ident = e.get("identity", {}) if isinstance(e, dict) else {}
-            msgs = ident.get("messages", []) if isinstance(ident, dict) else []
-            text = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
-            if any(n in text for n in needles):
-                resp = e.get("response", {}) if isinstance(e.get("response"), dict) else {}
-                found.append({"cassette": path.name, "template": (ident.get("template") or {})
-                              .get("name"), "model": ident.get("model"),
-                              "messages": msgs, "raw": resp.get("text"),
-                              "parsed": resp.get("parsed"), "error": resp.get("error"),
-                              "usage": resp.get("usage") if isinstance(resp.get("usage"),
-                                                                       dict) else None})
+        for e in recorded_entries(doc):
+            ident, resp = e.identity, e.response
+            if any(n in ident.text() for n in needles):
+                found.append({"cassette": path.name,
+                              "template": ident.template.name if ident.template else None,
+                              "model": ident.model, "messages": ident.messages,
+                              "raw": resp.text, "parsed": resp.parsed, "error": resp.error,
+                              "usage": resp.usage})
                 if len(found) >= limit:
                     return found
     return found
