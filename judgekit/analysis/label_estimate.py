@@ -16,7 +16,6 @@ from judgekit.analysis.label_terms import (
     State,
     fit_counted,
     label_error_of,
-    parse_label_error,
     state_of,
     terms_of,
     uniform_first,
@@ -24,6 +23,7 @@ from judgekit.analysis.label_terms import (
 from judgekit.analysis.source import Source, derived, load
 from judgekit.core.errors import ConfigError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.label_error import parse_label_error
 from judgekit.recorded import labels as store
 from judgekit.stats import active
 

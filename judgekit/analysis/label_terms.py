@@ -14,11 +14,12 @@ from judgekit.core import seeds
 from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.recorded import labels as store
+from judgekit.recorded.items import PointwiseItem
 from judgekit.recorded.labels import human_value
 from judgekit.stats import active
+from judgekit.stats.ppi import resolve_label_error
 
 FOR = ("pass_rate", "agreement", "difference", "all")
-MIN_REPEATS = 10  # items labelled twice needed to estimate the annotators' error
 
 
 def chosen(pop: active.Population, which: str) -> list[active.Estimand]:
@@ -71,44 +72,26 @@ def state_of(src: Source, which: str, labels: store.Labels | None = None) -> Sta
     return State(labels, pop, chosen(pop, which), y)
 
 
-def parse_label_error(raw: object) -> float | str | None:
-    """``--label-error``: a rate in [0, 0.5), or "repeats" (measured from items two
-    annotators labelled); None: labels taken as error-free."""
-    if raw is None or raw == "":
-        return None
-    if str(raw).strip().casefold() == "repeats":
-        return "repeats"
-    try:
-        e = float(str(raw))
-    except ValueError:
-        raise ConfigError(f"--label-error {raw!r}: give a rate in [0, 0.5) or "
-                          "'repeats'") from None
-    if not 0.0 <= e < 0.5:
-        raise ConfigError(f"--label-error {raw!r}: give a rate in [0, 0.5) (the chance an "
-                          "annotator flips a label) or 'repeats'")
-    return e
-
-
 def label_error_of(src: Source, labels: store.Labels, setting: float | str | None,
-                 level: float) -> tuple[float | None, list[float] | None]:
-    if setting is None:
-        return None, None
-    if setting != "repeats":
-        return float(setting), None
-    from judgekit.stats.ppi import label_error_from_repeats
+                   level: float) -> tuple[float | None, list[float] | None]:
+    """The flip rate the estimate corrects for (and its interval): stated, or estimated
+    from the items two annotators labelled, in the source's own annotator columns and
+    in the labels file (:func:`judgekit.stats.ppi.resolve_label_error`)."""
+    groups = _annotations(src, labels) if setting == "repeats" else []
+    got = resolve_label_error(setting, groups, level, f"{src.name} and {src.labels_path.name}")
+    return (None, None) if got is None else (got.rate, got.ci)
 
-    firsts, seconds = [], []
-    for who in labels.by_item.values():
-        vals = [v for v in (human_value(x, src.shape) for x in who.values()) if v is not None]
-        if len(vals) >= 2:
-            firsts.append(vals[0])
-            seconds.append(vals[1])
-    if len(firsts) < MIN_REPEATS:
-        raise ConfigError(f"--label-error repeats: only {len(firsts)} item(s) of "
-                          f"{src.labels_path} have labels from two annotators; have at least "
-                          f"{MIN_REPEATS} labelled twice, or give a rate (e.g. 0.1)")
-    e, ci, _ = label_error_from_repeats(firsts, seconds, level)
-    return e, ci
+
+def _annotations(src: Source, labels: store.Labels) -> list[list[float | None]]:
+    """Each item's labels by its annotators: the source's own columns, then the labels
+    file's annotators."""
+    out: dict[str, list[float | None]] = {}
+    for x in src.items:  # (a run's index: each record read once)
+        if isinstance(x, PointwiseItem) and len(x.humans) >= 2:
+            out[x.id] = [human_value(v, src.shape) for v in x.humans]
+    for k, who in labels.by_item.items():
+        out.setdefault(k, []).extend(human_value(v, src.shape) for v in who.values())
+    return list(out.values())
 
 
 class Head(NamedTuple):

@@ -60,7 +60,8 @@ def label(source: Path = typer.Argument(..., help="a `judgekit analyse` run fold
     are checked. Labels go to the run's labels.jsonl (judgekit view, or append
     {"id", "label", "annotator"} lines yourself); run again for the next items."""
     from judgekit.core.errors import ConfigError
-    from judgekit.labelling.session import DESIGNS, INTERVALS, parse_label_error, propose
+    from judgekit.core.label_error import parse_label_error
+    from judgekit.labelling.session import DESIGNS, INTERVALS, propose
     from judgekit.labelling.sources import label_source
     from judgekit.runs.io import write_text
 

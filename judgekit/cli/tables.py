@@ -242,9 +242,10 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
                 None, "--judge-family", help="the judge's model family (e.g. gpt), for "
                 "self-preference when the file names each answer's model"),
             seed: int = typer.Option(0, "--seed", help="seed of the bootstrap intervals"),
-            label_error: float | None = typer.Option(
-                None, "--label-error", min=0.0, max=0.49, help="the share of labels your "
-                "annotators flip: corrected rates are corrected for it"),
+            label_error: str | None = typer.Option(
+                None, "--label-error", help="the share of labels your annotators flip "
+                "(a rate in [0, 0.5)), or 'repeats' to estimate it from items two "
+                "annotators labelled: corrected rates are corrected for it"),
             labels: Path | None = typer.Option(
                 None, "--labels", help="human labels (a labels file of judgekit label / "
                 "view, or JSONL of {\"id\", \"label\"}); they replace the file's own"),
@@ -257,6 +258,7 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
     import judgekit.recorded  # noqa: F401  (registers the formats)
     from judgekit.api import run_config
     from judgekit.core.errors import ConfigError
+    from judgekit.core.label_error import parse_label_error
     from judgekit.recorded.base import FORMATS
     from judgekit.runs.config import parse_assignment
 
@@ -271,7 +273,7 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
         roles[role] = str(column)
     doc = {"method": "verdicts", "name": file.stem, "data_path": str(file),
            "data_format": fmt, "roles": roles, "level": level, "seed": seed, "judge": judge,
-           "judge_family": judge_family, "label_error": label_error,
+           "judge_family": judge_family, "label_error": parse_label_error(label_error),
            "labels_file": None if labels is None else str(labels)}
     _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
     _print_decisions(folder)

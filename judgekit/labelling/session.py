@@ -34,13 +34,13 @@ from judgekit.analysis.label_terms import (
     chosen,
     counted,
     draw_row,
-    parse_label_error,
     state_of,
     terms_of,
 )
 from judgekit.analysis.source import Source, derived, load, present_labels
 from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.label_error import parse_label_error
 from judgekit.recorded import labels as store
 from judgekit.recorded.labels import human_value
 from judgekit.stats import active

@@ -196,8 +196,10 @@ def item_row(row: Mapping[str, Any], shape: str, roles: Mapping[str, str], i: in
     for key in ("question", "input", "answer", "output", "explanation"):
         if row.get(key) not in (None, ""):
             out[key] = row[key]
-    out["human"] = majority([label_of(v, 0.5) for v in several("human")
-                             if v not in (None, "")])
+    people = [label_of(v, 0.5) for v in several("human") if v not in (None, "")]
+    out["human"] = majority(people)
+    if len(several("human")) >= 2:  # each annotator's, for their agreement and error
+        out["humans"] = people
     return out
 
 

@@ -24,6 +24,7 @@ Other tools may read only the label lines: ``{"id", "label", "annotator"}``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -315,14 +316,9 @@ def transact(path: Path, decide: Callable[[Labels], list[JSONObject]]) -> list[J
     A torn last line (a writer killed mid-line, never acknowledged) is cut; a complete
     last line without its newline (a hand append) is kept and ended. The file is never
     written through a symbolic link. Returns the lines appended."""
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    fd, created = _open_locked(path)
+    wrote = False
     try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        why = "it is a symbolic link" if os.path.islink(path) else exc.strerror
-        raise OutputError(f"{path}: cannot write the labels file ({why})") from None
-    try:
-        _lock(fd)
         _mend_tail(fd, path)
         rows = decide(read(path))
         data = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
@@ -330,10 +326,43 @@ def transact(path: Path, decide: Callable[[Labels], list[JSONObject]]) -> list[J
         if data:
             os.write(fd, data.encode("utf-8"))
             os.fsync(fd)
+            wrote = True
         return rows
     except OSError as exc:
         raise OutputError(f"{path}: cannot write the labels file ({exc.strerror})") from None
     finally:
+        if created and not wrote and os.fstat(fd).st_size == 0:
+            # nothing was appended to the file this call made (the decision failed, or
+            # drew nothing): it goes, still under the lock (a process waiting on the
+            # lock sees the name no longer leads to its file, and opens it again)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        os.close(fd)
+
+
+def _open_locked(path: Path) -> tuple[int, bool]:
+    """The labels file opened for appending and locked, and whether this call created
+    it. Never through a symbolic link; opened again when the name was unlinked or
+    replaced while the lock was awaited (its file is not the one at the name)."""
+    base = os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        try:
+            try:
+                fd, created = os.open(path, base | os.O_CREAT | os.O_EXCL, 0o644), True
+            except FileExistsError:
+                fd, created = os.open(path, base), False
+        except FileNotFoundError:
+            continue  # unlinked between the two opens: try again
+        except OSError as exc:
+            why = "it is a symbolic link" if os.path.islink(path) else exc.strerror
+            raise OutputError(f"{path}: cannot write the labels file ({why})") from None
+        _lock(fd)
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd, created
         os.close(fd)
 
 

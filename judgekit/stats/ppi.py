@@ -7,16 +7,17 @@ All functions are pure (numpy arrays in, numbers out).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from judgekit.core.errors import StatsError
+from judgekit.core.errors import ConfigError, StatsError
 from judgekit.stats.bootstrap import pseudo_variance
 
-__all__ = ["Corrected", "importance_inclusion", "label_error_from_repeats", "ppi_difference",
+__all__ = ["MIN_REPEATS", "Corrected", "LabelError", "importance_inclusion",
+           "label_error_from_repeats", "ppi_difference", "resolve_label_error",
            "ppi_interval", "ppi_mean", "ppi_shares", "ppi_weighted", "with_label_error"]
 
 
@@ -157,6 +158,44 @@ def with_label_error(c: Corrected, error: float, error_ci: Sequence[float] | Non
                       human_only=g(c.human_only, error),
                       human_only_ci=limits(c.human_only_ci), label_error=float(error),
                       label_error_ci=None if error_ci is None else [lo_e, hi_e])
+
+
+MIN_REPEATS = 10  # items labelled twice needed to estimate the annotators' error
+
+
+class LabelError(NamedTuple):
+    """The flip rate a corrected figure accounts for: stated, or estimated from items
+    two annotators labelled (its interval and how many such items)."""
+
+    rate: float
+    ci: list[float] | None
+    items: int | None  # the items labelled twice it was estimated from (None: stated)
+
+    @property
+    def how(self) -> str:
+        return "stated" if self.items is None else "estimated from repeats"
+
+
+def resolve_label_error(setting: float | str | None,
+                        groups: Iterable[Sequence[float | None]], level: float,
+                        where: object) -> LabelError | None:
+    """The label error a run corrects for: None (labels error-free), a stated rate, or
+    ``"repeats"``: the flip rate estimated (:func:`label_error_from_repeats`) from the
+    first two readable labels of each item in ``groups`` (each item's annotators'
+    labels, 0/1) labelled at least twice; fewer than MIN_REPEATS such items is one
+    line naming ``where``."""
+    if setting is None:
+        return None
+    if setting != "repeats":
+        return LabelError(float(setting), None, None)
+    pairs = [[v for v in g if v is not None][:2] for g in groups]
+    pairs = [p for p in pairs if len(p) == 2]
+    if len(pairs) < MIN_REPEATS:
+        raise ConfigError(f"--label-error repeats: only {len(pairs)} item(s) of {where} "
+                          f"have labels from two annotators; have at least {MIN_REPEATS} "
+                          "labelled twice, or give a rate (e.g. 0.1)")
+    e, ci, n = label_error_from_repeats([p[0] for p in pairs], [p[1] for p in pairs], level)
+    return LabelError(e, ci, n)
 
 
 def label_error_from_repeats(first: ArrayLike, second: ArrayLike, level: float = 0.90

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from judgekit.core.errors import JudgekitError, describe_validation, invalid_fields
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.label_error import parse_label_error
 from judgekit.view import background, pages
 from judgekit.view import runs as runmod
 from judgekit.view.requests import (
@@ -262,7 +263,7 @@ def _status(request: web.Request, src: Any, propose: bool,
 
     got = session.recorded(src)  # the labels file's own settings
     err = got.label_error if label_error in (None, "") else \
-        session.parse_label_error(label_error)
+        parse_label_error(label_error)
     st = session.propose(src, seed=got.seed, target_width=got.target_width,
                          level=got.level, which=got.which, design=got.design,
                          label_error=err) if propose else \

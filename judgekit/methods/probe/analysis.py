@@ -308,16 +308,7 @@ def _human(cfg: ProbeConfig, pairs: list[Pair], base: list[str | None],
 def _label_error(cfg: ProbeConfig, c: Any, multi: list[list[int]]) -> Any:
     """The corrected rate corrected for annotator error: a stated flip rate, or one
     estimated from the first two labels of items labelled twice or more."""
-    from judgekit.core.errors import ConfigError
-    from judgekit.stats.ppi import label_error_from_repeats, with_label_error
+    from judgekit.stats.ppi import resolve_label_error, with_label_error
 
-    if cfg.label_error is None:
-        return c
-    if cfg.label_error == "repeats":
-        if len(multi) < 2:
-            raise ConfigError(f"label_error: repeats needs items with two or more human "
-                              f"labels; {len(multi)} have them (state a rate instead)")
-        e, e_ci, _ = label_error_from_repeats([m[0] for m in multi], [m[1] for m in multi],
-                                              cfg.level)
-        return with_label_error(c, e, e_ci)
-    return with_label_error(c, float(cfg.label_error))
+    err = resolve_label_error(cfg.label_error, multi, cfg.level, "the probe's pairs")
+    return c if err is None else with_label_error(c, err.rate, err.ci)

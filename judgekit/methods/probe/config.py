@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from judgekit.core.label_error import LabelErrorSetting
 from judgekit.core.settings import RunSettings
 from judgekit.recorded.judged import JudgedInput
 
@@ -52,7 +53,7 @@ class ProbeConfig(RunSettings, JudgedInput):
     target_halfwidth: float = Field(0.05, gt=0, lt=0.5)  # labels needed for +- this
     # the annotators' flip rate: a number, or "repeats" to estimate it from items with
     # two or more human labels (each label one annotator's); None: labels error-free
-    label_error: Annotated[float, Field(ge=0, lt=0.5)] | Literal["repeats"] | None = None
+    label_error: LabelErrorSetting | None = None
     # an irrelevant reference id appended to the question, measured like a transform:
     # the noise floor of the consistency test (valid for temperature-0 judges)
     placebo: bool = True

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from judgekit.core.label_error import LabelErrorSetting
 from judgekit.core.settings import RunSettings
 
 Shape = Literal["auto", "csv", "jsonl", "alpaca_eval", "llmbar", "inspect", "promptfoo",
@@ -32,7 +33,7 @@ class VerdictsConfig(RunSettings):
     target_halfwidth: float = Field(0.05, gt=0, lt=0.5)  # the label plan's target
     # the annotators' flip rate: corrected rates are corrected for it (None: the human
     # labels are taken as error-free, and the figures say so)
-    label_error: float | None = Field(None, ge=0, lt=0.5)
+    label_error: LabelErrorSetting | None = None
     # human labels from a labels file (`judgekit label` / `judgekit view`, or JSONL of
     # {"id", "label", "annotator"}); they replace the file's own human column. Labels
     # drawn by `judgekit label` are weighted by their draw probabilities.

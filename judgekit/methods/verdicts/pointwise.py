@@ -30,7 +30,13 @@ from judgekit.recorded.base import label_of
 from judgekit.recorded.items import majority
 from judgekit.recorded.tables import text_columns
 from judgekit.stats.decide import family_level, paired_difference
-from judgekit.stats.ppi import ppi_difference, ppi_mean, with_label_error
+from judgekit.stats.ppi import (
+    LabelError,
+    ppi_difference,
+    ppi_mean,
+    resolve_label_error,
+    with_label_error,
+)
 
 SHOWN_UNREADABLE = 5  # unreadable rows named in the note (the rest counted)
 
@@ -59,6 +65,7 @@ class Items(NamedTuple):
     systems: list[str]
     labelled: list[Labelled]
     annotators: int
+    error: LabelError | None = None  # the annotators' flip rate corrected for
 
 
 class _Column:
@@ -114,6 +121,10 @@ def pointwise(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsCo
     repeated = _repeats(items, cfg)
     if repeated is not None:
         out.append(repeated)
+    items = items._replace(error=resolve_label_error(
+        cfg.label_error, [x.humans for x in items.labelled], cfg.level, cfg.data_path))
+    if items.error is not None:
+        out.append(_label_error_measure(items.error))
     out += _corrected(items, cfg)
     out += _leniency(items, cfg)
     out += _paired(items, cfg)
@@ -261,8 +272,8 @@ def _corrected(items: Items, cfg: VerdictsConfig) -> list[Measure]:
     for name, mask, lab in _by_system(items):
         c = ppi_mean(items.verdict[mask].astype(float), [float(x.verdict) for x in lab],
                      [float(x.human) for x in lab], level=cfg.level)
-        if cfg.label_error is not None:
-            c = with_label_error(c, cfg.label_error)
+        if items.error is not None:
+            c = with_label_error(c, items.error.rate, items.error.ci)
         key = "corrected_pass_rate" if name is None else f"corrected_pass_rate[{name}]"
         need = c.labels_for_halfwidth(cfg.target_halfwidth)  # in all, at most every item
         out.append(Measure(key=key, what="pass rate corrected by human labels "
@@ -273,16 +284,31 @@ def _corrected(items: Items, cfg: VerdictsConfig) -> list[Measure]:
                            labels_for_target=need,
                            note=f"human labels alone: {c.human_only:.3f} "
                                 f"[{c.human_only_ci[0]:.3f}, {c.human_only_ci[1]:.3f}]; "
-                                + _plan(need, cfg.target_halfwidth) + label_error_note(cfg)))
+                                + _plan(need, cfg.target_halfwidth)
+                                + label_error_note(items.error)))
     return out
 
 
-def label_error_note(cfg: VerdictsConfig) -> str:
+def _label_error_measure(err: LabelError) -> Measure:
+    """The annotators' flip rate the corrected rows account for, as a row of its own."""
+    return Measure(key="label_error", what="the share of labels an annotator flips",
+                   estimate=err.rate, ci=err.ci, n=err.items or 0,
+                   decision=err.how if err.items is None else
+                   f"{err.how} ({err.items} items labelled twice)",
+                   note="corrected rates account for it (Rogan-Gladen); two annotators "
+                        "disagree with probability 2e(1 - e)")
+
+
+def label_error_note(err: LabelError | None) -> str:
     """Whether a corrected figure accounts for annotator error."""
-    if cfg.label_error is None:
+    if err is None:
         return ("; human labels taken as error-free (--label-error RATE corrects for "
                 "annotators who flip labels)")
-    return f"; corrected for annotators flipping {cfg.label_error:.1%} of labels (stated)"
+    if err.items is None:
+        return f"; corrected for annotators flipping {err.rate:.1%} of labels (stated)"
+    return (f"; corrected for annotators flipping {err.rate:.1%} of labels [{err.ci[0]:.1%}, "
+            f"{err.ci[1]:.1%}] (estimated from {err.items} items labelled twice)"
+            if err.ci else f"; corrected for annotators flipping {err.rate:.1%} of labels")
 
 
 def _plan(labels: int | None, halfwidth: float) -> str:
@@ -311,13 +337,13 @@ def _leniency(items: Items, cfg: VerdictsConfig) -> list[Measure]:
         v = [float(x.verdict) for x in lab]
         h = [float(x.human) for x in lab]
         groups = [x.group for x in lab]
-        if cfg.label_error is not None:
+        if items.error is not None:
             mine = items.verdict[mask]
             judge = float(np.mean(mine))
             cis = []
             for lv in (cfg.level, wide):
                 c = with_label_error(ppi_mean(mine.astype(float), v, h, level=lv),
-                                     cfg.label_error)
+                                     items.error.rate, items.error.ci)
                 cis.append([judge - c.ci[1], judge - c.ci[0]])
             est, ci, fam, how = judge - c.estimate, cis[0], cis[1], (
                 "the judge's pass rate minus the label-error-corrected rate")
@@ -333,7 +359,7 @@ def _leniency(items: Items, cfg: VerdictsConfig) -> list[Measure]:
                       "no leniency shown") + f" ({len(lab)} human labels)",
             finding=ci[0] > 0 or ci[1] < 0, note=how + f"; {len(family)} rows in the "
             f"family (overall and per system): together at {wide:.4g} each"
-            + label_error_note(cfg)))
+            + label_error_note(items.error)))
     return out
 
 
@@ -365,7 +391,8 @@ def _paired(items: Items, cfg: VerdictsConfig) -> list[Measure]:
     out = []
     for i, a in enumerate(systems):
         for j in range(i + 1, len(systems)):
-            out.append(_difference((i, a), (j, systems[j]), judged, human, cfg))
+            out.append(_difference((i, a), (j, systems[j]), judged, human, cfg,
+                                   items.error))
     return out
 
 
@@ -401,7 +428,8 @@ def _shared_means(question: np.ndarray, system: np.ndarray, verdict: np.ndarray,
 
 
 def _difference(first: tuple[int, str], second: tuple[int, str], judged: np.ndarray,
-                human: dict[tuple[int, int], list[float]], cfg: VerdictsConfig) -> Measure:
+                human: dict[tuple[int, int], list[float]], cfg: VerdictsConfig,
+                err: LabelError | None = None) -> Measure:
     """System ``a`` minus ``b`` on the questions both answered (see ``_paired``):
     ``judged`` is each shared question's mean verdict per system (NaN: not answered) and
     ``human`` is keyed by (system, row of ``judged``)."""
@@ -420,8 +448,8 @@ def _difference(first: tuple[int, str], second: tuple[int, str], judged: np.ndar
     c = ppi_difference(every, [float(judged[q, ia] - judged[q, ib]) for q in lab],
                        [float(np.mean(human[(ia, q)]) - np.mean(human[(ib, q)]))
                         for q in lab], level=cfg.level)
-    if cfg.label_error is not None:
-        c = with_label_error(c, cfg.label_error, difference=True)
+    if err is not None:
+        c = with_label_error(c, err.rate, err.ci, difference=True)
     return Measure(
         key=key, what=what, estimate=c.estimate, ci=c.ci, n=c.n_items, baseline=0.0,
         units="difference of shares", labelled=c.n_labelled,
@@ -434,4 +462,4 @@ def _difference(first: tuple[int, str], second: tuple[int, str], judged: np.ndar
              "(uncorrected); " + _plan(c.labels_for_halfwidth(cfg.target_halfwidth),
                                        cfg.target_halfwidth).replace("labels", "labelled "
                                                                      "questions", 1)
-             + label_error_note(cfg))
+             + label_error_note(err))
