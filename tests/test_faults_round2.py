@@ -517,7 +517,7 @@ def test_batch_results_missing_by_batch_status():
     ("invalid_request_error", "http_4xx"), ("overloaded_error", "transport"),
     ("api_error", "transport")])
 def test_anthropic_batch_error_types_are_final_unless_transient(etype, kind):
-    from judgekit.llm.batch_api import AnthropicBatch
+    from judgekit.llm.providers.anthropic import AnthropicBatch
     from judgekit.llm.providers.anthropic import AnthropicProvider
 
     api = AnthropicBatch(AnthropicProvider("claude-3-5-haiku-latest"))

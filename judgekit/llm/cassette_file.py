@@ -34,8 +34,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from judgekit.core.errors import ConfigError
 from judgekit.core.textio import json_loads
 from judgekit.llm.identity import canonical_json, identity_key
@@ -62,55 +60,6 @@ class CassetteEntry(TypedDict):
     identity: Identity
     response: CallRecord
     sha256: str
-
-
-class RecordedTemplate(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    name: str | None = None
-
-
-class RecordedIdentity(BaseModel):
-    """What a reader (the viewer) takes from an entry's identity; the rest rides along."""
-
-    model_config = ConfigDict(extra="allow")
-    model: str | None = None
-    messages: list[Any] = Field(default_factory=list)
-    template: RecordedTemplate | None = None
-
-    def text(self) -> str:
-        """The messages' contents, joined (what an item's text is looked for in)."""
-        return " ".join(str(m.get("content", "")) for m in self.messages
-                        if isinstance(m, dict))
-
-
-class RecordedResponse(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    text: str | None = None
-    parsed: Any = None
-    error: str | None = None
-    usage: dict[str, Any] | None = None
-
-
-class RecordedEntry(BaseModel):
-    """A cassette entry as a reader sees it (lenient: an entry of another version is
-    read for what it has)."""
-
-    model_config = ConfigDict(extra="allow")
-    identity: RecordedIdentity = Field(default_factory=RecordedIdentity)
-    response: RecordedResponse = Field(default_factory=RecordedResponse)
-
-
-def recorded_entries(doc: Any) -> list[RecordedEntry]:
-    """The entries of a cassette document (``{"entries": [...]}``) a reader can use; an
-    entry that is not one is passed over, not fatal to the others."""
-    raw = doc.get("entries") if isinstance(doc, dict) else None
-    out = []
-    for e in raw if isinstance(raw, list) else []:
-        try:
-            out.append(RecordedEntry.model_validate(e))
-        except ValidationError:
-            continue
-    return out
 
 
 class Scan(NamedTuple):

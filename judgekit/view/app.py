@@ -22,12 +22,11 @@ import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
 
-from judgekit.core.errors import JudgekitError, describe_validation, invalid_fields
+from judgekit.core.errors import JudgekitError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.label_error import parse_label_error
 from judgekit.view import background, pages
@@ -35,14 +34,13 @@ from judgekit.view import runs as runmod
 from judgekit.view.requests import (
     LabelBody,
     NextQuery,
-    PageQuery,
     ReportQuery,
     RowQuery,
     RunBody,
+    body_of,
+    page_query,
     parsed,
 )
-
-B = TypeVar("B", bound=BaseModel)
 
 STATIC = Path(__file__).with_name("static")
 TEMPLATES = Path(__file__).with_name("templates")
@@ -128,7 +126,7 @@ async def api_runs(request: web.Request) -> web.Response:
 
 async def api_items(request: web.Request) -> web.Response:
     run = _run(request, "run")
-    query = _page_query(request)
+    query = page_query(request)
     if query.paged:  # one page
         try:
             got_page = await asyncio.to_thread(
@@ -149,7 +147,7 @@ async def api_items(request: web.Request) -> web.Response:
 async def api_samples(request: web.Request) -> web.Response:
     """One page of the sample grid across every run under the folder (``_run`` names
     each row's run)."""
-    query = _page_query(request)
+    query = page_query(request)
     if query.filter not in pages.FILTERS:
         raise web.HTTPBadRequest(text=f"filter {query.filter!r}: use one of "
                                  f"{', '.join(f for f in pages.FILTERS if f)}")
@@ -164,16 +162,6 @@ async def api_samples(request: web.Request) -> web.Response:
     got = await _off_loop(build)
     return web.json_response(got, dumps=_dumps)
 
-
-def _page_query(request: web.Request) -> PageQuery:
-    """The page's query; offset and limit that are not whole numbers are one line."""
-    try:
-        return PageQuery.model_validate(dict(request.query))
-    except ValidationError as exc:
-        raise web.HTTPBadRequest(
-            text="offset and limit must be whole numbers"
-            if invalid_fields(exc) & {"offset", "limit"}
-            else describe_validation(exc)) from None
 
 
 async def api_item(request: web.Request) -> web.Response:
@@ -195,22 +183,6 @@ async def api_item(request: web.Request) -> web.Response:
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, default=str)
-
-
-async def _body(request: web.Request, model: type[B]) -> B:
-    if request.content_type != "application/json":
-        raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)")
-    try:
-        body = await request.json()
-    except ValueError:
-        raise web.HTTPBadRequest(text="the body is not JSON") from None
-    if not isinstance(body, dict):
-        raise web.HTTPBadRequest(text="the body needs \"run\"")
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        raise web.HTTPBadRequest(text="the body needs \"run\"" if "run" in
-                                 invalid_fields(exc) else describe_validation(exc)) from None
 
 
 _SOURCES_LOCK = threading.Lock()
@@ -293,7 +265,7 @@ async def api_next(request: web.Request) -> web.Response:
     """GET: the figures and the items already pending (reads change nothing); POST
     {"run"}: the same after drawing the next batch when none is pending."""
     if request.method == "POST":
-        body = await _body(request, RunBody)
+        body = await body_of(request, RunBody)
         name, err = body.run, body.label_error
     else:
         asked = parsed(NextQuery, dict(request.query))
@@ -308,7 +280,7 @@ async def api_next(request: web.Request) -> web.Response:
 async def api_label(request: web.Request) -> web.Response:
     from judgekit.labelling import session
 
-    body = await _body(request, LabelBody)
+    body = await body_of(request, LabelBody)
 
     def work() -> JSONObject:
         src = _label_source(request, body.run)
@@ -324,7 +296,7 @@ async def api_undo(request: web.Request) -> web.Response:
     from judgekit.analysis.source import derived
     from judgekit.labelling import session
 
-    body = await _body(request, RunBody)
+    body = await body_of(request, RunBody)
 
     def work() -> JSONObject:
         src = _label_source(request, body.run)

@@ -8,10 +8,10 @@ from typing import Any, Literal, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judgekit.core.errors import describe_validation
+from judgekit.core.errors import describe_validation, invalid_fields
 
 __all__ = ["LabelBody", "NextQuery", "PageQuery", "ReportQuery", "RowQuery", "RunBody",
-           "parsed"]
+           "body_of", "page_query", "parsed"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -82,3 +82,31 @@ def parsed(model: type[M], data: Any, why: str | None = None) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise web.HTTPBadRequest(text=why or describe_validation(exc)) from None
+
+
+def page_query(request: web.Request) -> PageQuery:
+    """The page's query; offset and limit that are not whole numbers are one line."""
+    try:
+        return PageQuery.model_validate(dict(request.query))
+    except ValidationError as exc:
+        raise web.HTTPBadRequest(
+            text="offset and limit must be whole numbers"
+            if invalid_fields(exc) & {"offset", "limit"}
+            else describe_validation(exc)) from None
+
+
+async def body_of(request: web.Request, model: type[M]) -> M:
+    """A POST's JSON body as ``model``; else a 415 or 400 naming what is wrong."""
+    if request.content_type != "application/json":
+        raise web.HTTPUnsupportedMediaType(text="send JSON (Content-Type: application/json)")
+    try:
+        body = await request.json()
+    except ValueError:
+        raise web.HTTPBadRequest(text="the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(text="the body needs \"run\"")
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise web.HTTPBadRequest(text="the body needs \"run\"" if "run" in
+                                 invalid_fields(exc) else describe_validation(exc)) from None

@@ -16,7 +16,7 @@ from judgekit.analysis.choose_types import Choice, Estimate
 from judgekit.core.errors import DataError, describe_validation
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import json_loads, read_jsonl
-from judgekit.llm.cassette_file import recorded_entries
+from judgekit.llm.cassette_entries import recorded_entries
 from judgekit.view import pages
 
 MAX_DEPTH = 4

@@ -34,6 +34,7 @@ from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
 from judgekit.stats.agreement import agreement, fleiss_kappa, item_bootstrap
 from judgekit.stats.decide import beyond_chance, random_ac1, versus_uninformed
+from judgekit.stats.ppi import LabelError
 from judgekit.stats.preference import clustered_rate_counts
 from judgekit.stats.proportions import wilson_interval
 
@@ -197,3 +198,25 @@ def fleiss_measure(items: list[JSONObject], m: int, cfg: VerdictsConfig) -> Meas
                    ci=None if not np.isfinite(ci.lo) else [ci.lo, ci.hi], n=len(full),
                    units="chance-corrected agreement",
                    decision="the human ceiling (majority label used as the human label)")
+
+
+def label_error_measure(err: LabelError) -> Measure:
+    """The annotators' flip rate the corrected rows account for, as a row of its own."""
+    return Measure(key="label_error", what="the share of labels an annotator flips",
+                   estimate=err.rate, ci=err.ci, n=err.items or 0,
+                   decision=err.how if err.items is None else
+                   f"{err.how} ({err.items} items labelled twice)",
+                   note="corrected rates account for it (Rogan-Gladen); two annotators "
+                        "disagree with probability 2e(1 - e)")
+
+
+def label_error_note(err: LabelError | None) -> str:
+    """Whether a corrected figure accounts for annotator error."""
+    if err is None:
+        return ("; human labels taken as error-free (--label-error RATE corrects for "
+                "annotators who flip labels)")
+    if err.items is None:
+        return f"; corrected for annotators flipping {err.rate:.1%} of labels (stated)"
+    return (f"; corrected for annotators flipping {err.rate:.1%} of labels [{err.ci[0]:.1%}, "
+            f"{err.ci[1]:.1%}] (estimated from {err.items} items labelled twice)"
+            if err.ci else f"; corrected for annotators flipping {err.rate:.1%} of labels")

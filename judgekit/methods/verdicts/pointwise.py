@@ -21,6 +21,8 @@ from judgekit.methods.verdicts.analysis import (
     agreement_measures,
     first_codes,
     fleiss_measure,
+    label_error_measure,
+    label_error_note,
     rate_measure,
     sorted_runs,
 )
@@ -124,7 +126,7 @@ def pointwise(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsCo
     items = items._replace(error=resolve_label_error(
         cfg.label_error, [x.humans for x in items.labelled], cfg.level, cfg.data_path))
     if items.error is not None:
-        out.append(_label_error_measure(items.error))
+        out.append(label_error_measure(items.error))
     out += _corrected(items, cfg)
     out += _leniency(items, cfg)
     out += _paired(items, cfg)
@@ -287,28 +289,6 @@ def _corrected(items: Items, cfg: VerdictsConfig) -> list[Measure]:
                                 + _plan(need, cfg.target_halfwidth)
                                 + label_error_note(items.error)))
     return out
-
-
-def _label_error_measure(err: LabelError) -> Measure:
-    """The annotators' flip rate the corrected rows account for, as a row of its own."""
-    return Measure(key="label_error", what="the share of labels an annotator flips",
-                   estimate=err.rate, ci=err.ci, n=err.items or 0,
-                   decision=err.how if err.items is None else
-                   f"{err.how} ({err.items} items labelled twice)",
-                   note="corrected rates account for it (Rogan-Gladen); two annotators "
-                        "disagree with probability 2e(1 - e)")
-
-
-def label_error_note(err: LabelError | None) -> str:
-    """Whether a corrected figure accounts for annotator error."""
-    if err is None:
-        return ("; human labels taken as error-free (--label-error RATE corrects for "
-                "annotators who flip labels)")
-    if err.items is None:
-        return f"; corrected for annotators flipping {err.rate:.1%} of labels (stated)"
-    return (f"; corrected for annotators flipping {err.rate:.1%} of labels [{err.ci[0]:.1%}, "
-            f"{err.ci[1]:.1%}] (estimated from {err.items} items labelled twice)"
-            if err.ci else f"; corrected for annotators flipping {err.rate:.1%} of labels")
 
 
 def _plan(labels: int | None, halfwidth: float) -> str:
