@@ -58,20 +58,23 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from judgekit.analysis.source import Source, _normalise, load, population  # noqa: E402
+from _smoke import argv, pick  # noqa: E402
+
+from judgekit.analysis.source import Source, load  # noqa: E402
 from judgekit.labelling import session  # noqa: E402
 from judgekit.recorded import labels as store  # noqa: E402
+from judgekit.recorded.items import normalise, population  # noqa: E402
 
-N = 2000
+N = pick(2000, 400)  # --smoke: 400 items, one replicate of each design
 TARGET = 0.1
 LEVEL = 0.90
 BATCH = 10
-REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 300
-REAL_REPS = max(5, REPS // 5)
+REPS = int(argv()[0]) if argv() else pick(300, 1)
+REAL_REPS = pick(max(5, REPS // 5), 1)
 SEQ_REPS = REPS
 # other members of the family: a wide target at a low level, the issue's own 0.1 at 0.95
 FAMILIES = ((0.2, 0.8), (0.1, 0.95))
-FAMILY_REPS = max(20, REPS // 2)
+FAMILY_REPS = pick(max(20, REPS // 2), 1)
 DATA = ROOT / "benchmarks" / "data"
 E_20 = (1 - math.sqrt(1 - 2 * 0.2)) / 2  # two annotators disagree on 20%
 
@@ -125,14 +128,14 @@ def run_memory(items, y, which, err, seed, design="planned", check_every=False,
     """One session in memory (at ``target`` width and nominal ``level``, TARGET and
     LEVEL unless given); returns (labels, estimate, low, high) at its stop."""
     target, level = target or TARGET, level or LEVEL
-    src = Source("sim", "pointwise", _normalise(items, "pointwise", Path("sim")),
+    src = Source("sim", "pointwise", normalise(items, "pointwise", Path("sim")),
                  Path("/nonexistent/labels.jsonl"), None)
     pop = population(src.items)
     ests = session.chosen(pop, which)
     rng = np.random.default_rng([seed, 23])
     labels = store.Labels([], {}, [])
     got: dict[str, float] = {}
-    index = {x["id"]: i for i, x in enumerate(src.items)}
+    index = {x.id: i for i, x in enumerate(src.items)}
     while True:
         state = session._State(labels, pop, ests, dict(got))
         st, new = session.next_draws(src, state, BATCH, seed, target, level, which, design,
@@ -144,7 +147,7 @@ def run_memory(items, y, which, err, seed, design="planned", check_every=False,
                     return hit
             f = st.figures[0]
             return st.labels, f.estimate, f.ci[0], f.ci[1]
-        labels.draws.extend(new)
+        labels.draws.extend(store.Draw.model_validate(d) for d in new)
         for d in new:
             k = d["id"]
             if k not in got:
@@ -400,8 +403,8 @@ def real_job(args):
             if st.done or not st.pending:
                 break
             for p in st.pending:
-                for k, lab in enumerate(answers[p["id"]]):
-                    session.add_label(src, p["id"], lab, f"annotator{k + 1}")
+                for k, lab in enumerate(answers[p.id]):
+                    session.add_label(src, p.id, lab, f"annotator{k + 1}")
         f = st.figures[0]
         return path.name, st.labels, f.estimate, f.ci[0], f.ci[1]
 
@@ -448,7 +451,8 @@ def main() -> None:
         for path in files + pl_files:
             src = load(path)
             if path.name.startswith("pandalm"):
-                answers = {x["id"]: people[str(x["pair_id"])] for x in src.items}
+                answers = {x.id: people[str(getattr(x, "pair_id", x.id))]
+                           for x in src.items}
             else:
                 answers, seen = {}, {}
                 for line in path.read_text().splitlines():  # ids as judgekit numbers them
@@ -458,8 +462,8 @@ def main() -> None:
                         [x["truth_for_benchmark"]]
             vals = {k: np.mean([1.0 if a == "first" else 0.0 for a in v])
                     for k, v in answers.items()}
-            verdict = np.array([x["verdict"] for x in src.items])
-            yv = np.array([vals[x["id"]] for x in src.items])
+            verdict = np.array([x.verdict for x in src.items])
+            yv = np.array([vals[x.id] for x in src.items])
             pop = population(src.items)
             preds = {"verdict": verdict}
             if pop.unstable is not None:

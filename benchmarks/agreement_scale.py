@@ -15,8 +15,11 @@ import json
 import time
 
 import numpy as np
+from _smoke import pick
 
 from judgekit.stats.agreement import agreement
+
+N = pick(3200, 320)  # --smoke: a tenth
 
 
 def labels(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -38,11 +41,11 @@ def timed(n: int, grouped: bool, repeats: int = 3) -> float:
 
 def main() -> None:
     agreement(*labels(100, 0)[:2])  # warm imports
-    small, large = timed(3200, False), timed(32000, False)
-    g_small, g_large = timed(3200, True), timed(32000, True)
-    print(f"n = 3,200: {small:.3f} s; n = 32,000: {large:.3f} s (x{large / small:.2f})")
+    small, large = timed(N, False), timed(10 * N, False)
+    g_small, g_large = timed(N, True), timed(10 * N, True)
+    print(f"n = {N:,}: {small:.3f} s; n = {10 * N:,}: {large:.3f} s (x{large / small:.2f})")
     print(f"grouped by question: {g_small:.3f} s; {g_large:.3f} s (x{g_large / g_small:.2f})")
-    print(json.dumps({"n": 3200, "seconds_2000_resamples": round(small, 4),
+    print(json.dumps({"n": N, "seconds_2000_resamples": round(small, 4),
                       "growth_10x": round(large / small, 3),
                       "grouped_seconds_2000_resamples": round(g_small, 4),
                       "grouped_growth_10x": round(g_large / g_small, 3)}))

@@ -29,6 +29,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from _smoke import argv, pick
+
 EXE = str(Path(sys.executable).with_name("judgekit"))
 
 
@@ -132,7 +134,8 @@ def view_times(root: Path, run: str) -> tuple[float, float | None]:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    args = argv()
+    n = int(args[0]) if args else pick(1_000_000, 2_000)  # --smoke: 2,000 rows
     work = Path(tempfile.mkdtemp(prefix="judgekit-analyse-scale-"))
     small, big = work / "small.csv", work / "big.csv"
     write_csv(small, n // 10)
@@ -156,7 +159,7 @@ def main() -> None:
         p_seconds, p_peak = analyse(work / "big.parquet", work / "runs" / "parquet")
         figs.update(parquet_rows=n, parquet_seconds=round(p_seconds, 1),
                     parquet_peak_rss_mb=round(p_peak))
-        big_n = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000_000
+        big_n = int(args[1]) if len(args) > 1 else pick(10_000_000, 5_000)
         if big_n:
             write_parquet(work / "huge.parquet", big_n)
             h_seconds, h_peak = analyse(work / "huge.parquet", work / "runs" / "huge")

@@ -22,7 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-N_ITEMS = 200
+from _smoke import pick
+
+N_ITEMS = pick(200, 12)  # --smoke: a dozen items
 
 
 def audit(work: Path, judge: str, para: str, check: str = "both") -> dict:

@@ -27,7 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-N = 5000
+from _smoke import SMOKE, argv, pick
+
+N = pick(5000, 60)  # --smoke: 60 calls a provider (the worker is told too)
 MODELS = {"openai": "openai/gpt-4.1-mini", "anthropic": "anthropic/claude-3-5-haiku"}
 TEMPLATE = "You answer questions as JSON.\n<<<user>>>\nQuestion: {{ question | data(\"Q\") }}\n"
 
@@ -76,7 +78,8 @@ def main() -> None:
     t0 = time.perf_counter()
     with BatchServer(polls_to_end=3, error_rate=0.02, bad_first_rate=0.03) as srv:
         for provider in MODELS:
-            cmd = [sys.executable, __file__, "--worker", srv.url, str(work), provider]
+            cmd = [sys.executable, __file__, "--worker", srv.url, str(work), provider,
+                   *(["--smoke"] if SMOKE else [])]
             journal = work / f"cache-{provider}" / "batches.jsonl"
             before = len(srv.batches)
 
@@ -118,7 +121,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], Path(sys.argv[3]), sys.argv[4])
+    args = argv()
+    if len(args) == 4 and args[0] == "--worker":
+        worker(args[1], Path(args[2]), args[3])
     else:
         main()

@@ -22,6 +22,7 @@ import time
 import tracemalloc
 
 import numpy as np
+from _smoke import SMOKE
 from scipy import stats
 
 from judgekit.stats.bootstrap import cluster_bootstrap_interval, replica_matrix_interval
@@ -73,4 +74,4 @@ def main(queries: int = 10_000, replicas: int = 20, resamples: int = 10_000) -> 
 
 
 if __name__ == "__main__":
-    main()
+    main(200, 5, 400) if SMOKE else main()

@@ -40,7 +40,9 @@ import tempfile
 import time
 from pathlib import Path
 
-N = 2000
+from _smoke import SMOKE, pick
+
+N = pick(2000, 90)  # --smoke: 90 calls (the worker is told too)
 CONCURRENCY = 64
 SENTINEL = "sk-" + "proj-CHAOSsentinel0123456789abcdefKEY"  # built: no key literal
 TEMPLATE = "You answer questions as JSON.\n<<<user>>>\nQuestion: {{ question | data(\"Q\") }}\n"
@@ -315,10 +317,11 @@ def main() -> None:
     env = {**os.environ, "OPENAI_API_KEY": SENTINEL}
     t0 = time.perf_counter()
     with ChaosServer(rates=rates, permanent_400=0.01, seed=7, hang_s=3.0) as srv:
-        cmd = [sys.executable, __file__, "--worker", srv.url, str(work)]
+        cmd = [sys.executable, __file__, "--worker", srv.url, str(work),
+               *(["--smoke"] if SMOKE else [])]
         with open(work / "stderr1.txt", "w") as err1:
             p = subprocess.Popen(cmd, env=env, stderr=err1, stdout=subprocess.DEVNULL)
-            while p.poll() is None and srv.counts["ok"] + srv.counts["hang"] < 700:
+            while p.poll() is None and srv.counts["ok"] + srv.counts["hang"] < 7 * N // 20:
                 time.sleep(0.005)
             killed = p.poll() is None
             p.send_signal(signal.SIGKILL)
@@ -381,6 +384,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", nargs=2, metavar=("URL", "DIR"))
     ap.add_argument("--n", type=int, default=N)
+    ap.add_argument("--smoke", action="store_true", help="a few calls, in seconds")
     a = ap.parse_args()
     if a.worker:
         worker(a.worker[0], Path(a.worker[1]), a.n)

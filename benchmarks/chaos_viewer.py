@@ -195,7 +195,7 @@ def viewer_scenarios(work: Path) -> dict[str, object]:
             "viewer_requests": len(_gets(base)) + len(_posts(base))}
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # --smoke is the full run: it takes seconds already
     import tempfile
 
     figs = viewer_scenarios(Path(tempfile.mkdtemp(prefix="judgekit-viewer-chaos-")))

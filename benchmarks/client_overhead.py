@@ -53,7 +53,7 @@ def free_port() -> int:
 
 
 def start_server(port: int, delay: float) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, str(HERE / "fake_server.py"), str(port), str(delay)])
+    proc = subprocess.Popen([sys.executable, str(HERE / "_fake_server.py"), str(port), str(delay)])
     for _ in range(200):
         try:
             req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions",
@@ -221,10 +221,12 @@ def zero_latency(n: int, conc: int) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--smoke", action="store_true", help="a few calls, in seconds")
+    smoke = "--smoke" in sys.argv[1:]
+    ap.add_argument("--n", type=int, default=100 if smoke else 2000)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--delay", type=float, default=0.05)
-    ap.add_argument("--n0", type=int, default=10_000)
+    ap.add_argument("--n0", type=int, default=300 if smoke else 10_000)
     a = ap.parse_args()
     # first, before the SDKs are imported: litellm's import leaves some 375,000 objects
     # for the collector to scan, which slowed bare aiohttp's floor by about a sixth (a
@@ -235,7 +237,7 @@ def main() -> None:
     proc = start_server(port, a.delay)
     try:
         ideal = a.n / a.concurrency * a.delay
-        asyncio.run(bare_aiohttp(url, 200, a.concurrency))  # warm-up
+        asyncio.run(bare_aiohttp(url, min(200, a.n), a.concurrency))  # warm-up
         jk, _, _ = judgekit_calls(url, a.n, a.concurrency, None)
         floor = asyncio.run(bare_aiohttp(url, a.n, a.concurrency))
         with tempfile.TemporaryDirectory() as tmp:

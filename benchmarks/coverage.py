@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _smoke import argv, pick
 
 from judgekit.methods.vbscore.replicas import query_interval
 from judgekit.stats import batched_percentile_intervals, cluster_bootstrap_interval
@@ -42,8 +43,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 BS = (5, 10, 20, 50)
 QS = (10, 30, 100)
-QUERIES = 2000
-COLLECTIONS = 300
+QUERIES = pick(2000, 50)  # --smoke: a few queries and collections, the same rows
+COLLECTIONS = pick(300, 4)
 
 
 def draw(model: str, rng: np.random.Generator, params: np.ndarray, b: int) -> np.ndarray:
@@ -122,11 +123,12 @@ def main() -> None:
                 figs[key] = hits / COLLECTIONS
                 rows.append(f"collection {model:<10} B={b:<3} Q={q:<4} cluster bootstrap "
                             f"{figs[key]:.3f}")
-    spec = importlib.util.spec_from_file_location("coverage_edges", _HERE / "coverage_edges.py")
+    spec = importlib.util.spec_from_file_location("coverage_edges", _HERE / "_coverage_edges.py")
     assert spec is not None and spec.loader is not None
     edges = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(edges)
-    more, edge_rows = edges.run(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
+    args = argv()
+    more, edge_rows = edges.run(int(args[0]) if args else pick(1000, 10))
     figs.update(more)
     rows += edge_rows
     print("\n".join(rows))

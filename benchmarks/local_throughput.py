@@ -4,10 +4,10 @@ a fixed structured prompt at concurrency 1 and 2. Last line: JSON figures."""
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
+from _smoke import SMOKE, argv, pick
 from pydantic import BaseModel
 
 HERE = Path(__file__).resolve().parent
@@ -18,7 +18,22 @@ class Verdict(BaseModel):
     confidence: float
 
 
+KEYS = [f"{k}_c{c}" for c in (1, 2) for k in ("calls_per_s", "tokens_per_s", "parsed")]
+
+
 def main(calls: int = 6) -> None:
+    from judgekit.core.errors import MissingDependencyError
+    from judgekit.local.server import default_model_path
+
+    try:
+        default_model_path()
+        import llama_cpp  # noqa: F401
+    except (MissingDependencyError, ImportError) as exc:  # no [local] extra: said so
+        if not SMOKE:
+            raise
+        print(json.dumps({**dict.fromkeys(KEYS), "tokens_per_s": None,
+                          "skipped": f"the local model is not installed: {exc}"}))
+        return
     from judgekit.llm import Call, Client, ClientSettings, Stage
     from judgekit.llm.templates import TemplateLibrary
     from judgekit.local.server import LocalServer
@@ -47,4 +62,5 @@ def main(calls: int = 6) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 6)
+    args = argv()
+    main(int(args[0]) if args else pick(6, 2))

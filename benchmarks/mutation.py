@@ -280,8 +280,14 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant")
     ap.add_argument("--limit", type=int, default=None, help="run at most N mutants per file")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
+    ap.add_argument("--smoke", action="store_true",
+                    help="one core file, its pinned tests and three mutants, in seconds")
     args = ap.parse_args()
-    files = [str(Path(f).resolve().relative_to(ROOT)) for f in args.files] or \
+    if args.smoke:
+        args.files = args.files or ["judgekit/stats/proportions.py"]
+        args.tests = ["tests/test_numerics_pinned.py"]
+        args.limit = args.limit or 3
+    files = [str((ROOT / f).resolve().relative_to(ROOT)) for f in args.files] or \
         [f for f in CORE if (ROOT / f).exists()]
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))

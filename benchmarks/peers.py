@@ -196,7 +196,8 @@ TOOLS = {"judgekit": judgekit_cmd, "inspect": inspect_cmd, "promptfoo": promptfo
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--smoke", action="store_true", help="a few calls, in seconds")
+    ap.add_argument("--n", type=int, default=60 if "--smoke" in sys.argv[1:] else 2000)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--delay", type=float, default=0.05)
     ap.add_argument("--rounds", type=int, default=1)

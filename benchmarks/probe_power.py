@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _smoke import pick
 
-N_PAIRS = 200
+N_PAIRS = pick(200, 24)  # --smoke: two dozen pairs, a few simulation draws
 
 
 def _u(*parts: object) -> float:
@@ -92,7 +93,7 @@ def main() -> None:
                                  "correct": "a" if first else "b"}) + "\n")
     biased, noisy = probe(work, "biased"), probe(work, "noisy")
     pad = noisy["padding_bias"]
-    cov, ratio = ppi_simulation()
+    cov, ratio = ppi_simulation(pick(200, 5))
     figs = {
         "biased_position_bias": biased["position_bias"]["bias"],
         "biased_position_ci": biased["position_bias"]["ci"],

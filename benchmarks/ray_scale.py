@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _smoke import argv, pick  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 from judgekit.llm import Call, Client, ClientSettings, Stage  # noqa: E402
@@ -42,8 +43,9 @@ from judgekit.llm.templates import TemplateLibrary  # noqa: E402
 from judgekit.testing.chaos import ChaosServer  # noqa: E402
 from judgekit.testing.processes import pids_titled  # noqa: E402
 
-CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
-DELAY = float(sys.argv[2]) if len(sys.argv) > 2 else 0.02
+ARGS = argv()
+CALLS = int(ARGS[0]) if ARGS else pick(8000, 64)  # --smoke: 64 calls
+DELAY = float(ARGS[1]) if len(ARGS) > 1 else 0.02
 WORKERS, PER_ACTOR = 2, 16
 PROMPTS = ROOT / "benchmarks" / "prompts"
 

@@ -46,6 +46,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _smoke import SMOKE, argv
+
 FIGURES = {"equal": "order_consistency", "correct_False": "accuracy",
            "correct_both": "accuracy_both_orders", "kappa_agreement": "order_kappa"}
 
@@ -147,10 +149,24 @@ def pandalm_judges(data: Path, jk: str, work: Path) -> dict[str, dict[str, objec
     return shown
 
 
+def _excerpt() -> Path:
+    """--smoke without DATA_DIR: the committed LLMBar excerpt (tests/fixtures/llmbar) laid
+    out as the clone is, so the same code path runs on it in seconds."""
+    src = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "llmbar"
+    data = Path(tempfile.mkdtemp(prefix="judgekit-real-smoke-"))
+    for where, sub in (("MT-Bench", "Processed/MT-Bench"), ("Natural", "LLMBar/Natural")):
+        for judge in sorted(p.name for p in (src / where).iterdir() if p.is_dir()):
+            shutil.copytree(src / where / judge, data / "LLMBar" / "Dataset" / sub /
+                            "evaluators" / judge)
+    return data
+
+
 def main() -> None:
-    if len(sys.argv) != 2:
-        sys.exit("usage: python benchmarks/real_judges.py DATA_DIR")
-    root = _root(Path(sys.argv[1]))
+    args = argv()
+    if len(args) != 1 and not SMOKE:
+        sys.exit("usage: python benchmarks/real_judges.py DATA_DIR  (or --smoke)")
+    data = Path(args[0]) if args else _excerpt()
+    root = _root(data)
     jk = shutil.which("judgekit") or str(Path(sys.executable).with_name("judgekit"))
     compared = matching = skipped = 0
     position: dict[str, str] = {}
@@ -188,8 +204,8 @@ def main() -> None:
         if "MT-Bench" in name and "Vanilla_NoRules" in name:
             position[name] = (f"{got['position_bias']['estimate']:+.3f} "
                               f"{got['position_bias']['decision']}")
-    c, m = pandalm(Path(sys.argv[1]))
-    judges = pandalm_judges(Path(sys.argv[1]), jk, work)
+    c, m = pandalm(data)
+    judges = pandalm_judges(data, jk, work)
     shutil.rmtree(work, ignore_errors=True)
     compared, matching = compared + c, matching + m
     for k, v in position.items():

@@ -27,8 +27,9 @@ import json
 import time
 
 import numpy as np
+from _smoke import pick
 
-DRAWS = 600
+DRAWS = pick(600, 6)  # --smoke: six draws a design
 
 
 def paired_design(n_items: int, n_lab: int, pa: float, pb: float, se: float, sp: float,

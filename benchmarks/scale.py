@@ -28,8 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-QUERIES = 2000
-REPLICAS = 20
+from _smoke import pick
+
+QUERIES = pick(2000, 20)  # --smoke: 20 queries of 3 replicas, small memory sizes
+REPLICAS = pick(20, 3)
 
 
 def script(req):  # noqa: ANN001, ANN201 - the mock provider's callable
@@ -89,7 +91,7 @@ def worker(work: Path) -> None:
     print(json.dumps({"map_s": spent[0], "run_s": time.perf_counter() - t0}))
 
 
-MEMORY_SIZES = (5_000, 50_000)
+MEMORY_SIZES = pick((5_000, 50_000), (200, 2_000))
 
 
 def memory_worker(kind: str, n: int, work: Path) -> None:

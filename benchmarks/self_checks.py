@@ -257,7 +257,8 @@ def sequential_default_runs(sims: int, seed: int, n: int = 400) -> dict[str, flo
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sims", type=int, default=200)
+    ap.add_argument("--smoke", action="store_true", help="a few simulations, in seconds")
+    ap.add_argument("--sims", type=int, default=4 if "--smoke" in sys.argv[1:] else 200)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     t0 = time.perf_counter()

@@ -30,11 +30,12 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _smoke import pick
 
-QUERIES = 20_000
+QUERIES = pick(20_000, 200)  # --smoke: 200 queries, 400 resamples
 REPLICAS = 5
 ALPHAS = [0.0, 0.25, 0.5, 0.75, 1.0]
-RESAMPLES = 10_000
+RESAMPLES = pick(10_000, 400)
 K = 3
 
 

@@ -42,9 +42,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _smoke import pick
 
-RUNS = 20
-DRAWS = 1000
+RUNS = pick(20, 1)  # --smoke: one run a case, a few draws a design
+DRAWS = pick(1000, 10)
 
 
 def real_runner_decisions() -> dict[str, str]:

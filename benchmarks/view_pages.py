@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _smoke import argv, pick
+
 
 def _timed(fn):  # type: ignore[no-untyped-def]
     t0 = time.perf_counter()
@@ -27,7 +29,8 @@ def _timed(fn):  # type: ignore[no-untyped-def]
 def main() -> None:
     from judgekit.view import pages, runs
 
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    args = argv()
+    n = int(args[0]) if args else pick(100_000, 2_000)
     folder = Path(tempfile.mkdtemp(prefix="judgekit-view-"))
     path = folder / "items.jsonl"
     with path.open("w", encoding="utf-8") as fh:
@@ -39,18 +42,18 @@ def main() -> None:
                                  "humans": [] if i % 7 else [i % 2]}) + "\n")
     figs: dict[str, float | int] = {"items": n, "file_mb": round(path.stat().st_size / 1e6, 1)}
     figs["first_page_cold_s"], first = _timed(lambda: pages.page(path, {}, offset=0, limit=100))
-    assert len(first["items"]) == 100 and first["items"][0]["input"].startswith("What is 0")
+    assert len(first.items) == 100 and first.items[0]["input"].startswith("What is 0")
     figs["page_warm_s"], _ = _timed(lambda: pages.page(path, {}, offset=n // 2, limit=100))
     figs["last_page_s"], last = _timed(lambda: pages.page(path, {}, offset=n - 100, limit=100))
-    assert last["items"][-1]["_row"] == n - 1
+    assert last.items[-1]["_row"] == n - 1
     figs["item_by_row_s"], _ = _timed(lambda: pages.record(path, row=n - 1))
     figs["filter_first_s"], got = _timed(lambda: pages.page(path, {}, limit=100, show="fail"))
-    assert got["matched"] == n // 2
+    assert got.matched == n // 2
     figs["item_by_id_s"], rec = _timed(lambda: pages.record(path, item=f"q{n - 2}"))
     assert rec is not None and rec["id"] == f"q{n - 2}"
     figs["search_s"], got = _timed(lambda: pages.page(path, {}, limit=100,
                                                       q=f"what is {n - 1} plus"))
-    assert got["matched"] == 1
+    assert got.matched == 1
     figs["sort_first_s"], _ = _timed(lambda: pages.page(path, {}, limit=100, sort="output",
                                                         descending=True))
     figs["baseline_whole_table_s"], rows = _timed(lambda: runs.items(runs.Run(

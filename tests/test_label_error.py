@@ -129,3 +129,18 @@ def test_a_labels_file_made_and_left_empty_goes_and_one_found_empty_stays(tmp_pa
     assert found.exists()
     store.transact(made, lambda _labels: [{"kind": "label", "id": "a", "label": 1}])
     assert store.read(made).by_item == {"a": {"anonymous": 1}}
+
+
+def test_a_run_of_several_judges_is_labelled_once_per_item(tmp_path):
+    """A file with two judge columns: the run's items hold each judge's copy, and the
+    labelling source is the items (80), not the copies (160), so labels given on the run
+    apply to the file (``analyse FILE --labels RUN/labels.jsonl``)."""
+    from judgekit.labelling.sources import label_source
+
+    root = Path(__file__).resolve().parent.parent
+    r = _jk("analyse", str(root / "examples" / "verdicts.csv"), "--out", "run", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    src = label_source(tmp_path / "run")
+    assert len(src.items) == 80 and not any("#" in x.id for x in src.items)
+    (tmp_path / "run" / "label-index.npz").unlink()  # the items read, not the index
+    assert len(label_source(tmp_path / "run").items) == 80

@@ -231,3 +231,81 @@ def test_every_method_is_a_typed_spec():
         assert isinstance(spec, MethodSpec)
         assert typing.get_type_hints(spec.execute)["return"] is spec.payload, spec.key
         assert spec.payload.model_config.get("extra") == "forbid"
+
+
+FLOORS_NEVER = (("judgekit.core", None), ("judgekit.runs", "judgekit.labelling"),
+                ("judgekit.methods", "judgekit.labelling"),
+                ("judgekit.data", "judgekit.labelling"),
+                ("judgekit.recorded", "judgekit.report"),
+                ("judgekit.labelling", "judgekit.methods"))
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def floor_violations(mods: dict[str, Path]) -> list[str]:
+    """Imports (at module level or inside functions, AST) that run against the floors:
+    core imports nothing else of judgekit; runs, methods and data never import
+    labelling; recorded never imports report; labelling never imports methods."""
+    bad = []
+    for name, path in mods.items():
+        for target, names in _imports(name, path, mods):
+            full = [target, *(f"{target}.{n}" for n in names)] if target == "judgekit" \
+                else [target]
+            for lower, never in FLOORS_NEVER:
+                if not _inside(name, lower):
+                    continue
+                for t in full:
+                    if t == "judgekit" and names:
+                        continue
+                    wrong = (not _inside(t, "judgekit.core")) if never is None \
+                        else _inside(t, never)
+                    if wrong:
+                        bad.append(f"{name} imports {t}")
+    return sorted(set(bad))
+
+
+def test_the_floors_follow_the_pipeline():
+    assert floor_violations(_modules()) == []
+
+
+def test_the_floor_check_finds_an_import_inside_a_function(tmp_path):
+    pkg = tmp_path / "judgekit"
+    (pkg / "core").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "__init__.py").write_text("")
+    (pkg / "core" / "a.py").write_text("def f():\n    from judgekit.llm import client\n")
+    (pkg / "recorded").mkdir()
+    (pkg / "recorded" / "__init__.py").write_text("")
+    (pkg / "recorded" / "b.py").write_text("from ..report import csvsafe\n")
+    mods = {"judgekit.core.a": pkg / "core" / "a.py",
+            "judgekit.recorded.b": pkg / "recorded" / "b.py"}
+    assert floor_violations(mods) == ["judgekit.core.a imports judgekit.llm",
+                                      "judgekit.recorded.b imports judgekit.report"]
+
+
+def string_key_reads(source: str) -> int:
+    """``x["k"]`` loads and ``.get("k")`` calls with a string constant (AST)."""
+    n = 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
+                isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            n += 1
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "get" and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            n += 1
+    return n
+
+
+def test_records_are_read_through_their_models():
+    """The item record and the files labelling, the viewer and choose read are typed: the
+    string-key reads left in those modules stay within the typed anchors' density."""
+    assert string_key_reads('x["a"]; y.get("b"); z[k]; x["c"] = 1; w.get(k)') == 2
+    paths = [p for p in PKG.rglob("*.py")
+             if p.relative_to(PKG).parts[0] in ("labelling", "view")
+             or any(w in p.stem for w in ("choice", "choose", "jury"))]
+    assert len(paths) >= 10
+    total = sum(string_key_reads(p.read_text(encoding="utf-8")) for p in paths)
+    assert total <= 40, total

@@ -22,8 +22,8 @@ from judgekit.core.payload import Json, Payload
 from judgekit.core.results import RunResult
 from judgekit.core.settings import RunSettings
 
-__all__ = ["CardRow", "CompareRow", "ItemView", "MethodSpec", "PairAgreement", "Paired",
-           "PlanTable", "Row", "RunItems", "TableRow"]
+__all__ = ["CardRow", "CompareRow", "ItemView", "LabelIndex", "MethodSpec", "PairAgreement",
+           "Paired", "PlanTable", "Row", "RunItems", "TableRow"]
 
 C = TypeVar("C", bound=RunSettings)
 P = TypeVar("P", bound=Payload)
@@ -113,6 +113,17 @@ class Paired(NamedTuple):
     main: CompareRow | None = None  # a primary row the hook computed itself (e.g. PPI)
 
 
+class LabelIndex(NamedTuple):
+    """What a method's ``label_index`` hook returns: the detail file whose rows are its
+    items as they are, their shape and count, and (a file of several judges' rows,
+    each with a ``judge`` field) the judge whose rows are the items people label."""
+
+    file: str
+    shape: str
+    rows: int
+    judge: str | None = None
+
+
 class RunItems(NamedTuple):
     """What a method's ``items`` hook returns: the run's labelable items (``id`` or
     ``pair_id``, the judge's ``verdict`` or ``winner``, and the texts a person reads:
@@ -182,7 +193,7 @@ class MethodSpec(Generic[C, P]):
     compare: Callable[[RunResult[P], RunResult[P], float], Paired] | None = None
     plan: Callable[[RunResult[P], float, tuple[float, ...]], PlanTable] | None = None
     items: Callable[[RunResult[P]], RunItems] | None = None
-    label_index: Callable[[RunResult[P]], tuple[str, str, int] | None] | None = None
+    label_index: Callable[[RunResult[P]], LabelIndex | None] | None = None
     relabelled: Callable[[RunResult[P], Path], P | None] | None = None
 
     @property

@@ -36,7 +36,8 @@ VERSION = 3  # 3: ids as one UTF-8 block and their ends (2: a JSON list)
 MAX_ITEMS = 2_000_000
 
 
-def write(folder: Path, detail: str, shape: str, count: int) -> None:
+def write(folder: Path, detail: str, shape: str, count: int, judge: str | None = None
+          ) -> None:
     """Write ``folder``'s index of the ``count`` items in its ``detail`` file (the items
     hook's rows as they are, one per non-blank line), of ``shape``. A file with no
     readable verdict gets no index (labelling it says why, as before), nor one of more
@@ -69,6 +70,8 @@ def write(folder: Path, detail: str, shape: str, count: int) -> None:
             if len(raw) < 8 and not raw.strip():  # every record is "{...}"
                 continue
             row = json_loads(raw.decode("utf-8"))
+            if judge is not None and row.get("judge") != judge:
+                continue  # another judge's copy of an item (a file of several judges)
             key = it.numbered(row, k, shape, seen)
             k += 1
             item = it.item_of(row, shape, key)

@@ -8,7 +8,15 @@ import numpy as np
 
 from judgekit.core.errors import ConfigError
 from judgekit.core.results import RunResult
-from judgekit.core.spec import CardRow, MethodSpec, Paired, PlanTable, RunItems, TableRow
+from judgekit.core.spec import (
+    CardRow,
+    LabelIndex,
+    MethodSpec,
+    Paired,
+    PlanTable,
+    RunItems,
+    TableRow,
+)
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure, VerdictsPayload
 from judgekit.methods.verdicts.report import report
@@ -125,19 +133,31 @@ def _paired(ra: RunResult[VerdictsPayload], rb: RunResult[VerdictsPayload], leve
 
 def _items(result: RunResult[VerdictsPayload]) -> RunItems:
     """The analysed items as they are (pointwise: id, verdict; pairwise: pair_id, first,
-    second, winner), with their texts."""
+    second, winner), with their texts. A file of several judges: the first judge's rows
+    (people label the items, not each judge's copy of them)."""
     p = result.payload
     if p is None or p.shape not in ("pointwise", "pairwise"):
         return RunItems("pointwise", [])
-    return RunItems(p.shape, list(p.items.rows()))
+    first = _first_judge(p)
+    return RunItems(p.shape, [r for r in p.items.rows()
+                              if first is None or r.get("judge") == first])
 
 
-def _label_index(result: RunResult[VerdictsPayload]) -> tuple[str, str, int] | None:
-    """The items file, shape and count of the rows :func:`_items` reads as they are."""
+def _first_judge(p: VerdictsPayload) -> str | None:
+    """The ``judge`` field of the first judge's item rows (None: one judge, no field)."""
+    if not p.others:
+        return None
+    head = next(iter(p.items.rows()), None)
+    return None if head is None else head.get("judge")
+
+
+def _label_index(result: RunResult[VerdictsPayload]) -> LabelIndex | None:
+    """The items file, shape and count of the rows :func:`_items` reads as they are (and
+    the first judge's name, whose rows they are, in a file of several)."""
     p = result.payload
     if p is None or p.shape not in ("pointwise", "pairwise"):
         return None
-    return p.items.file, p.shape, p.items.count
+    return LabelIndex(p.items.file, p.shape, p.items.count, _first_judge(p))
 
 
 def _relabelled(result: RunResult[VerdictsPayload], folder: Path) -> VerdictsPayload | None:
