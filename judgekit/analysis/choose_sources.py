@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from judgekit.analysis.choose_types import JudgedRow, JudgeItems
+from judgekit.analysis.choose_types import JudgeItems
 from judgekit.core.errors import ConfigError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.recorded.items import VerdictRow
 
 __all__ = ["load_judges"]
 
@@ -31,7 +32,7 @@ def _from_payload(src: str, p: Any, prices: dict[str, float]) -> list[JudgeItems
                           f"{p.shape}")
     names = [p.judge, *(o.judge for o in p.others or [])]
     measures = [p.measures, *(o.measures for o in p.others or [])]
-    rows = [JudgedRow.model_validate(r) for r in p.items.rows()]
+    rows = list(p.items.records(VerdictRow))
     out = []
     for name, ms in zip(names, measures):
         mine = [r for r in rows if (r.judge or names[0]) == name] if p.others else rows

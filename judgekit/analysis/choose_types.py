@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 __all__ = ["Choice", "Estimate", "JudgeItems", "JudgeRow", "JuryRow", "PairRow", "Selective",
            "rate"]
@@ -22,47 +22,6 @@ class JudgeItems(NamedTuple):
     cost: float | None  # per item, where known
     seconds: float | None = None  # per item, where the file records it
     cost_source: str | None = None  # where the cost came from
-
-
-def _name(v: Any) -> str | None:
-    return None if v is None else str(v)
-
-
-class JudgedRow(BaseModel):
-    """A line of an analyse run's items.jsonl as choose compares judges on it: one
-    verdict (pointwise) or one order of a pair (pairwise: ties kept), people's label,
-    the judge's confidence in its verdict and what the call cost, where recorded."""
-
-    model_config = ConfigDict(extra="allow")
-    id: Annotated[str | None, BeforeValidator(_name)] = None
-    pair_id: Annotated[str | None, BeforeValidator(_name)] = None
-    order: int = 0
-    question_id: Annotated[str | None, BeforeValidator(_name)] = None
-    verdict: Any = None
-    winner: Any = None
-    human: Any = None
-    label: Any = None
-    judge: str | None = None
-    confidence: Any = None  # the judge's confidence in its verdict (0.5 to 1)
-    cost: Any = None
-    seconds: Any = None
-
-    def key(self, shape: str) -> str:
-        """The item's key: its id, or a pair's id and order."""
-        return str(self.id) if shape == "pointwise" else f"{self.pair_id}#{self.order}"
-
-    def cluster(self, shape: str) -> str:
-        """What its items are clustered by: the question (else the item), or the pair."""
-        return (self.question_id or self.key(shape)) if shape == "pointwise" \
-            else str(self.pair_id)
-
-    def said(self, shape: str) -> str:
-        """The judge's readable verdict ("1"/"0", or "first"/"second"/"tie")."""
-        return str(self.verdict if shape == "pointwise" else self.winner)
-
-    def people(self, shape: str) -> Any:
-        """People's label on it (None: none)."""
-        return self.human if shape == "pointwise" else self.label
 
 
 class Estimate(BaseModel):

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
 
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.textio import clean, json_loads, jsonl_line
+
+M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["AgreementFigures", "DetailFile", "Ensemble", "Figures", "Json", "Payload", "Rate",
            "Record", "Scores", "absent"]
@@ -170,6 +172,11 @@ class DetailFile(BaseModel):
     def drop_views(self) -> None:
         """Let go of the rows :meth:`rows_without` kept (once the report is built)."""
         self._without.clear()
+
+    def records(self, model: type[M]) -> Iterator[M]:
+        """The records as ``model`` (each validated as it is read): a detail's readers
+        take its rows typed, not as dicts."""
+        return (model.model_validate(r) for r in self.rows())
 
     def rows(self) -> Iterator[Json]:
         if self._rows is not None:

@@ -36,8 +36,9 @@ from judgekit.core.jsontypes import JSONObject
 from judgekit.stats.active import Population
 
 __all__ = ["CONFIDENCE", "PROBABILITY", "SHAPES", "Item", "PairwiseItem", "PointwiseItem",
-           "Shape", "item_of", "majority", "mark", "normalise", "numbered", "population",
-           "population_of", "present_value", "slot_of", "unstable_flags"]
+           "Shape", "VerdictRow", "as_shape", "human_value", "item_of", "item_row",
+           "majority", "mark", "normalise", "numbered", "population", "population_of",
+           "present_value", "score_of", "slot_of", "unstable_flags"]
 
 Shape = Literal["pointwise", "pairwise"]
 SHAPES: tuple[Shape, ...] = ("pointwise", "pairwise")
@@ -140,6 +141,43 @@ class PairwiseItem(Item):
     @property
     def people(self) -> Any:
         return self.label
+
+
+class VerdictRow(BaseModel):
+    """A line of an analyse run's items.jsonl as choose compares judges on it: one
+    verdict (pointwise) or one order of a pair (pairwise: ties kept), people's label,
+    the judge's confidence in its verdict and what the call cost, where recorded."""
+
+    model_config = ConfigDict(extra="allow")
+    id: Name = None
+    pair_id: Name = None
+    order: int = 0
+    question_id: Name = None
+    verdict: Any = None
+    winner: Any = None
+    human: Any = None
+    label: Any = None
+    judge: str | None = None
+    confidence: Any = None  # the judge's confidence in its verdict (0.5 to 1)
+    cost: Any = None
+    seconds: Any = None
+
+    def key(self, shape: str) -> str:
+        """The item's key: its id, or a pair's id and order."""
+        return str(self.id) if shape == "pointwise" else f"{self.pair_id}#{self.order}"
+
+    def cluster(self, shape: str) -> str:
+        """What its items are clustered by: the question (else the item), or the pair."""
+        return (self.question_id or self.key(shape)) if shape == "pointwise" \
+            else str(self.pair_id)
+
+    def said(self, shape: str) -> str:
+        """The judge's readable verdict ("1"/"0", or "first"/"second"/"tie")."""
+        return str(self.verdict if shape == "pointwise" else self.winner)
+
+    def people(self, shape: str) -> Any:
+        """People's label on it (None: none)."""
+        return self.human if shape == "pointwise" else self.label
 
 
 MODELS: dict[str, type[Item]] = {"pointwise": PointwiseItem, "pairwise": PairwiseItem}

@@ -1,4 +1,4 @@
-"""Issue 33: intervals and plans at the edges, pinned by hand: Wilson with a fractional
+"""Intervals and plans at small samples and extreme rates, pinned by hand: Wilson with a fractional
 continuity correction and Student's t, annotator error (Rogan-Gladen), the flip rate
 from repeated labels, bounded means that keep a width, agreement's posterior prior,
 and label plans from the interval's own variance terms."""

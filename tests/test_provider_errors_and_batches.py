@@ -1,5 +1,6 @@
-"""The second round of real faults: records, secrets, provider errors by meaning, batch
-protocol, honest ends, prompt roles, checks before paying, local model identity."""
+"""Faults real providers and users meet: records, secrets, provider errors read by their
+meaning, the batch protocol, honest ends, prompt roles, checks before paying, the local
+model's identity."""
 
 from __future__ import annotations
 
@@ -517,8 +518,7 @@ def test_batch_results_missing_by_batch_status():
     ("invalid_request_error", "http_4xx"), ("overloaded_error", "transport"),
     ("api_error", "transport")])
 def test_anthropic_batch_error_types_are_final_unless_transient(etype, kind):
-    from judgekit.llm.providers.anthropic import AnthropicBatch
-    from judgekit.llm.providers.anthropic import AnthropicProvider
+    from judgekit.llm.providers.anthropic import AnthropicBatch, AnthropicProvider
 
     api = AnthropicBatch(AnthropicProvider("claude-3-5-haiku-latest"))
     item = api._item({"custom_id": "k", "result": {"type": "errored", "error": {

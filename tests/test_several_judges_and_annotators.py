@@ -1,7 +1,7 @@
-"""Recorded verdicts, round 2 of issue 31: several judges side by side (one card per
-judge), a corrected paired comparison of two systems, agreement intervals clustered by
-question, several annotators in pairwise files, self-preference and length preference
-controlled for position by both orders."""
+"""Recorded verdicts of several judges side by side (one card per judge), a corrected
+paired comparison of two systems, agreement intervals clustered by question, several
+annotators in pairwise files, self-preference and length preference controlled for
+position by both orders."""
 
 from __future__ import annotations
 
