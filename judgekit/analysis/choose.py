@@ -28,12 +28,13 @@ from judgekit.analysis.choose_types import (
     rate,
 )
 from judgekit.core.errors import ConfigError
+from judgekit.core.spec import Shape
 from judgekit.stats.decide import paired_difference
 
 __all__ = ["Choice", "JudgeItems", "choose", "label_id", "load_judges", "write"]
 
 
-def label_id(key: str, shape: str) -> str:
+def label_id(key: str, shape: Shape) -> str:
     """An item's key here as `judgekit label` names it: a pair's n-th order (0 first)
     is PAIR for the first and PAIR#(n+1) after it; pointwise ids are the same."""
     if shape != "pairwise":

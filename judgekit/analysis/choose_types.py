@@ -7,13 +7,15 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from judgekit.core.spec import Shape
+
 __all__ = ["Choice", "Estimate", "JudgeItems", "JudgeRow", "JuryRow", "PairRow", "Selective",
            "rate"]
 
 
 class JudgeItems(NamedTuple):
     name: str
-    shape: str  # pointwise | pairwise
+    shape: Shape
     verdict: dict[str, str]  # item key -> its readable verdict ("1"/"0", "first"/...)
     human: dict[str, str]  # item key -> people's label
     confidence: dict[str, float]  # item key -> the judge's confidence (0.5 to 1)
@@ -35,7 +37,7 @@ class JudgeRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     n: int
-    shape: str
+    shape: Shape
     agreement: Estimate | None = None  # accuracy against people's labels
     kappa: Estimate | None = None
     leniency: Estimate | None = None  # pass rate minus people's, paired (pointwise)

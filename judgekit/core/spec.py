@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, JsonValue, model_validator
 
@@ -23,7 +23,8 @@ from judgekit.core.results import RunResult
 from judgekit.core.settings import RunSettings
 
 __all__ = ["CardRow", "CompareRow", "ItemView", "LabelIndex", "MethodSpec", "PairAgreement",
-           "Paired", "PlanTable", "Row", "RunItems", "TableRow"]
+           "Paired", "PlanTable", "Row", "RunItems", "Shape", "TableRow",
+           "TableShape"]
 
 C = TypeVar("C", bound=RunSettings)
 P = TypeVar("P", bound=Payload)
@@ -113,13 +114,17 @@ class Paired(NamedTuple):
     main: CompareRow | None = None  # a primary row the hook computed itself (e.g. PPI)
 
 
+Shape = Literal["pointwise", "pairwise"]  # an item's: one verdict, or one preference
+TableShape = Literal["pointwise", "pairwise", "alpaca_eval"]  # a recorded table's
+
+
 class LabelIndex(NamedTuple):
     """What a method's ``label_index`` hook returns: the detail file whose rows are its
     items as they are, their shape and count, and (a file of several judges' rows,
     each with a ``judge`` field) the judge whose rows are the items people label."""
 
     file: str
-    shape: str
+    shape: Shape
     rows: int
     judge: str | None = None
 
@@ -129,7 +134,7 @@ class RunItems(NamedTuple):
     ``pair_id``, the judge's ``verdict`` or ``winner``, and the texts a person reads:
     question, answer or first/second, explanation) and their shape."""
 
-    shape: str  # pointwise | pairwise
+    shape: Shape
     rows: list[Json]
 
 

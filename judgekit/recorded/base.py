@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.registry import Registry
+from judgekit.core.spec import TableShape
 
 __all__ = ["FAIL", "FORMATS", "PASS", "RecordedFormat", "StreamedRows", "Table", "label_of",
            "text_of"]
@@ -30,7 +31,7 @@ __all__ = ["FAIL", "FORMATS", "PASS", "RecordedFormat", "StreamedRows", "Table",
 class Table(NamedTuple):
     """A recorded file's rows and the column that plays each role."""
 
-    shape: str  # pointwise | pairwise | alpaca_eval
+    shape: TableShape
     rows: list[JSONObject] | StreamedRows
     roles: dict[str, str]
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.spec import Shape, TableShape
 from judgekit.stats.active import Population
 
 __all__ = ["CONFIDENCE", "PROBABILITY", "SHAPES", "Item", "PairwiseItem", "PointwiseItem",
@@ -40,7 +41,6 @@ __all__ = ["CONFIDENCE", "PROBABILITY", "SHAPES", "Item", "PairwiseItem", "Point
            "majority", "mark", "normalise", "numbered", "population", "population_of",
            "present_value", "score_of", "slot_of", "unstable_flags"]
 
-Shape = Literal["pointwise", "pairwise"]
 SHAPES: tuple[Shape, ...] = ("pointwise", "pairwise")
 # the columns of each role, in the order they are looked for
 PROBABILITY = ("probability", "p_pass", "judge_probability", "pass_probability")
@@ -162,20 +162,20 @@ class VerdictRow(BaseModel):
     cost: Any = None
     seconds: Any = None
 
-    def key(self, shape: str) -> str:
+    def key(self, shape: Shape) -> str:
         """The item's key: its id, or a pair's id and order."""
         return str(self.id) if shape == "pointwise" else f"{self.pair_id}#{self.order}"
 
-    def cluster(self, shape: str) -> str:
+    def cluster(self, shape: Shape) -> str:
         """What its items are clustered by: the question (else the item), or the pair."""
         return (self.question_id or self.key(shape)) if shape == "pointwise" \
             else str(self.pair_id)
 
-    def said(self, shape: str) -> str:
+    def said(self, shape: Shape) -> str:
         """The judge's readable verdict ("1"/"0", or "first"/"second"/"tie")."""
         return str(self.verdict if shape == "pointwise" else self.winner)
 
-    def people(self, shape: str) -> Any:
+    def people(self, shape: Shape) -> Any:
         """People's label on it (None: none)."""
         return self.human if shape == "pointwise" else self.label
 
@@ -191,7 +191,7 @@ def as_shape(value: object, where: object) -> Shape:
                     f"takes {' or '.join(SHAPES)} items)")
 
 
-def item_of(row: Mapping[str, Any], shape: str, key: str) -> Item | None:
+def item_of(row: Mapping[str, Any], shape: Shape, key: str) -> Item | None:
     """``row`` as the item ``key`` of ``shape`` (None: no readable verdict: a tie, or
     empty, left out as ``judgekit analyse`` leaves it out)."""
     if shape == "pairwise":
@@ -204,7 +204,7 @@ def item_of(row: Mapping[str, Any], shape: str, key: str) -> Item | None:
     return PointwiseItem.model_validate({**row, "id": key})
 
 
-def item_row(row: Mapping[str, Any], shape: str, roles: Mapping[str, str], i: int
+def item_row(row: Mapping[str, Any], shape: TableShape, roles: Mapping[str, str], i: int
              ) -> JSONObject:
     """Row ``i`` of a recorded table (its ``roles``: role -> column) under the item's
     field names: what :func:`item_of` then types."""
@@ -241,7 +241,7 @@ def item_row(row: Mapping[str, Any], shape: str, roles: Mapping[str, str], i: in
     return out
 
 
-def numbered(row: Mapping[str, Any], k: int, shape: str, seen: dict[str, int]) -> str:
+def numbered(row: Mapping[str, Any], k: int, shape: Shape, seen: dict[str, int]) -> str:
     """Row ``k``'s item id: repeats of an id (or a pair's other order) are "ID#2", ...,
     numbered over every row, readable or not, as `judgekit analyse --labels` numbers
     them (``seen`` counts the ids so far)."""
@@ -273,7 +273,7 @@ def score_of(item: Item, where: Path) -> float | None:
     return float(s) if s is not None and 0 <= s <= 1 else None
 
 
-def normalise(rows: Iterable[Mapping[str, Any]], shape: str, where: Path) -> list[Item]:
+def normalise(rows: Iterable[Mapping[str, Any]], shape: Shape, where: Path) -> list[Item]:
     """One item per row with a readable verdict, each with a unique id (repeats
     numbered), its ``score`` and ``unstable`` flag; an error when none is readable."""
     out: list[Item] = []

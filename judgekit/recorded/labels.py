@@ -43,6 +43,7 @@ from pydantic import (
 
 from judgekit.core.errors import DataError, OutputError, describe_validation
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.spec import Shape
 from judgekit.core.textio import json_loads, read_lines
 from judgekit.recorded.items import Item, human_value
 
@@ -398,7 +399,7 @@ def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def values(path: Path, shape: str = "pointwise", warn_drawn: bool = True
+def values(path: Path, shape: Shape = "pointwise", warn_drawn: bool = True
            ) -> dict[str, float]:
     """Item id -> label value from a labels file (the mean of its annotators' latest
     labels): what ``judgekit analyse --labels``, the probe and the audit read."""
@@ -415,7 +416,7 @@ def values(path: Path, shape: str = "pointwise", warn_drawn: bool = True
     return values_of(got, shape)
 
 
-def values_of(labels: Labels, shape: str = "pointwise") -> dict[str, float]:
+def values_of(labels: Labels, shape: Shape = "pointwise") -> dict[str, float]:
     """Item id -> the mean of its annotators' label values (items none could read: out)."""
     out = {}
     for item, who in labels.by_item.items():

@@ -16,6 +16,7 @@ from typing import Any
 
 from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
+from judgekit.core.spec import Shape
 from judgekit.core.textio import json_loads, read_text
 from judgekit.recorded.base import FORMATS, StreamedRows, Table
 
@@ -114,7 +115,7 @@ def detect_rows(path: Path, rows: list[JSONObject] | StreamedRows,
     if not rows:
         raise DataError(f"{path}: no rows")
     columns = list(rows[0])
-    shape = "pairwise" if _detect(columns, PAIRWISE, {}, lenient=True).keys() >= {
+    shape: Shape = "pairwise" if _detect(columns, PAIRWISE, {}, lenient=True).keys() >= {
         "first", "second"} or {"first", "second", "winner"} & set(roles) else "pointwise"
     known = PAIRWISE if shape == "pairwise" else POINTWISE
     bad = [r for r in roles if r not in known]

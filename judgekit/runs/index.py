@@ -36,7 +36,7 @@ VERSION = 3  # 3: ids as one UTF-8 block and their ends (2: a JSON list)
 MAX_ITEMS = 2_000_000
 
 
-def write(folder: Path, detail: str, shape: str, count: int, judge: str | None = None
+def write(folder: Path, detail: str, shape: Shape, count: int, judge: str | None = None
           ) -> None:
     """Write ``folder``'s index of the ``count`` items in its ``detail`` file (the items
     hook's rows as they are, one per non-blank line), of ``shape``. A file with no
