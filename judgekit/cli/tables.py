@@ -249,6 +249,9 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
             labels: Path | None = typer.Option(
                 None, "--labels", help="human labels (a labels file of judgekit label / "
                 "view, or JSONL of {\"id\", \"label\"}); they replace the file's own"),
+            scale: str | None = typer.Option(
+                None, "--scale", help="graded verdicts: the scale LO-HI (e.g. 1-5); "
+                "detected from the scores when not given"),
             overwrite: bool = typer.Option(False, "--overwrite",
                                            help="replace a previous run's outputs in --out")
             ) -> None:
@@ -274,7 +277,7 @@ def analyse(file: Path = typer.Argument(..., help="recorded verdicts: a CSV or J
     doc = {"method": "verdicts", "name": file.stem, "data_path": str(file),
            "data_format": fmt, "roles": roles, "level": level, "seed": seed, "judge": judge,
            "judge_family": judge_family, "label_error": parse_label_error(label_error),
-           "labels_file": None if labels is None else str(labels)}
+           "labels_file": None if labels is None else str(labels), "scale": scale}
     _, shown, folder = run_config(doc, out=out, overwrite=overwrite)
     _print_decisions(folder)
     console.print(shown["headline"])

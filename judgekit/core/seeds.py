@@ -122,6 +122,8 @@ STREAMS: dict[str, Stream] = {s.name: s for s in (
            "the agreement of the two orders' verdicts"),
     Stream("verdicts.win_rate", 59, "id_index", ("verdicts",),
            "one model's pairwise win-rate bootstrap, keyed by its index"),
+    Stream("verdicts.graded", 62, "named", ("verdicts",),
+           "graded verdicts' cluster bootstraps (correlations, kappa, bias, ceiling)"),
     Stream("verdicts.recorded_win_rate", 51, "id_index", ("verdicts",),
            "one model's win rate from recorded preferences, keyed by its index"),
     # choosing a judge

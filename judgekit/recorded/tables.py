@@ -24,7 +24,8 @@ from judgekit.recorded.base import FORMATS, StreamedRows, Table
 POINTWISE = {"id": ("id", "item_id", "sample_id", "uid"),
              "question_id": ("question_id", "qid", "prompt_id", "question"),
              "system": ("system", "model", "generator", "policy"),
-             "judge": ("judge", "verdict", "judge_verdict", "grade", "score"),
+             "judge": ("judge", "verdict", "judge_verdict", "grade", "score", "judge_score",
+                       "judge_rating", "judge_grade", "rating"),
              "human": ("human", "human_label", "gold", "label", "annotation", "human_rating",
                        "human_score", "human_judgment", "human_judgement", "gold_label",
                        "human_verdict")}
@@ -145,6 +146,9 @@ def detect_rows(path: Path, rows: list[JSONObject] | StreamedRows,
         raise DataError(f"{path}: no column {missing_several[0]!r}; it has "
                         f"{', '.join(columns)}")
     found = _detect(columns, known, roles, lenient=False)
+    grades = [c for c in columns if re.fullmatch(r"p_-?\d+(\.\d+)?", c.strip(), re.I)]
+    if shape == "pointwise" and "judge" not in found and len(grades) >= 2:
+        found["judge"] = grades[0]  # a judge's grade distribution: p_<grade> columns
     absent = [r for r in REQUIRED[shape] if r not in found]
     if absent:
         raise DataError(f"{path}: no column plays the role {absent[0]!r} of {shape} verdicts "

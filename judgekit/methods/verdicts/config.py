@@ -34,6 +34,9 @@ class VerdictsConfig(RunSettings):
     # the annotators' flip rate: corrected rates are corrected for it (None: the human
     # labels are taken as error-free, and the figures say so)
     label_error: LabelErrorSetting | None = None
+    # graded verdicts: the scale LO-HI (detected from the scores when not given; a score
+    # off it is unreadable, counted, never averaged)
+    scale: str | None = None
     # human labels from a labels file (`judgekit label` / `judgekit view`, or JSONL of
     # {"id", "label", "annotator"}); they replace the file's own human column. Labels
     # drawn by `judgekit label` are weighted by their draw probabilities.

@@ -47,7 +47,7 @@ class VerdictsPayload(Payload):
     """``verdicts``: what a recorded judge's verdicts show, with no model call."""
 
     judge: str
-    shape: Literal["pointwise", "pairwise", "alpaca_eval"]
+    shape: Literal["pointwise", "pairwise", "alpaca_eval", "graded"]
     source: str  # the file's name
     roles: dict[str, str]  # role -> column (or field) read
     n_rows: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import tempfile
@@ -13,7 +14,7 @@ from judgekit.core.errors import DataError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.core.payload import DetailFile
 from judgekit.core.textio import jsonl_line
-from judgekit.methods.verdicts import pairwise, pointwise
+from judgekit.methods.verdicts import graded, pairwise, pointwise
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import JudgeVerdicts, Measure, VerdictsPayload
 from judgekit.recorded.base import StreamedRows
@@ -56,7 +57,8 @@ def execute(cfg: VerdictsConfig, client: Any = None) -> VerdictsPayload:
                             measures=j.measures, notes=j.notes)
               for c, j in zip(columns[1:], judged[1:])]
     return VerdictsPayload(
-        judge=first.judge, shape=table.shape, source=path.name, roles=table.roles,  # type: ignore[arg-type]
+        judge=first.judge, shape="graded" if first.graded else table.shape,  # type: ignore[arg-type]
+        source=path.name, roles=table.roles,
         n_rows=len(table.rows), unreadable=first.unreadable, level=cfg.level,
         measures=first.measures, notes=first.notes, items=items,
         **({"others": others} if others else {}))
@@ -68,6 +70,7 @@ class _Judged(NamedTuple):
     measures: list[Measure]
     notes: list[str]
     items: int  # item records written
+    graded: bool = False  # scores on a scale (judgekit.methods.verdicts.graded)
 
 
 def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
@@ -81,7 +84,18 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
     def write(record: JSONObject) -> None:
         fh.write(jsonl_line({"judge": tag, **record} if several else record))
 
-    if table.shape == "pointwise":
+    is_graded = table.shape == "pointwise" and graded.is_graded(
+        list(itertools.islice(table.rows, 2000)), roles, cfg)
+    if is_graded:
+        measures, g = graded.graded(table.rows, roles, cfg, write)
+        count, unread, judge = len(g.score), g.unreadable, roles["judge"]
+        notes.append(f"graded verdicts on the scale {g.scale.text()}"
+                     + (" (--scale LO-HI overrides it)" if g.scale.how == "detected" else ""))
+        if unread:
+            notes.append(f"{unread} value(s) unreadable (off the scale, NaN or text; never "
+                         "averaged): " + "; ".join(g.reasons[:5])
+                         + ("; ..." if unread > 5 else ""))
+    elif table.shape == "pointwise":
         got = pointwise.pointwise(table.rows, roles, cfg, write)
         measures, count, unread = got.measures, got.items, got.unreadable
         judge = ", ".join(got.graders) or roles["judge"]
@@ -115,7 +129,7 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
     if unread:
         notes.append(f"{unread} of {len(table.rows)} verdicts could not be read and are "
                      "left out of every figure")
-    return _Judged(judge, unread, measures, notes, count)
+    return _Judged(judge, unread, measures, notes, count, is_graded)
 
 
 # column names that say what a column holds, not whose verdicts they are

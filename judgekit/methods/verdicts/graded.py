@@ -1,0 +1,585 @@
+"""Graded verdicts: a judge's score on a scale (1-5, 1-10, 0-3) or its probability for
+each grade (``p_<grade>`` columns), against people who rate the same items on the same
+scale, often several raters an item.
+
+Each figure is the one the meta-evaluation literature reports, with its interval and n:
+item-level Spearman, Kendall tau-b and Pearson of the judge's score against the mean of
+the raters; quadratic-weighted kappa and Krippendorff's alpha (interval, ordinal) of the
+judge against the raters' consensus (their mean, rounded half up to a grade); mean
+absolute error; score bias in points (judge minus people, overall and per system); the
+human ceiling (each rater against the mean of the others, the judge against the same
+others); system-level Kendall of the system means; the mean score people would give,
+corrected with the judge's scores (PPI++ on the scale mapped to [0, 1]); and, for
+answer distributions, ECE and the Brier score. Intervals are percentile bootstraps that
+resample whole clusters (a question with all its answers, else an item), so ratings of
+one question are not counted as independent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy import stats
+
+from judgekit.core import seeds as streams
+from judgekit.core.errors import ConfigError
+from judgekit.core.jsontypes import JSONObject
+from judgekit.methods.verdicts.analysis import rate_measure
+from judgekit.methods.verdicts.config import VerdictsConfig
+from judgekit.methods.verdicts.payload import Measure
+from judgekit.stats.decide import family_level
+from judgekit.stats.ppi import ppi_mean
+
+__all__ = ["GRADE", "Graded", "Scale", "graded", "is_graded", "krippendorff_alpha",
+           "parse_scale", "score_of", "weighted_kappa"]
+
+GRADE = re.compile(r"^p_(-?\d+(?:\.\d+)?)$", re.I)  # a grade's probability column
+RESULT = re.compile(r"\[RESULT\]\s*(-?\d+(?:\.\d+)?)|Rating:\s*\[\[\s*(-?\d+(?:\.\d+)?)\s*\]\]",
+                    re.I)
+BINS = 10  # ECE's equal-width confidence bins
+MIN_ITEMS = 3
+
+
+class Scale(NamedTuple):
+    lo: float
+    hi: float
+    integer: bool
+    how: str  # "detected" or "--scale"
+
+    def text(self) -> str:
+        return (f"{self.lo:g}-{self.hi:g}{' (integers)' if self.integer else ''}, "
+                f"{self.how}")
+
+    def holds(self, v: float | None) -> bool:
+        return v is not None and self.lo <= v <= self.hi
+
+
+class Graded(NamedTuple):
+    """The readable items: the judge's score, each rater's score, cluster and system."""
+
+    score: np.ndarray  # the judge's score (its expected score for a distribution)
+    probs: np.ndarray | None  # items x grades, for a distribution
+    grades: np.ndarray | None
+    humans: list[list[float | None]]  # each item's raters, in column order
+    cluster: np.ndarray
+    system: list[str | None]
+    scale: Scale
+    unreadable: int
+    reasons: list[str]
+
+
+def parse_scale(text: str | None) -> tuple[float, float] | None:
+    """``--scale LO-HI`` (e.g. 1-5, 0-3, 1-10) as (lo, hi)."""
+    if text is None or text == "":
+        return None
+    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*", str(text))
+    if not m or float(m.group(1)) >= float(m.group(2)):
+        raise ConfigError(f"--scale {text!r}: give LO-HI with LO below HI, e.g. 1-5")
+    return float(m.group(1)), float(m.group(2))
+
+
+def score_of(raw: Any) -> float | None:
+    """A score as written: a number, or a text holding Prometheus's ``[RESULT] n`` or
+    MT-Bench's ``Rating: [[n]]`` (None: no number, NaN, or not finite)."""
+    if isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, (int, float)):
+        v = float(raw)
+    else:
+        text = str(raw).strip()
+        m = RESULT.search(text)
+        try:
+            v = float(m.group(1) or m.group(2)) if m else float(text)
+        except ValueError:
+            return None
+    return v if math.isfinite(v) else None
+
+
+def grade_columns(columns: Iterable[str]) -> list[tuple[str, float]]:
+    """(column, grade) of ``p_<grade>`` columns, by grade."""
+    out = [(c, float(m.group(1))) for c in columns if (m := GRADE.match(c.strip()))]
+    return sorted(out, key=lambda x: x[1])
+
+
+def is_graded(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig) -> bool:
+    """Whether a pointwise table holds graded verdicts: ``--scale`` given, ``p_<grade>``
+    columns, or whole-number scores above 1 with at least three distinct values among
+    the judge's and the raters' (a 0/1 or pass/fail column stays pass/fail)."""
+    if cfg.scale is not None or (rows and len(grade_columns(rows[0])) >= 2):
+        return True
+    cols = [c for c in (roles.get("judge", "").split(",")[:1]
+                        + roles.get("human", "").split(",")) if c]
+    seen: set[float] = set()
+    for r in rows[:2000]:
+        for c in cols:
+            v = r.get(c)
+            if isinstance(v, str) and not RESULT.search(v):
+                try:
+                    v = float(v)
+                except ValueError:
+                    continue
+            s = score_of(v)
+            if s is not None:
+                seen.add(s)
+    return len(seen) >= 3 and max(seen) > 1 and all(float(v).is_integer() for v in seen)
+
+
+def read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig,
+         write: Callable[[JSONObject], None]) -> Graded:
+    """The readable items; a value off the scale, NaN or text is unreadable, counted
+    with its reason (a judge's: the row is left out; a rater's: that rating)."""
+    rows = list(rows)
+    judge = roles.get("judge", "").split(",")[0]
+    humans = [c for c in roles.get("human", "").split(",") if c]
+    dist = grade_columns(rows[0]) if rows else []
+    given = parse_scale(cfg.scale)
+    if given is not None:
+        scale = Scale(given[0], given[1], float(given[0]).is_integer()
+                      and float(given[1]).is_integer(), "--scale")
+    else:
+        vals = [v for r in rows for c in ([judge] if not dist else []) + humans
+                if (v := score_of(r.get(c))) is not None]
+        vals += [g for _, g in dist]
+        if not vals:
+            raise ConfigError(f"{cfg.data_path}: no readable score in "
+                              f"{', '.join([judge, *humans])}; give --scale LO-HI")
+        scale = Scale(min(vals), max(vals), all(float(v).is_integer() for v in vals),
+                      "detected")
+    q_col, s_col, id_col = roles.get("question_id"), roles.get("system"), roles.get("id")
+    score, probs, hum, cluster, system, reasons = [], [], [], [], [], []
+    bad = 0
+    keys: dict[str, int] = {}
+    for i, r in enumerate(rows):
+        item = str(r.get(id_col, i)) if id_col else str(i)
+        if dist:
+            got = [score_of(r.get(c)) for c, _ in dist]
+            p = [v for v in got if v is not None and v >= 0]
+            if len(p) < len(dist) or abs(sum(p) - 1) > 0.01:
+                bad += 1
+                reasons.append(f"row {i + 1}: p_ columns are not probabilities summing to 1")
+                continue
+            s: float | None = float(sum(v * grade for v, (_, grade) in zip(p, dist)))
+            probs.append(p)
+        else:
+            s = score_of(r.get(judge))
+            if s is None or not scale.holds(s):
+                bad += 1
+                reasons.append(f"row {i + 1}: {judge} {r.get(judge)!r} is "
+                               + ("off the scale " + scale.text() if s is not None
+                                  else "not a number"))
+                continue
+        people: list[float | None] = []
+        for c in humans:
+            raw = r.get(c)
+            if raw in (None, ""):
+                people.append(None)
+                continue
+            v = score_of(raw)
+            if not scale.holds(v):
+                bad += 1
+                reasons.append(f"row {i + 1}: {c} {raw!r} is "
+                               + ("off the scale" if v is not None else "not a number"))
+                v = None
+            people.append(v)
+        q = str(r.get(q_col)) if q_col and r.get(q_col) not in (None, "") else item
+        cluster.append(keys.setdefault(q, len(keys)))
+        system.append(str(r.get(s_col)) if s_col and r.get(s_col) not in (None, "") else None)
+        score.append(float(s))  # type: ignore[arg-type]
+        hum.append(people)
+        write({"id": item, "question_id": q, "system": system[-1], "score": s,
+               "humans": people, **({"probabilities": dict(zip(
+                   (f"{g:g}" for _, g in dist), probs[-1]))} if dist else {})})
+    return Graded(np.array(score, float), np.array(probs, float) if dist else None,
+                  np.array([g for _, g in dist], float) if dist else None, hum,
+                  np.array(cluster, np.int64), system, scale, bad, reasons)
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def kendall(x: np.ndarray, y: np.ndarray) -> float:
+    return float(stats.kendalltau(x, y, variant="b").statistic)
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    return float(stats.pearsonr(x, y).statistic)
+
+
+def weighted_kappa(a: np.ndarray, b: np.ndarray) -> float:
+    """Quadratic-weighted Cohen's kappa over the categories either rater used (as
+    scikit-learn's ``cohen_kappa_score(weights="quadratic")``: the weight of a cell is
+    the squared distance of the categories' ranks over (k - 1)^2)."""
+    labels = np.unique(np.concatenate([a, b]))
+    k = labels.size
+    if k < 2:
+        return float("nan")
+    ia, ib = np.searchsorted(labels, a), np.searchsorted(labels, b)
+    conf = np.zeros((k, k))
+    np.add.at(conf, (ia, ib), 1)
+    expected = np.outer(conf.sum(1), conf.sum(0)) / conf.sum()
+    idx = np.arange(k)
+    w = (idx[:, None] - idx[None, :]) ** 2 / (k - 1) ** 2
+    return float(1 - (w * conf).sum() / (w * expected).sum())
+
+
+def krippendorff_alpha(data: np.ndarray, metric: str) -> float:
+    """Krippendorff's alpha of reliability data (coders x units, NaN: missing) with the
+    interval (squared difference) or ordinal (squared count between the values) metric,
+    from the coincidence matrix (Krippendorff 2011)."""
+    values = np.unique(data[~np.isnan(data)])
+    k = values.size
+    if k < 2:
+        return float("nan")
+    o = np.zeros((k, k))
+    for u in data.T:
+        got = u[~np.isnan(u)]
+        m = got.size
+        if m < 2:
+            continue
+        idx = np.searchsorted(values, got)
+        c = np.bincount(idx, minlength=k).astype(float)
+        o += (np.outer(c, c) - np.diag(c)) / (m - 1)
+    n_c = o.sum(1)
+    n = n_c.sum()
+    if metric == "interval":
+        d = (values[:, None] - values[None, :]) ** 2
+    else:
+        cum = np.cumsum(n_c)
+        lo = np.minimum.outer(np.arange(k), np.arange(k))
+        hi = np.maximum.outer(np.arange(k), np.arange(k))
+        d = (cum[hi] - np.where(lo > 0, cum[lo - 1], 0) - (n_c[lo] + n_c[hi]) / 2) ** 2
+    expected = (np.outer(n_c, n_c) * d).sum() / (n - 1)
+    return float(1 - (o * d).sum() / expected) if expected > 0 else float("nan")
+
+
+def _alpha(a: np.ndarray, b: np.ndarray, metric: str, i: np.ndarray) -> float:
+    return krippendorff_alpha(np.vstack([a[i], b[i]]), metric)
+
+
+def _mean_of(d: np.ndarray, i: np.ndarray) -> float:
+    return float(np.mean(d[i]))
+
+
+def _consensus(people: list[float | None]) -> float | None:
+    got = [v for v in people if v is not None]
+    return float(np.mean(got)) if got else None
+
+
+def _grade(v: np.ndarray) -> np.ndarray:
+    return np.floor(v + 0.5)  # half up, as people's mean is rounded to a grade
+
+
+class _Boot:
+    """Percentile intervals of a statistic over resampled clusters."""
+
+    def __init__(self, cluster: np.ndarray, cfg: VerdictsConfig, stream: str) -> None:
+        self.cluster, self.cfg = cluster, cfg
+        codes = np.unique(cluster)
+        members = [np.flatnonzero(cluster == c) for c in codes]
+        rng = streams.rng(stream, cfg.seed)
+        draws = rng.integers(0, len(members), size=(cfg.resamples, len(members)))
+        self.samples = [np.concatenate([members[j] for j in d]) for d in draws]
+
+    def interval(self, fn: Callable[[np.ndarray], float], lo: float = -math.inf,
+                 hi: float = math.inf) -> list[float] | None:
+        got = []
+        for idx in self.samples:
+            with np.errstate(all="ignore"):
+                try:
+                    v = fn(idx)
+                except (ValueError, ZeroDivisionError, FloatingPointError):
+                    continue
+            if math.isfinite(v):
+                got.append(v)
+        if len(got) < len(self.samples) // 2:
+            return None
+        a = (1 - self.cfg.level) / 2
+        q = np.quantile(got, [a, 1 - a])
+        return [float(min(max(q[0], lo), hi)), float(min(max(q[1], lo), hi))]
+
+
+def graded(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig,
+           write: Callable[[JSONObject], None]) -> tuple[list[Measure], Graded]:
+    """The measures of graded verdicts (see the module docstring)."""
+    g = read(rows, roles, cfg, write)
+    people = [_consensus(h) for h in g.humans]
+    lab = np.array([p is not None for p in people])
+    y = np.array([p if p is not None else np.nan for p in people], float)
+    x = g.score
+    n_lab = int(lab.sum())
+    out: list[Measure] = []
+    boot = _Boot(g.cluster[lab], cfg, "verdicts.graded") if n_lab >= MIN_ITEMS else None
+    xl, yl = x[lab], y[lab]
+    units = f"points on the {g.scale.text()} scale"
+
+    def row(key: str, what: str, fn: Callable[[np.ndarray], float], lo: float = -1.0,
+            hi: float = 1.0, **kw: Any) -> Measure:
+        if boot is None:
+            return Measure(key=key, what=what, n=n_lab,
+                           decision=f"not measured: {n_lab} item(s) people rated "
+                                    f"(need {MIN_ITEMS})", **kw)
+        with np.errstate(all="ignore"):
+            est = fn(np.arange(n_lab))
+        return Measure(key=key, what=what, estimate=est if math.isfinite(est) else None,
+                       ci=boot.interval(fn, lo, hi), n=n_lab,
+                       clusters=int(np.unique(g.cluster[lab]).size),
+                       decision=f"{n_lab} items people rated", **kw)
+
+    out.append(row("spearman", "Spearman correlation of the judge's score with people's "
+                   "(mean of the raters), item level", lambda i: spearman(xl[i], yl[i]),
+                   units="correlation"))
+    out.append(row("kendall_tau_b", "Kendall's tau-b of the judge's score with people's, "
+                   "item level", lambda i: kendall(xl[i], yl[i]), units="correlation"))
+    out.append(row("pearson", "Pearson correlation of the judge's score with people's, "
+                   "item level", lambda i: pearson(xl[i], yl[i]), units="correlation"))
+    gx, gy = _grade(xl), _grade(yl)
+    out.append(row("weighted_kappa", "quadratic-weighted kappa of the judge against "
+                   "people's consensus grade", lambda i: weighted_kappa(gx[i], gy[i]),
+                   units="chance-corrected agreement"))
+    for metric in ("interval", "ordinal"):
+        out.append(row(f"krippendorff_alpha_{metric}", f"Krippendorff's alpha ({metric}) "
+                       "of the judge and people's consensus grade",
+                       partial(_alpha, gx, gy, metric), units="chance-corrected agreement"))
+    span = g.scale.hi - g.scale.lo
+    out.append(row("mae", "mean absolute difference of the judge's score from people's",
+                   lambda i: float(np.mean(np.abs(xl[i] - yl[i]))), 0.0, span,
+                   units=units))
+    out += _bias(g, x, y, lab, cfg, units)
+    out += _decidable(g, x, y, lab, cfg)
+    out.append(_ceiling(g, x, lab, cfg))
+    out.append(_system_kendall(g, x, y, lab, cfg))
+    out += _corrected(g, x, y, lab, cfg)
+    if g.probs is not None:
+        out += _calibration(g, y, lab, boot, n_lab)
+    return out, g
+
+
+def _by_system(g: Graded, lab: np.ndarray) -> list[tuple[str | None, np.ndarray]]:
+    names = sorted({s for s in g.system if s is not None})
+    out: list[tuple[str | None, np.ndarray]] = [(None, np.ones(len(g.system), bool))]
+    out += [(s, np.array([v == s for v in g.system])) for s in names] if len(names) > 1 \
+        else []
+    return out
+
+
+def _bias(g: Graded, x: np.ndarray, y: np.ndarray, lab: np.ndarray, cfg: VerdictsConfig,
+          units: str) -> list[Measure]:
+    """Score bias in points, overall and per system: the judge's mean score minus
+    people's on the items people rated (cluster bootstrap)."""
+    out = []
+    for name, mask in _by_system(g, lab):
+        m = mask & lab
+        key = "score_bias" if name is None else f"score_bias[{name}]"
+        what = "the judge's score minus people's, in points" + (f", {name}" if name else "")
+        if m.sum() < MIN_ITEMS:
+            out.append(Measure(key=key, what=what, n=int(m.sum()), units=units,
+                               decision=f"not measured: {int(m.sum())} rated item(s)"))
+            continue
+        d = (x - y)[m]
+        boot = _Boot(g.cluster[m], cfg, "verdicts.graded")
+        def mean(i: np.ndarray, d: np.ndarray = d) -> float:
+            return float(np.mean(d[i]))
+
+        ci = boot.interval(mean)
+        out.append(Measure(
+            key=key, what=what, estimate=float(d.mean()), ci=ci, n=int(m.sum()),
+            baseline=0.0, units=units, finding=bool(ci and (ci[0] > 0 or ci[1] < 0)),
+            decision=("lenient" if ci and ci[0] > 0 else "severe" if ci and ci[1] < 0
+                      else "no bias shown") + f" ({int(m.sum())} rated items)"))
+    return out
+
+
+def _decidable(g: Graded, x: np.ndarray, y: np.ndarray, lab: np.ndarray,
+               cfg: VerdictsConfig) -> list[Measure]:
+    """The rows the card decides on, as for pass/fail judges: ``leniency`` (the score
+    bias as a share of the scale's range, overall and per system, with the family's
+    simultaneous intervals: ``rate`` and ``rank``), and ``accuracy``, the share of items
+    within one point of people's consensus (``items``), against the best uninformed
+    judge: the constant grade that is most often within one point."""
+    span = g.scale.hi - g.scale.lo
+    family = [(n, m & lab) for n, m in _by_system(g, lab) if (m & lab).sum() >= MIN_ITEMS]
+    wide = family_level(cfg.level, len(family))
+    out = []
+    for name, m in family:
+        d = (x - y)[m] / span
+        est = float(d.mean())
+        cis = []
+        for lv in (cfg.level, wide):
+            boot = _Boot(g.cluster[m], cfg.model_copy(update={"level": lv}),
+                         "verdicts.graded")
+            cis.append(boot.interval(partial(_mean_of, d), -1.0, 1.0))
+        ci, fam = cis
+        key = "leniency" if name is None else f"leniency[{name}]"
+        out.append(Measure(
+            key=key, what="the judge's score minus people's, as a share of the scale's "
+            f"range ({g.scale.lo:g}-{g.scale.hi:g})" + (f", {name}" if name else ""),
+            estimate=est, ci=ci, family_ci=fam, n=int(m.sum()), baseline=0.0,
+            units="difference of shares", finding=bool(ci and (ci[0] > 0 or ci[1] < 0)),
+            decision=("lenient" if ci and ci[0] > 0 else "severe" if ci and ci[1] < 0
+                      else "no leniency shown") + f" ({int(m.sum())} rated items)",
+            note=f"{len(family)} rows in the family: together at {wide:.4g} each"))
+    if lab.sum() >= MIN_ITEMS:
+        yl, xl = y[lab], x[lab]
+        near = np.abs(xl - yl) <= 1.0
+        acc = rate_measure("accuracy", "share of items the judge scores within one point "
+                           "of people's consensus", near, g.cluster[lab], cfg.level)
+        grades = np.arange(math.ceil(g.scale.lo), math.floor(g.scale.hi) + 1, 1.0) \
+            if g.scale.integer else np.unique(_grade(yl))
+        base = max(float(np.mean(np.abs(c - yl) <= 1.0)) for c in grades)
+        lo_, hi_ = acc.ci if acc.ci else (None, None)
+        acc.baseline = base
+        acc.decision = (f"above an uninformed judge ({base:.3f}: the best constant grade)"
+                        if lo_ is not None and lo_ > base else
+                        f"no better than an uninformed judge ({base:.3f}: the best "
+                        "constant grade)" if hi_ is not None and hi_ <= base else
+                        f"not shown above an uninformed judge ({base:.3f})")
+        out.append(acc)
+    return out
+
+
+def _ceiling(g: Graded, x: np.ndarray, lab: np.ndarray, cfg: VerdictsConfig) -> Measure:
+    """Leave one rater out: each rater's Spearman with the mean of the others (the
+    human ceiling, averaged over raters), and the judge's with the same others."""
+    k = max((len(h) for h in g.humans), default=0)
+    what = "the human ceiling: each rater against the mean of the others (Spearman)"
+    if k < 2:
+        return Measure(key="human_ceiling", what=what, units="correlation",
+                       decision="not measured: one rater a item")
+    h = np.array([[v if v is not None else np.nan for v in row] for row in g.humans], float)
+
+    def pairs(idx: np.ndarray) -> tuple[float, float]:
+        hs, js = [], []
+        for r in range(k):
+            others = np.delete(h[idx], r, axis=1)
+            with np.errstate(all="ignore"):
+                rest = np.nanmean(others, axis=1)
+            ok = ~np.isnan(h[idx, r]) & ~np.isnan(rest)
+            if ok.sum() >= MIN_ITEMS:
+                hs.append(spearman(h[idx, r][ok], rest[ok]))
+                js.append(spearman(x[idx][ok], rest[ok]))
+        return (float(np.nanmean(hs)), float(np.nanmean(js))) if hs else (math.nan, math.nan)
+
+    all_idx = np.arange(len(x))
+    human, judge = pairs(all_idx)
+    if not math.isfinite(human):
+        return Measure(key="human_ceiling", what=what, units="correlation",
+                       decision="not measured: too few items two raters rated")
+    boot = _Boot(g.cluster, cfg, "verdicts.graded")
+    ci = boot.interval(lambda i: pairs(i)[0], -1, 1)
+    diff = boot.interval(lambda i: pairs(i)[1] - pairs(i)[0], -2, 2)
+    better = diff is not None and diff[0] > 0
+    worse = diff is not None and diff[1] < 0
+    return Measure(
+        key="human_ceiling", what=what, estimate=human, ci=ci, n=len(x),
+        clusters=int(np.unique(g.cluster).size), units="correlation",
+        decision=("the judge tracks people better than one more rater would" if better
+                  else "the judge tracks people worse than one more rater would" if worse
+                  else "the judge is not shown apart from one more rater"),
+        finding=better or worse,
+        note=f"the judge against the same others: {judge:.3f}; judge minus rater "
+             f"{judge - human:+.3f}" + (f" [{diff[0]:+.3f}, {diff[1]:+.3f}]" if diff
+                                         else "") + f"; {k} raters")
+
+
+def _system_kendall(g: Graded, x: np.ndarray, y: np.ndarray, lab: np.ndarray,
+                    cfg: VerdictsConfig) -> Measure:
+    """Kendall's tau-b of the systems' mean scores (judge against people), with a
+    bootstrap over the rated items (clustered by question)."""
+    names = sorted({s for s in g.system if s is not None})
+    what = "Kendall's tau-b of the systems' mean scores, judge against people"
+    if len(names) < 3:
+        return Measure(key="system_kendall", what=what, n=len(names), units="correlation",
+                       decision=f"not measured: {len(names)} system(s) (need 3)")
+    sys_idx = np.array([names.index(s) if s is not None else -1 for s in g.system])
+    rated = np.flatnonzero(lab & (sys_idx >= 0))
+
+    def tau(idx: np.ndarray) -> float:
+        s = sys_idx[idx]
+        jm = np.array([x[idx][s == k].mean() if (s == k).any() else np.nan
+                       for k in range(len(names))])
+        hm = np.array([y[idx][s == k].mean() if (s == k).any() else np.nan
+                       for k in range(len(names))])
+        ok = ~np.isnan(jm) & ~np.isnan(hm)
+        return kendall(jm[ok], hm[ok]) if ok.sum() >= 3 else math.nan
+
+    boot = _Boot(g.cluster[rated], cfg, "verdicts.graded")
+    est = tau(rated)
+    ci = boot.interval(lambda i: tau(rated[i]), -1, 1)
+    return Measure(key="system_kendall", what=what, estimate=est if math.isfinite(est)
+                   else None, ci=ci, n=len(names), units="correlation",
+                   decision=f"{len(names)} systems, {rated.size} rated items")
+
+
+def _corrected(g: Graded, x: np.ndarray, y: np.ndarray, lab: np.ndarray,
+               cfg: VerdictsConfig) -> list[Measure]:
+    """The mean score people would give, corrected with the judge's scores on every item
+    (PPI++ for a mean on the scale mapped to [0, 1]), overall and per system."""
+    lo, span = g.scale.lo, g.scale.hi - g.scale.lo
+    out = []
+    for name, mask in _by_system(g, lab):
+        key = "corrected_mean_score" if name is None else f"corrected_mean_score[{name}]"
+        what = "the mean score people would give, corrected with the judge's scores " \
+               "(prediction-powered)" + (f", {name}" if name else "")
+        m = mask & lab
+        if m.sum() < 2 or mask.sum() < 2:
+            out.append(Measure(key=key, what=what, n=int(mask.sum()),
+                               units=f"points on the {g.scale.text()} scale",
+                               decision=f"not measured: {int(m.sum())} rated item(s)"))
+            continue
+        f = (x[mask] - lo) / span
+        c = ppi_mean(f, (x[m] - lo) / span, (y[m] - lo) / span, level=cfg.level)
+        out.append(Measure(
+            key=key, what=what, estimate=lo + span * c.estimate,
+            ci=[lo + span * c.ci[0], lo + span * c.ci[1]], n=int(mask.sum()),
+            labelled=int(m.sum()), units=f"points on the {g.scale.text()} scale",
+            decision=f"{int(m.sum())} items people rated",
+            note=f"people's ratings alone: {lo + span * c.human_only:.3f} "
+                 f"[{lo + span * c.human_only_ci[0]:.3f}, "
+                 f"{lo + span * c.human_only_ci[1]:.3f}]; the judge's mean "
+                 f"{float(x[mask].mean()):.3f}"))
+    return out
+
+
+def _calibration(g: Graded, y: np.ndarray, lab: np.ndarray, boot: _Boot | None,
+                 n_lab: int) -> list[Measure]:
+    """ECE (top grade, 10 equal-width bins) and the multi-class Brier score of the
+    judge's grade distribution against people's consensus grade."""
+    assert g.probs is not None and g.grades is not None
+    p, grades = g.probs[lab], g.grades
+    yg = _grade(y[lab])
+    onehot = (grades[None, :] == yg[:, None]).astype(float)
+
+    def brier(i: np.ndarray) -> float:
+        return float(np.mean(np.sum((p[i] - onehot[i]) ** 2, axis=1)))
+
+    def ece(i: np.ndarray) -> float:
+        conf = p[i].max(1)
+        right = (grades[p[i].argmax(1)] == yg[i]).astype(float)
+        b = np.minimum((conf * BINS).astype(int), BINS - 1)
+        tot = 0.0
+        for k in range(BINS):
+            sel = b == k
+            if sel.any():
+                tot += sel.mean() * abs(right[sel].mean() - conf[sel].mean())
+        return tot
+
+    out = []
+    for key, what, fn, hi in (
+            ("ece", "expected calibration error of the judge's top grade (10 bins)", ece,
+             1.0),
+            ("brier", "Brier score of the judge's grade distribution (0 is perfect)", brier,
+             2.0)):
+        if boot is None:
+            out.append(Measure(key=key, what=what, n=n_lab,
+                               decision="not measured: too few items people rated"))
+            continue
+        out.append(Measure(key=key, what=what, estimate=fn(np.arange(n_lab)),
+                           ci=boot.interval(fn, 0.0, hi), n=n_lab, units="share",
+                           decision=f"{n_lab} items people rated"))
+    return out
