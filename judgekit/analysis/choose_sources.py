@@ -164,7 +164,9 @@ def load_judges(sources: list[str | Path], prices: dict[str, float] | None = Non
             raise ConfigError(f"{s}: no such analyse run or verdicts file")
         if getattr(res.payload, "shape", None) not in ("pointwise", "pairwise"):
             raise ConfigError(f"{s}: choose reads `judgekit analyse` runs of pointwise or "
-                              f"pairwise verdicts (or their files), not a {res.method} run")
+                              f"pairwise verdicts (or their files), not a "
+                              f"{getattr(res.payload, 'shape', None) or res.method} run "
+                              "(graded judges are not compared yet)")
         out += _from_payload(path.stem if path.is_file() else path.name, res.payload, prices)
         origin += [path] * (len(out) - start)
     out = _by_folder(out, origin)

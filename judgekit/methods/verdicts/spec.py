@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from judgekit.core.errors import ConfigError
+from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.results import RunResult
 from judgekit.core.spec import (
     CardRow,
@@ -136,6 +136,10 @@ def _items(result: RunResult[VerdictsPayload]) -> RunItems:
     second, winner), with their texts. A file of several judges: the first judge's rows
     (people label the items, not each judge's copy of them)."""
     p = result.payload
+    if p is not None and p.shape == "graded":
+        raise DataError("labelling graded verdicts (scores on a scale) is not supported "
+                        "yet; label pass/fail or pairwise verdicts, or add people's scores "
+                        "to the file's human columns and analyse it again")
     if p is None or p.shape not in ("pointwise", "pairwise"):
         return RunItems("pointwise", [])
     first = _first_judge(p)
