@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judgekit.methods.verdicts import graded
+from judgekit.recorded import graded
+from judgekit.stats import graded as graded_stats
 
 KEYS = ("spearman", "kendall_tau_b", "pearson", "weighted_kappa",
         "krippendorff_alpha_interval", "krippendorff_alpha_ordinal", "mae", "score_bias",
@@ -84,12 +85,12 @@ def test_krippendorff_alpha_equals_the_krippendorff_package():
     data[0, :10] = data[1, :10]
     data[2, ::7] = np.nan
     for metric in ("interval", "ordinal"):
-        assert graded.krippendorff_alpha(data, metric) == pytest.approx(
+        assert graded_stats.krippendorff_alpha(data, metric) == pytest.approx(
             krippendorff.alpha(reliability_data=data, level_of_measurement=metric),
             abs=1e-9), metric
     # perfect agreement is 1; two coders disagreeing on everything at opposite ends < 0
-    assert graded.krippendorff_alpha(np.array([[1, 2, 3.0], [1, 2, 3.0]]), "interval") == 1
-    assert graded.krippendorff_alpha(np.array([[1, 5, 1.0], [5, 1, 5.0]]), "ordinal") < 0
+    assert graded_stats.krippendorff_alpha(np.array([[1, 2, 3.0], [1, 2, 3.0]]), "interval") == 1
+    assert graded_stats.krippendorff_alpha(np.array([[1, 5, 1.0], [5, 1, 5.0]]), "ordinal") < 0
 
 
 def test_weighted_kappa_pinned_by_hand():
@@ -98,7 +99,7 @@ def test_weighted_kappa_pinned_by_hand():
     # confusion [[1,0,0],[0,1,0],[0,1,1]]; expected from margins (1,1,2) x (1,2,1) / 4
     obs = 0.25  # one item off by one: weight 1/4
     exp = (1 * 2 * 0.25 + 1 * 1 * 1 + 1 * 1 * 0.25 + 1 * 1 * 0.25 + 2 * 1 * 1 + 2 * 2 * 0.25) / 4
-    assert graded.weighted_kappa(a, b) == pytest.approx(1 - obs / exp, abs=1e-12)
+    assert graded_stats.weighted_kappa(a, b) == pytest.approx(1 - obs / exp, abs=1e-12)
 
 
 def test_three_raters_give_every_measure_with_its_interval_and_per_system_rows(tmp_path):
@@ -168,12 +169,10 @@ def test_off_scale_values_are_counted_and_map_and_scale_are_taken(tmp_path):
 
 
 def test_pass_fail_and_probabilities_stay_pass_fail(tmp_path):
-    from judgekit.methods.verdicts.config import VerdictsConfig
-
-    cfg = VerdictsConfig(data_path="x.csv")
     roles = {"judge": "judge", "human": "human"}
-    assert not graded.is_graded([{"judge": v % 2, "human": 1} for v in range(10)], roles, cfg)
-    assert not graded.is_graded([{"judge": v / 10, "human": 1} for v in range(10)], roles, cfg)
-    assert graded.is_graded([{"judge": v % 5 + 1, "human": 2} for v in range(10)], roles, cfg)
+    assert not graded.is_graded([{"judge": v % 2, "human": 1} for v in range(10)], roles, None)
+    assert not graded.is_graded([{"judge": v / 10, "human": 1} for v in range(10)], roles, None)
+    assert graded.is_graded([{"judge": v % 5 + 1, "human": 2} for v in range(10)], roles, None)
+    assert graded.is_graded([{"judge": 1, "human": 1}], roles, "1-5")
     assert graded.score_of("Feedback: fine. [RESULT] 4") == 4
     assert graded.score_of("Rating: [[7]]") == 7 and graded.score_of("nan") is None

@@ -18,245 +18,33 @@ one question are not counted as independent.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from judgekit.core import seeds as streams
-from judgekit.core.errors import ConfigError
 from judgekit.core.jsontypes import JSONObject
 from judgekit.methods.verdicts.analysis import rate_measure
 from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure
+from judgekit.recorded.graded import Graded, is_graded, read
 from judgekit.stats.decide import family_level
+from judgekit.stats.graded import (
+    ClusterBootstrap,
+    kendall,
+    krippendorff_alpha,
+    pearson,
+    spearman,
+    weighted_kappa,
+)
 from judgekit.stats.ppi import ppi_mean
 
-__all__ = ["GRADE", "Graded", "Scale", "graded", "is_graded", "krippendorff_alpha",
-           "parse_scale", "score_of", "weighted_kappa"]
+__all__ = ["graded", "is_graded"]
 
-GRADE = re.compile(r"^p_(-?\d+(?:\.\d+)?)$", re.I)  # a grade's probability column
-RESULT = re.compile(r"\[RESULT\]\s*(-?\d+(?:\.\d+)?)|Rating:\s*\[\[\s*(-?\d+(?:\.\d+)?)\s*\]\]",
-                    re.I)
 BINS = 10  # ECE's equal-width confidence bins
-MIN_ITEMS = 3
-
-
-class Scale(NamedTuple):
-    lo: float
-    hi: float
-    integer: bool
-    how: str  # "detected" or "--scale"
-
-    def text(self) -> str:
-        return (f"{self.lo:g}-{self.hi:g}{' (integers)' if self.integer else ''}, "
-                f"{self.how}")
-
-    def holds(self, v: float | None) -> bool:
-        return v is not None and self.lo <= v <= self.hi
-
-
-class Graded(NamedTuple):
-    """The readable items: the judge's score, each rater's score, cluster and system."""
-
-    score: np.ndarray  # the judge's score (its expected score for a distribution)
-    probs: np.ndarray | None  # items x grades, for a distribution
-    grades: np.ndarray | None
-    humans: list[list[float | None]]  # each item's raters, in column order
-    cluster: np.ndarray
-    system: list[str | None]
-    scale: Scale
-    unreadable: int
-    reasons: list[str]
-
-
-def parse_scale(text: str | None) -> tuple[float, float] | None:
-    """``--scale LO-HI`` (e.g. 1-5, 0-3, 1-10) as (lo, hi)."""
-    if text is None or text == "":
-        return None
-    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*", str(text))
-    if not m or float(m.group(1)) >= float(m.group(2)):
-        raise ConfigError(f"--scale {text!r}: give LO-HI with LO below HI, e.g. 1-5")
-    return float(m.group(1)), float(m.group(2))
-
-
-def score_of(raw: Any) -> float | None:
-    """A score as written: a number, or a text holding Prometheus's ``[RESULT] n`` or
-    MT-Bench's ``Rating: [[n]]`` (None: no number, NaN, or not finite)."""
-    if isinstance(raw, bool) or raw is None:
-        return None
-    if isinstance(raw, (int, float)):
-        v = float(raw)
-    else:
-        text = str(raw).strip()
-        m = RESULT.search(text)
-        try:
-            v = float(m.group(1) or m.group(2)) if m else float(text)
-        except ValueError:
-            return None
-    return v if math.isfinite(v) else None
-
-
-def grade_columns(columns: Iterable[str]) -> list[tuple[str, float]]:
-    """(column, grade) of ``p_<grade>`` columns, by grade."""
-    out = [(c, float(m.group(1))) for c in columns if (m := GRADE.match(c.strip()))]
-    return sorted(out, key=lambda x: x[1])
-
-
-def is_graded(rows: list[JSONObject], roles: dict[str, str], cfg: VerdictsConfig) -> bool:
-    """Whether a pointwise table holds graded verdicts: ``--scale`` given, ``p_<grade>``
-    columns, or whole-number scores above 1 with at least three distinct values among
-    the judge's and the raters' (a 0/1 or pass/fail column stays pass/fail)."""
-    if cfg.scale is not None or (rows and len(grade_columns(rows[0])) >= 2):
-        return True
-    cols = [c for c in (roles.get("judge", "").split(",")[:1]
-                        + roles.get("human", "").split(",")) if c]
-    seen: set[float] = set()
-    for r in rows[:2000]:
-        for c in cols:
-            v = r.get(c)
-            if isinstance(v, str) and not RESULT.search(v):
-                try:
-                    v = float(v)
-                except ValueError:
-                    continue
-            s = score_of(v)
-            if s is not None:
-                seen.add(s)
-    return len(seen) >= 3 and max(seen) > 1 and all(float(v).is_integer() for v in seen)
-
-
-def read(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig,
-         write: Callable[[JSONObject], None]) -> Graded:
-    """The readable items; a value off the scale, NaN or text is unreadable, counted
-    with its reason (a judge's: the row is left out; a rater's: that rating)."""
-    rows = list(rows)
-    judge = roles.get("judge", "").split(",")[0]
-    humans = [c for c in roles.get("human", "").split(",") if c]
-    dist = grade_columns(rows[0]) if rows else []
-    given = parse_scale(cfg.scale)
-    if given is not None:
-        scale = Scale(given[0], given[1], float(given[0]).is_integer()
-                      and float(given[1]).is_integer(), "--scale")
-    else:
-        vals = [v for r in rows for c in ([judge] if not dist else []) + humans
-                if (v := score_of(r.get(c))) is not None]
-        vals += [g for _, g in dist]
-        if not vals:
-            raise ConfigError(f"{cfg.data_path}: no readable score in "
-                              f"{', '.join([judge, *humans])}; give --scale LO-HI")
-        scale = Scale(min(vals), max(vals), all(float(v).is_integer() for v in vals),
-                      "detected")
-    q_col, s_col, id_col = roles.get("question_id"), roles.get("system"), roles.get("id")
-    score, probs, hum, cluster, system, reasons = [], [], [], [], [], []
-    bad = 0
-    keys: dict[str, int] = {}
-    for i, r in enumerate(rows):
-        item = str(r.get(id_col, i)) if id_col else str(i)
-        if dist:
-            got = [score_of(r.get(c)) for c, _ in dist]
-            p = [v for v in got if v is not None and v >= 0]
-            if len(p) < len(dist) or abs(sum(p) - 1) > 0.01:
-                bad += 1
-                reasons.append(f"row {i + 1}: p_ columns are not probabilities summing to 1")
-                continue
-            s: float | None = float(sum(v * grade for v, (_, grade) in zip(p, dist)))
-            probs.append(p)
-        else:
-            s = score_of(r.get(judge))
-            if s is None or not scale.holds(s):
-                bad += 1
-                reasons.append(f"row {i + 1}: {judge} {r.get(judge)!r} is "
-                               + ("off the scale " + scale.text() if s is not None
-                                  else "not a number"))
-                continue
-        people: list[float | None] = []
-        for c in humans:
-            raw = r.get(c)
-            if raw in (None, ""):
-                people.append(None)
-                continue
-            v = score_of(raw)
-            if not scale.holds(v):
-                bad += 1
-                reasons.append(f"row {i + 1}: {c} {raw!r} is "
-                               + ("off the scale" if v is not None else "not a number"))
-                v = None
-            people.append(v)
-        q = str(r.get(q_col)) if q_col and r.get(q_col) not in (None, "") else item
-        cluster.append(keys.setdefault(q, len(keys)))
-        system.append(str(r.get(s_col)) if s_col and r.get(s_col) not in (None, "") else None)
-        score.append(float(s))  # type: ignore[arg-type]
-        hum.append(people)
-        write({"id": item, "question_id": q, "system": system[-1], "score": s,
-               "humans": people, **({"probabilities": dict(zip(
-                   (f"{g:g}" for _, g in dist), probs[-1]))} if dist else {})})
-    return Graded(np.array(score, float), np.array(probs, float) if dist else None,
-                  np.array([g for _, g in dist], float) if dist else None, hum,
-                  np.array(cluster, np.int64), system, scale, bad, reasons)
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    return float(stats.spearmanr(x, y).statistic)
-
-
-def kendall(x: np.ndarray, y: np.ndarray) -> float:
-    return float(stats.kendalltau(x, y, variant="b").statistic)
-
-
-def pearson(x: np.ndarray, y: np.ndarray) -> float:
-    return float(stats.pearsonr(x, y).statistic)
-
-
-def weighted_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Quadratic-weighted Cohen's kappa over the categories either rater used (as
-    scikit-learn's ``cohen_kappa_score(weights="quadratic")``: the weight of a cell is
-    the squared distance of the categories' ranks over (k - 1)^2)."""
-    labels = np.unique(np.concatenate([a, b]))
-    k = labels.size
-    if k < 2:
-        return float("nan")
-    ia, ib = np.searchsorted(labels, a), np.searchsorted(labels, b)
-    conf = np.zeros((k, k))
-    np.add.at(conf, (ia, ib), 1)
-    expected = np.outer(conf.sum(1), conf.sum(0)) / conf.sum()
-    idx = np.arange(k)
-    w = (idx[:, None] - idx[None, :]) ** 2 / (k - 1) ** 2
-    return float(1 - (w * conf).sum() / (w * expected).sum())
-
-
-def krippendorff_alpha(data: np.ndarray, metric: str) -> float:
-    """Krippendorff's alpha of reliability data (coders x units, NaN: missing) with the
-    interval (squared difference) or ordinal (squared count between the values) metric,
-    from the coincidence matrix (Krippendorff 2011)."""
-    values = np.unique(data[~np.isnan(data)])
-    k = values.size
-    if k < 2:
-        return float("nan")
-    o = np.zeros((k, k))
-    for u in data.T:
-        got = u[~np.isnan(u)]
-        m = got.size
-        if m < 2:
-            continue
-        idx = np.searchsorted(values, got)
-        c = np.bincount(idx, minlength=k).astype(float)
-        o += (np.outer(c, c) - np.diag(c)) / (m - 1)
-    n_c = o.sum(1)
-    n = n_c.sum()
-    if metric == "interval":
-        d = (values[:, None] - values[None, :]) ** 2
-    else:
-        cum = np.cumsum(n_c)
-        lo = np.minimum.outer(np.arange(k), np.arange(k))
-        hi = np.maximum.outer(np.arange(k), np.arange(k))
-        d = (cum[hi] - np.where(lo > 0, cum[lo - 1], 0) - (n_c[lo] + n_c[hi]) / 2) ** 2
-    expected = (np.outer(n_c, n_c) * d).sum() / (n - 1)
-    return float(1 - (o * d).sum() / expected) if expected > 0 else float("nan")
-
+MIN_ITEMS = 3  # items people rated that a figure needs
 
 def _alpha(a: np.ndarray, b: np.ndarray, metric: str, i: np.ndarray) -> float:
     return krippendorff_alpha(np.vstack([a[i], b[i]]), metric)
@@ -275,46 +63,24 @@ def _grade(v: np.ndarray) -> np.ndarray:
     return np.floor(v + 0.5)  # half up, as people's mean is rounded to a grade
 
 
-class _Boot:
-    """Percentile intervals of a statistic over resampled clusters."""
-
-    def __init__(self, cluster: np.ndarray, cfg: VerdictsConfig, stream: str) -> None:
-        self.cluster, self.cfg = cluster, cfg
-        codes = np.unique(cluster)
-        members = [np.flatnonzero(cluster == c) for c in codes]
-        rng = streams.rng(stream, cfg.seed)
-        draws = rng.integers(0, len(members), size=(cfg.resamples, len(members)))
-        self.samples = [np.concatenate([members[j] for j in d]) for d in draws]
-
-    def interval(self, fn: Callable[[np.ndarray], float], lo: float = -math.inf,
-                 hi: float = math.inf) -> list[float] | None:
-        got = []
-        for idx in self.samples:
-            with np.errstate(all="ignore"):
-                try:
-                    v = fn(idx)
-                except (ValueError, ZeroDivisionError, FloatingPointError):
-                    continue
-            if math.isfinite(v):
-                got.append(v)
-        if len(got) < len(self.samples) // 2:
-            return None
-        a = (1 - self.cfg.level) / 2
-        q = np.quantile(got, [a, 1 - a])
-        return [float(min(max(q[0], lo), hi)), float(min(max(q[1], lo), hi))]
+def _boot(cluster: np.ndarray, cfg: VerdictsConfig, level: float | None = None
+          ) -> ClusterBootstrap:
+    """The run's cluster bootstrap (its seed's ``verdicts.graded`` stream)."""
+    return ClusterBootstrap(cluster, cfg.level if level is None else level, cfg.resamples,
+                            streams.rng("verdicts.graded", cfg.seed))
 
 
 def graded(rows: Iterable[JSONObject], roles: dict[str, str], cfg: VerdictsConfig,
            write: Callable[[JSONObject], None]) -> tuple[list[Measure], Graded]:
     """The measures of graded verdicts (see the module docstring)."""
-    g = read(rows, roles, cfg, write)
+    g = read(rows, roles, cfg.scale, cfg.data_path, write)
     people = [_consensus(h) for h in g.humans]
     lab = np.array([p is not None for p in people])
     y = np.array([p if p is not None else np.nan for p in people], float)
     x = g.score
     n_lab = int(lab.sum())
     out: list[Measure] = []
-    boot = _Boot(g.cluster[lab], cfg, "verdicts.graded") if n_lab >= MIN_ITEMS else None
+    boot = _boot(g.cluster[lab], cfg) if n_lab >= MIN_ITEMS else None
     xl, yl = x[lab], y[lab]
     units = f"points on the {g.scale.text()} scale"
 
@@ -382,7 +148,7 @@ def _bias(g: Graded, x: np.ndarray, y: np.ndarray, lab: np.ndarray, cfg: Verdict
                                decision=f"not measured: {int(m.sum())} rated item(s)"))
             continue
         d = (x - y)[m]
-        boot = _Boot(g.cluster[m], cfg, "verdicts.graded")
+        boot = _boot(g.cluster[m], cfg)
         def mean(i: np.ndarray, d: np.ndarray = d) -> float:
             return float(np.mean(d[i]))
 
@@ -411,8 +177,7 @@ def _decidable(g: Graded, x: np.ndarray, y: np.ndarray, lab: np.ndarray,
         est = float(d.mean())
         cis = []
         for lv in (cfg.level, wide):
-            boot = _Boot(g.cluster[m], cfg.model_copy(update={"level": lv}),
-                         "verdicts.graded")
+            boot = _boot(g.cluster[m], cfg, lv)
             cis.append(boot.interval(partial(_mean_of, d), -1.0, 1.0))
         ci, fam = cis
         key = "leniency" if name is None else f"leniency[{name}]"
@@ -470,7 +235,7 @@ def _ceiling(g: Graded, x: np.ndarray, lab: np.ndarray, cfg: VerdictsConfig) -> 
     if not math.isfinite(human):
         return Measure(key="human_ceiling", what=what, units="correlation",
                        decision="not measured: too few items two raters rated")
-    boot = _Boot(g.cluster, cfg, "verdicts.graded")
+    boot = _boot(g.cluster, cfg)
     ci = boot.interval(lambda i: pairs(i)[0], -1, 1)
     diff = boot.interval(lambda i: pairs(i)[1] - pairs(i)[0], -2, 2)
     better = diff is not None and diff[0] > 0
@@ -508,7 +273,7 @@ def _system_kendall(g: Graded, x: np.ndarray, y: np.ndarray, lab: np.ndarray,
         ok = ~np.isnan(jm) & ~np.isnan(hm)
         return kendall(jm[ok], hm[ok]) if ok.sum() >= 3 else math.nan
 
-    boot = _Boot(g.cluster[rated], cfg, "verdicts.graded")
+    boot = _boot(g.cluster[rated], cfg)
     est = tau(rated)
     ci = boot.interval(lambda i: tau(rated[i]), -1, 1)
     return Measure(key="system_kendall", what=what, estimate=est if math.isfinite(est)
@@ -546,7 +311,7 @@ def _corrected(g: Graded, x: np.ndarray, y: np.ndarray, lab: np.ndarray,
     return out
 
 
-def _calibration(g: Graded, y: np.ndarray, lab: np.ndarray, boot: _Boot | None,
+def _calibration(g: Graded, y: np.ndarray, lab: np.ndarray, boot: ClusterBootstrap | None,
                  n_lab: int) -> list[Measure]:
     """ECE (top grade, 10 equal-width bins) and the multi-class Brier score of the
     judge's grade distribution against people's consensus grade."""

@@ -85,7 +85,7 @@ def _one(cfg: VerdictsConfig, path: Path, table: Table, roles: dict[str, str],
         fh.write(jsonl_line({"judge": tag, **record} if several else record))
 
     is_graded = table.shape == "pointwise" and graded.is_graded(
-        list(itertools.islice(table.rows, 2000)), roles, cfg)
+        list(itertools.islice(table.rows, 2000)), roles, cfg.scale)
     if is_graded:
         measures, g = graded.graded(table.rows, roles, cfg, write)
         count, unread, judge = len(g.score), g.unreadable, roles["judge"]
