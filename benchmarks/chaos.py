@@ -261,8 +261,8 @@ def hostile_exports(root: Path) -> dict[str, object]:
     would evaluate carries its leading "'"), and no cell begins a formula."""
     import csv
 
+    from judgekit.analysis.comparison import Difference, items_csv
     from judgekit.recorded.csvsafe import cell
-    from judgekit.report.comparison import Difference, items_csv
     from judgekit.report.export import write
 
     root.mkdir(parents=True, exist_ok=True)

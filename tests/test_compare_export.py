@@ -148,7 +148,7 @@ def test_compare_refuses_runs_that_share_no_items_or_method(tmp_path):
 
 
 def test_compare_vbscore_runs_in_python(tmp_path):
-    from judgekit.report.comparison import compare
+    from judgekit.analysis.comparison import compare
 
     from .test_vbscore_case_study import run_case, script
 

@@ -33,7 +33,7 @@ def test_rows_read_back_with_the_same_shape_and_text():
 
 
 def test_export_and_differences_csv_are_safe(tmp_path):
-    from judgekit.report.comparison import Difference, items_csv
+    from judgekit.analysis.comparison import Difference, items_csv
     from judgekit.report.export import write
 
     rows = [{"id": v, "reason": v, "score": -0.5} for v in HOSTILE]

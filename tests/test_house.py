@@ -225,13 +225,13 @@ def test_labelling_and_the_viewer_read_items_through_the_spec(tmp_path):
 
 
 def test_an_old_module_path_never_shadows_a_public_function():
-    """``import judgekit.compare`` (the old path of judgekit.report.comparison) warns and
+    """``import judgekit.compare`` (the old path of judgekit.analysis.comparison) warns and
     imports the module, and ``judgekit.compare`` stays the public function (a fresh
     process: the import is process state)."""
     code = ("import warnings; warnings.simplefilter('ignore')\n"
             "import judgekit.compare, judgekit, sys\n"
             "assert callable(judgekit.compare) and judgekit.compare.__name__ == 'compare'\n"
-            "assert sys.modules['judgekit.compare'].__name__ == 'judgekit.report.comparison'\n"
+            "assert sys.modules['judgekit.compare'].__name__ == 'judgekit.analysis.comparison'\n"
             "from judgekit.compare import compare\n"
             "assert compare is judgekit.compare\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import t as student
 
-from judgekit.report.paired import mean_row
+from judgekit.analysis.paired import mean_row
 from judgekit.stats.agreement import agreement
 from judgekit.stats.bootstrap import bounded_mean_interval, pseudo_variance
 from judgekit.stats.ppi import (

@@ -146,7 +146,7 @@ def test_exported_names(package):
     mod = importlib.import_module(package)
     assert hasattr(mod, "__all__"), f"{package} declares no __all__"
     # (a submodule imported by now shadows a lazily exported function of the same name,
-    # judgekit.report.comparison: its name is still declared)
+    # judgekit.analysis.comparison: its name is still declared)
     defined = {n for n in dir(mod) if not n.startswith("_")
                and (n in mod.__all__ or not inspect.ismodule(getattr(mod, n, None)))}
     assert set(mod.__all__) - {"__version__"} == defined

@@ -117,7 +117,7 @@ def build(paths: list[str | Path], *, use: str = "rate", margin: float = DEFAULT
         raise ConfigError(f"--margin {margin}: give a margin in (0, 1), e.g. 0.05")
     if not 0 < target <= 1:
         raise ConfigError(f"--target-agreement {target}: give a share in (0, 1], e.g. 0.9")
-    from judgekit.report.comparison import load
+    from judgekit.analysis.comparison import load
 
     judges: dict[str, str] = {}
     rows: list[CardRow] = []

@@ -29,8 +29,8 @@ def compare(a: Path = typer.Argument(..., help="run A: its folder or results fil
                                            help="replace a previous comparison in --out")
             ) -> None:
     """Paired comparison of two runs of one method on the same items (B - A)."""
-    from judgekit.report.comparison import compare as run_compare
-    from judgekit.report.comparison import write
+    from judgekit.analysis.comparison import compare as run_compare
+    from judgekit.analysis.comparison import write
 
     comp, items = run_compare(a, b, level=level)
     folder = write(comp, items, out, overwrite=overwrite)
@@ -48,8 +48,8 @@ def export_run(run: Path = typer.Argument(..., help="a run folder or its results
                                              help="the headline rows instead of per item")
                ) -> None:
     """Write a run's per-item (or per-query) rows, or its headline rows, as a table."""
+    from judgekit.analysis.comparison import load
     from judgekit.core.frames import headline_rows
-    from judgekit.report.comparison import load
     from judgekit.report.export import detail_rows, write
 
     result = load(run)
@@ -102,9 +102,9 @@ def plan(run: Path = typer.Argument(..., help="a pilot run: its folder or result
                                             max=0.99, help="effect sizes to plan for "
                                             "(repeat the option)")) -> None:
     """How many pairs (probe) or items (audit) a decision needs, from a pilot run."""
+    from judgekit.analysis.comparison import load
     from judgekit.core.errors import ConfigError
     from judgekit.core.methods import all_methods
-    from judgekit.report.comparison import load
 
     result = load(run)
     hook = result.spec.plan if result.spec is not None else None

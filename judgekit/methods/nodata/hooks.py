@@ -7,12 +7,12 @@ import hashlib
 import json
 from typing import Any
 
+from judgekit.analysis.paired import agreement, paired_rate, rows_by
 from judgekit.core.errors import ConfigError
 from judgekit.core.payload import Json, Payload
 from judgekit.core.results import RunResult
 from judgekit.core.spec import CardRow, Paired, PlanTable, RunItems, TableRow
 from judgekit.methods.nodata.payload import AuditPayload
-from judgekit.report.paired import agreement, paired_rate, rows_by
 
 
 def rows(p: Payload) -> list[TableRow]:

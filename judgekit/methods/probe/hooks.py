@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from judgekit.analysis.paired import agreement, paired_rate, rows_by
 from judgekit.core.payload import Json
 from judgekit.core.results import RunResult
 from judgekit.core.spec import CardRow, CompareRow, Paired, PlanTable, RunItems, TableRow
 from judgekit.methods.probe.payload import ProbePayload
-from judgekit.report.paired import agreement, paired_rate, rows_by
 
 
 def rows(p: ProbePayload) -> list[TableRow]:

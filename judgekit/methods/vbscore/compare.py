@@ -5,11 +5,11 @@ a secondary row."""
 
 from __future__ import annotations
 
+from judgekit.analysis.paired import mean_row, rows_by
 from judgekit.core.payload import Json
 from judgekit.core.results import RunResult
 from judgekit.core.spec import Paired
 from judgekit.methods.vbscore.payload import VBScorePayload
-from judgekit.report.paired import mean_row, rows_by
 
 
 def paired(ra: RunResult[VBScorePayload], rb: RunResult[VBScorePayload], level: float

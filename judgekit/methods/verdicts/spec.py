@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from judgekit.analysis.paired import agreement, paired_rate
 from judgekit.core.errors import ConfigError, DataError
 from judgekit.core.results import RunResult
 from judgekit.core.spec import (
@@ -21,7 +22,6 @@ from judgekit.methods.verdicts.config import VerdictsConfig
 from judgekit.methods.verdicts.payload import Measure, VerdictsPayload
 from judgekit.methods.verdicts.report import report
 from judgekit.methods.verdicts.runner import execute, headline
-from judgekit.report.paired import agreement, paired_rate
 
 
 def _rows(p: VerdictsPayload) -> list[TableRow]:

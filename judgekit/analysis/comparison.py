@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from judgekit.analysis.paired import mean_row, paired_rate
 from judgekit.core.errors import ConfigError, StatsError
 from judgekit.core.methods import all_methods
 from judgekit.core.results import RunResult
 from judgekit.core.spec import CompareRow, PairAgreement
-from judgekit.report.paired import mean_row, paired_rate
 
 COMPARE_SCHEMA_VERSION = 1
 
