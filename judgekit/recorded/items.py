@@ -86,8 +86,9 @@ class Item(BaseModel):
 
     @property
     def people(self) -> Any:
-        """People's label already in the source (None: none)."""
-        raise NotImplementedError  # pragma: no cover - each shape says
+        """People's label already in the source (None: none; each shape names its own
+        column: a pointwise item's ``human``, a pair's ``label``)."""
+        return None
 
     def texts_as_found(self) -> dict[str, str]:
         """The item's texts under the names it has them by (labels files written before
